@@ -1,0 +1,1 @@
+"""Pure Python, no Qt: model files, KV arithmetic, probes, Hub, storage, settings."""

@@ -1,0 +1,59 @@
+"""The AppError family: every error a user can see carries one clear sentence.
+
+Each class also inherits the matching stdlib error where one exists, so callers that
+only know `FileNotFoundError` or `ValueError` still catch it (as huggingface_hub does).
+"""
+
+from __future__ import annotations
+
+
+class AppError(Exception):
+    """An error with a user-facing message (str(error) is the sentence to show)."""
+
+
+class BadInputError(AppError, ValueError):
+    """The user asked for something that cannot work (CLI: exit code 2)."""
+
+
+class ModelFileMissingError(BadInputError, FileNotFoundError):
+    """The model path does not exist."""
+
+
+class NotAGgufError(BadInputError):
+    """The file is not a GGUF model (wrong magic or unsupported version)."""
+
+
+class TruncatedGgufError(BadInputError):
+    """The GGUF file ends before its header, tensor data or declared size."""
+
+
+class UnknownKvTypeError(BadInputError):
+    """A K or V cache type that llama.cpp does not support."""
+
+
+class EngineCrashedError(AppError):
+    """The engine process died; the message carries the tail of its stderr."""
+
+
+class EngineFailedError(AppError):
+    """The engine reported a failure (load failed, generation failed)."""
+
+
+class DownloadError(AppError):
+    """A download could not finish; the partial file is kept when it is resumable."""
+
+
+class ChecksumMismatchError(DownloadError):
+    """The downloaded file's SHA-256 does not match what the Hub reports."""
+
+
+class GatedRepoError(DownloadError, PermissionError):
+    """The repository needs a token, or the token has no access."""
+
+
+class UnsafePathError(DownloadError):
+    """A file name from the Hub would write outside the target folder."""
+
+
+class DiskFullError(DownloadError, OSError):
+    """Not enough free disk space for the download."""

@@ -1,0 +1,1 @@
+"""The engine process: owns the one llama_cpp.Llama. No Qt."""

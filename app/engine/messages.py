@@ -1,0 +1,174 @@
+"""Messages between the GUI (or CLI) and the engine process.
+
+Small frozen dataclasses of plain values, pickled over a multiprocessing pipe.
+Commands go in (Load, Generate, Unload, Evaluate, Shutdown); events come out
+(Loaded, KvCacheInfo, ComputeBufferInfo, LogWarning, Token, Finished, Evaluated, Failed).
+Cancellation is not a message: it is a shared multiprocessing.Event the engine checks
+between tokens, so it works while the engine is busy generating.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+# ---- commands (in) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    model_path: str
+    n_ctx: int = 4096
+    n_gpu_layers: int = -1  # -1: every layer on the GPU when the build has one
+    flash_attn: bool = True
+    type_k: str = "q8_0"  # names from app.core.kv_types
+    type_v: str = "f16"
+    n_threads: int | None = None  # None: llama.cpp's default
+    seed: int = -1
+    n_batch: int = 512
+    n_ubatch: int = 512
+    swa_full: bool = False  # sliding-window cache at full n_ctx (llama.cpp --swa-full)
+    chat_format: str | None = None  # None: from the GGUF, or chosen by architecture
+
+
+@dataclass(frozen=True)
+class Load:
+    options: LoadOptions
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    max_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Generate:
+    """Generate a reply. Give `messages` for chat (rendered with the model's chat
+    template) or `prompt` for a raw completion."""
+
+    request_id: str
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    messages: tuple[ChatMessage, ...] = ()
+    prompt: str | None = None
+
+
+@dataclass(frozen=True)
+class Evaluate:
+    """Score `text` for perplexity in chunks of `chunk_tokens` (second half of each
+    chunk scored). When `logprobs_path` is set, the engine writes the scored positions'
+    log-probabilities there (reference run) or reads them to compute KL divergence and
+    top-1 agreement against the reference (compared run)."""
+
+    request_id: str
+    text: str
+    chunk_tokens: int = 512
+    n_chunks: int = 4
+    logprobs_path: str | None = None
+    write_reference: bool = False
+
+
+@dataclass(frozen=True)
+class Unload:
+    pass
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+# ---- events (out) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KvCacheInfo:
+    """One `llama_kv_cache: size = ...` line of llama.cpp's log (one per cache;
+    Gemma 3 has a sliding-window cache and a global one)."""
+
+    total_bytes: int
+    cells: int
+    layers: int
+    seqs: int
+    k_type: str
+    k_bytes: int
+    v_type: str
+    v_bytes: int
+    swa: bool = False  # the sliding-window cache (logged by llama_kv_cache_iswa)
+
+
+@dataclass(frozen=True)
+class ComputeBufferInfo:
+    device: str  # "CPU", "CUDA0", "ROCm0", ...
+    bytes: int
+
+
+@dataclass(frozen=True)
+class LogWarning:
+    """A log line that means the int8-K kernel is not running as asked
+    (kind: "kv_converted_to_f16" | "assigned_to_cpu" | "fa_disabled" | "other")."""
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Loaded:
+    model_path: str
+    options: LoadOptions
+    load_seconds: float
+    n_ctx: int  # the context llama.cpp actually created
+    n_ctx_train: int
+    architecture: str
+    chat_format: str  # template source: "gguf", or the architecture fallback name
+    kv_caches: tuple[KvCacheInfo, ...]
+    compute_buffers: tuple[ComputeBufferInfo, ...]
+    warnings: tuple[LogWarning, ...]
+    system_info: str
+
+
+@dataclass(frozen=True)
+class Token:
+    request_id: str
+    text: str
+    n_past: int  # tokens now in the context (prompt + generated so far)
+
+
+@dataclass(frozen=True)
+class Finished:
+    request_id: str
+    text: str
+    prompt_tokens: int
+    generated_tokens: int
+    time_to_first_token_s: float
+    tokens_per_second: float  # decode speed, first token excluded
+    stop_reason: str  # "stop" | "length" | "cancelled"
+    n_past: int
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    request_id: str
+    perplexity: float
+    scored_tokens: int
+    mean_kl_divergence: float | None  # None on the reference run
+    top1_agreement: float | None
+
+
+@dataclass(frozen=True)
+class Failed:
+    message: str  # one sentence for the user
+    request_id: str | None = None
+    detail: str = ""  # traceback or stderr tail, for the log

@@ -1,0 +1,1 @@
+"""Qt objects without widgets: engine client, downloads, memory sampler, message bridge."""
