@@ -1,0 +1,72 @@
+"""The `kvstudio` command. No subcommand opens the GUI; subcommands never import Qt."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from types import ModuleType
+
+from app import __version__
+from app.commands import COMMAND_MODULES
+from app.core.errors import AppError, BadInputError
+
+log = logging.getLogger(__name__)
+
+BAD_INPUT_EXIT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line on stderr (exit 2), no usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(BAD_INPUT_EXIT, f"kvstudio: {message}\n")
+
+
+def _command_modules() -> dict[str, ModuleType]:
+    modules = {}
+    for name in COMMAND_MODULES:
+        try:
+            modules[name] = importlib.import_module(f"app.commands.{name}")
+        except ModuleNotFoundError as error:
+            # A command still being written is left out rather than breaking the others.
+            if error.name != f"app.commands.{name}":
+                raise
+    return modules
+
+
+def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
+    parser = _Parser(prog="kvstudio", description="Run GGUF models locally; see what the KV cache costs.")
+    parser.add_argument("--version", action="version", version=f"kvstudio {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    gui = sub.add_parser("gui", help="open the app (the default)")
+    gui.add_argument("--model", help="a .gguf path or 'starter' to load at start")
+    for name, module in modules.items():
+        module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.HELP))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    modules = _command_modules()
+    args = build_parser(modules).parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        if args.command in (None, "gui"):
+            from app.gui import open_app  # Qt is imported only here
+
+            return open_app(model=getattr(args, "model", None))
+        return int(modules[args.command].run(args) or 0)
+    except BadInputError as error:
+        print(f"kvstudio: {error}", file=sys.stderr)
+        return BAD_INPUT_EXIT
+    except AppError as error:
+        print(f"kvstudio: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("kvstudio: interrupted", file=sys.stderr)
+        return 130
