@@ -107,12 +107,20 @@ class KvCacheInfo:
     v_type: str
     v_bytes: int
     swa: bool = False  # the sliding-window cache (logged by llama_kv_cache_iswa)
+    # The MiB figures exactly as llama.cpp printed them ("%7.2f" of a C float): the byte
+    # fields above are round(MiB * 1048576), so exact-byte checks compare these instead.
+    total_mib: float = 0.0
+    k_mib: float = 0.0
+    v_mib: float = 0.0
+    line: str = ""  # the raw log line
+    devices: tuple[str, ...] = ()  # buffer names from the "KV buffer size" lines before it
 
 
 @dataclass(frozen=True)
 class ComputeBufferInfo:
     device: str  # "CPU", "CUDA0", "ROCm0", ...
     bytes: int
+    mib: float = 0.0  # as printed (2 decimals); bytes = round(mib * 1048576)
 
 
 @dataclass(frozen=True)
