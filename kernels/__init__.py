@@ -1,0 +1,7 @@
+"""The llama.cpp backend of KV Studio: build variants and verification of the int8-K pair.
+
+`python -m kernels variants`            lists the build variants and their CMAKE_ARGS
+`python -m kernels cmake-args VARIANT`   prints one variant's CMAKE_ARGS (for `pip install`)
+`python -m kernels build VARIANT`        builds llama-cpp-python with them
+`python -m kernels verify [MODEL]`       checks the int8-K Flash Attention pair is compiled and used
+"""

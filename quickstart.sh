@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# KV Studio quick start.
+#   ./quickstart.sh         install everything, then open the app with the starter model loaded
+#   ./quickstart.sh test    install everything, then run the whole test suite
+# The first install compiles llama.cpp (about 10 minutes on 2 cores); pip caches the wheel.
+# GPU builds: set CMAKE_ARGS first (see README, or `python -m kernels variants`).
+set -euo pipefail
+cd "$(dirname "$0")"
+mode="${1:-run}"
+case "$mode" in
+  run)  extras="starter" ;;
+  test) extras="starter,test" ;;
+  *) echo "usage: ./quickstart.sh [run|test]" >&2; exit 2 ;;
+esac
+
+scripts/system-deps.sh
+
+python="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+echo "Installing KV Studio ($extras); the first time compiles llama.cpp (about 10 minutes on 2 cores)..." >&2
+.venv/bin/python -m pip install --quiet -e ".[$extras]"
+
+if [ "$mode" = run ]; then
+  exec .venv/bin/kvstudio gui --model starter
+fi
+shift || true
+exec .venv/bin/python -m pytest "$@"
