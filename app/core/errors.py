@@ -57,3 +57,11 @@ class UnsafePathError(DownloadError):
 
 class DiskFullError(DownloadError, OSError):
     """Not enough free disk space for the download."""
+
+
+class HubUnreachableError(DownloadError, ConnectionError):
+    """The Hub (or the HF_ENDPOINT mirror) could not be reached, or offline mode is on."""
+
+
+class ModelNotFoundError(BadInputError, LookupError):
+    """No such repository, file, quantization or library model."""
