@@ -81,6 +81,19 @@ class Evaluate:
 
 
 @dataclass(frozen=True)
+class Bench:
+    """Measure speed at a context depth, as llama-bench does: fill the context with
+    `depth` tokens (untimed), then time one prompt batch of `n_prompt` tokens and
+    `n_gen` single-token decodes. Handled by app/engine/bench.py."""
+
+    request_id: str
+    depth: int = 0
+    n_prompt: int = 512
+    n_gen: int = 128
+    seed: int = 1234
+
+
+@dataclass(frozen=True)
 class Unload:
     pass
 
@@ -173,6 +186,21 @@ class Evaluated:
     scored_tokens: int
     mean_kl_divergence: float | None  # None on the reference run
     top1_agreement: float | None
+
+
+@dataclass(frozen=True)
+class BenchDone:
+    """Speeds measured by a Bench command (tokens per second, synchronized timings)."""
+
+    request_id: str
+    depth: int
+    n_prompt: int
+    n_gen: int
+    fill_seconds: float
+    prompt_seconds: float
+    decode_seconds: float
+    prompt_tokens_per_second: float
+    decode_tokens_per_second: float
 
 
 @dataclass(frozen=True)
