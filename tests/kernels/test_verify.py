@@ -1,0 +1,62 @@
+"""`python -m kernels verify`: the int8-K pair is reported compiled/used, or why not."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from app.core.kv_types import KvMode
+from app.engine.build_info import parse_system_info
+from kernels.variants import VARIANTS, variant
+
+CUDA_INFO = (
+    "CUDA : ARCHS = 900 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | "
+    "FA_QUANTS = q8_0-f16,q8_0-q8_0,f16-f16 | CPU : SSE3 = 1 | AVX = 1 | "
+)
+DEFAULT_CUDA_INFO = "CUDA : ARCHS = 900 | FA_QUANTS = q4_0-q4_0,q8_0-q8_0,f16-f16,bf16-bf16 | CPU : AVX = 1 |"
+
+
+def test_cuda_build_with_int8k_pair_is_recognised() -> None:
+    info = parse_system_info(CUDA_INFO)
+    assert info.gpu_backends == ("CUDA",)
+    assert info.has_fa_pair("q8_0", "f16") is True
+    assert info.has_fa_pair("f16", "q8_0") is False
+
+
+def test_default_fa_quants_lack_the_mixed_int8k_pair() -> None:
+    info = parse_system_info(DEFAULT_CUDA_INFO)
+    assert info.has_fa_pair("q8_0", "f16") is False
+    assert info.has_fa_pair("q8_0", "q8_0") is True
+
+
+def test_cpu_build_does_not_restrict_pairs() -> None:
+    info = parse_system_info("CPU : SSE3 = 1 | AVX2 = 1 | LLAMAFILE = 1 | ")
+    assert info.backends == ("CPU",)
+    assert info.has_fa_pair("q8_0", "f16") is None
+
+
+def test_every_gpu_variant_compiles_the_default_pair() -> None:
+    for v in VARIANTS.values():
+        if any(a in ("-DGGML_CUDA=ON", "-DGGML_HIP=ON") for a in v.cmake_args):
+            assert "q8_0-f16" in v.cmake_args_text, v.name
+    assert "gfx1100" in variant("rdna3").cmake_args_text
+
+
+def test_verify_on_the_starter_model(starter_model_path) -> None:
+    from kernels.verify import verify
+
+    report = verify(str(starter_model_path), KvMode.parse("q8_0/f16"), n_ctx=1024)
+    assert report.ok, report.problems
+    assert report.k_cache_types and set(report.k_cache_types) == {"q8_0"}
+    assert report.tokens > 0
+
+
+def test_verify_cli_rejects_unknown_kv_type() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kernels", "verify", "starter", "--kv", "q9/f16"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "Unknown KV cache type 'q9'" in result.stderr
+    assert "Traceback" not in result.stderr
