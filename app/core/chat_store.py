@@ -1,0 +1,317 @@
+"""Conversations in SQLite (stdlib sqlite3, WAL): titles, messages, per-conversation
+system prompt and sampling settings, and the reply being generated, saved as it streams.
+
+One ChatStore per thread (sqlite3 connections stay on the thread that made them).
+The schema version lives in PRAGMA user_version; _MIGRATIONS[i] upgrades i -> i+1.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_MIGRATIONS = (
+    """
+    CREATE TABLE conversations (
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        system_prompt TEXT NOT NULL DEFAULT '',
+        sampling_json TEXT NOT NULL DEFAULT '{}',
+        model TEXT
+    );
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        status TEXT NOT NULL DEFAULT 'done',
+        model TEXT,
+        prompt_tokens INTEGER,
+        generated_tokens INTEGER,
+        tokens_per_second REAL,
+        time_to_first_token_s REAL
+    );
+    CREATE INDEX messages_by_conversation ON messages(conversation_id, id);
+    """,
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+# Message.status values.
+DONE, STREAMING, STOPPED, FAILED, INTERRUPTED = "done", "streaming", "stopped", "failed", "interrupted"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: int
+    title: str
+    created_at: float
+    updated_at: float
+    system_prompt: str
+    sampling: dict[str, Any]  # SamplingSettings fields; missing keys mean the defaults
+    model: str | None
+
+
+@dataclass(frozen=True)
+class Message:
+    id: int
+    conversation_id: int
+    role: str  # "system" | "user" | "assistant"
+    content: str
+    created_at: float
+    updated_at: float
+    status: str = DONE
+    model: str | None = None
+    prompt_tokens: int | None = None
+    generated_tokens: int | None = None
+    tokens_per_second: float | None = None
+    time_to_first_token_s: float | None = None
+
+
+_MESSAGE_COLUMNS = (
+    "id, conversation_id, role, content, created_at, updated_at, status, model, "
+    "prompt_tokens, generated_tokens, tokens_per_second, time_to_first_token_s"
+)
+
+
+class ChatStore:
+    """All conversation storage. Methods commit at once: nothing waits in memory."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._db = sqlite3.connect(self.path, isolation_level=None)  # autocommit
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL is durable against a killed process in WAL mode (only power loss can lose).
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} was written by a newer KV Studio (schema {version} > {SCHEMA_VERSION})"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            log.info("chat store: migrating schema %d -> %d", step, step + 1)
+            self._db.executescript(
+                f"BEGIN; {_MIGRATIONS[step]} PRAGMA user_version = {step + 1}; COMMIT;"
+            )
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # ---- conversations ---------------------------------------------------------------
+
+    def create_conversation(
+        self,
+        title: str = "New chat",
+        system_prompt: str = "",
+        sampling: dict[str, Any] | None = None,
+        model: str | None = None,
+    ) -> Conversation:
+        now = time.time()
+        cur = self._db.execute(
+            "INSERT INTO conversations (title, created_at, updated_at, system_prompt, "
+            "sampling_json, model) VALUES (?, ?, ?, ?, ?, ?)",
+            (title, now, now, system_prompt, json.dumps(sampling or {}), model),
+        )
+        return self.conversation(int(cur.lastrowid))
+
+    def conversation(self, conversation_id: int) -> Conversation:
+        row = self._db.execute(
+            "SELECT id, title, created_at, updated_at, system_prompt, sampling_json, model "
+            "FROM conversations WHERE id = ?",
+            (conversation_id,),
+        ).fetchone()
+        if row is None:
+            raise KeyError(conversation_id)
+        return _conversation(row)
+
+    def conversations(self, search: str = "") -> list[Conversation]:
+        """Newest first; `search` matches the title or any message's text (case-insensitive)."""
+        sql = (
+            "SELECT id, title, created_at, updated_at, system_prompt, sampling_json, model "
+            "FROM conversations"
+        )
+        args: tuple[Any, ...] = ()
+        if search.strip():
+            pattern = "%" + _escape_like(search.strip()) + "%"
+            sql += (
+                " WHERE title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m "
+                "WHERE m.conversation_id = conversations.id AND m.content LIKE ? ESCAPE '\\')"
+            )
+            args = (pattern, pattern)
+        sql += " ORDER BY updated_at DESC, id DESC"
+        return [_conversation(row) for row in self._db.execute(sql, args)]
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        self._update_conversation(conversation_id, title=title.strip() or "Untitled")
+
+    def set_system_prompt(self, conversation_id: int, system_prompt: str) -> None:
+        self._update_conversation(conversation_id, system_prompt=system_prompt)
+
+    def set_sampling(self, conversation_id: int, sampling: dict[str, Any]) -> None:
+        self._update_conversation(conversation_id, sampling_json=json.dumps(sampling))
+
+    def set_model(self, conversation_id: int, model: str | None) -> None:
+        self._update_conversation(conversation_id, model=model)
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        self._db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    def _update_conversation(self, conversation_id: int, **columns: Any) -> None:
+        sets = ", ".join(f"{name} = ?" for name in columns)
+        self._db.execute(
+            f"UPDATE conversations SET {sets}, updated_at = ? WHERE id = ?",
+            (*columns.values(), time.time(), conversation_id),
+        )
+
+    # ---- messages --------------------------------------------------------------------
+
+    def add_message(
+        self,
+        conversation_id: int,
+        role: str,
+        content: str,
+        status: str = DONE,
+        model: str | None = None,
+    ) -> Message:
+        now = time.time()
+        cur = self._db.execute(
+            "INSERT INTO messages (conversation_id, role, content, created_at, updated_at, "
+            "status, model) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (conversation_id, role, content, now, now, status, model),
+        )
+        self._touch(conversation_id, now)
+        return self.message(int(cur.lastrowid))
+
+    def message(self, message_id: int) -> Message:
+        row = self._db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(message_id)
+        return Message(*row)
+
+    def messages(self, conversation_id: int) -> list[Message]:
+        rows = self._db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
+            (conversation_id,),
+        )
+        return [Message(*row) for row in rows]
+
+    def update_message(self, message_id: int, content: str, status: str | None = None) -> None:
+        if status is None:
+            self._db.execute(
+                "UPDATE messages SET content = ?, updated_at = ? WHERE id = ?",
+                (content, time.time(), message_id),
+            )
+        else:
+            self._db.execute(
+                "UPDATE messages SET content = ?, status = ?, updated_at = ? WHERE id = ?",
+                (content, status, time.time(), message_id),
+            )
+
+    def finish_message(
+        self,
+        message_id: int,
+        content: str,
+        status: str,
+        prompt_tokens: int | None = None,
+        generated_tokens: int | None = None,
+        tokens_per_second: float | None = None,
+        time_to_first_token_s: float | None = None,
+    ) -> Message:
+        self._db.execute(
+            "UPDATE messages SET content = ?, status = ?, updated_at = ?, prompt_tokens = ?, "
+            "generated_tokens = ?, tokens_per_second = ?, time_to_first_token_s = ? WHERE id = ?",
+            (content, status, time.time(), prompt_tokens, generated_tokens,
+             tokens_per_second, time_to_first_token_s, message_id),
+        )
+        return self.message(message_id)
+
+    def delete_messages_from(self, conversation_id: int, message_id: int) -> None:
+        """Delete `message_id` and every later message of the conversation (edit, regenerate)."""
+        self._db.execute(
+            "DELETE FROM messages WHERE conversation_id = ? AND id >= ?",
+            (conversation_id, message_id),
+        )
+        self._touch(conversation_id, time.time())
+
+    def mark_interrupted(self) -> int:
+        """Replies left 'streaming' by a crash become 'interrupted'; returns how many."""
+        cur = self._db.execute(
+            "UPDATE messages SET status = ? WHERE status = ?", (INTERRUPTED, STREAMING)
+        )
+        return cur.rowcount
+
+    def _touch(self, conversation_id: int, now: float) -> None:
+        self._db.execute(
+            "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
+        )
+
+
+class StreamingReply:
+    """The reply being generated: text accumulates in memory and is written to its
+    message row at most every `interval` seconds (and on flush/finish), so a kill loses
+    at most `interval` seconds of text. Call flush() from a timer when tokens may pause.
+    """
+
+    def __init__(
+        self,
+        store: ChatStore,
+        message_id: int,
+        text: str = "",
+        interval: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self.message_id = message_id
+        self.text = text
+        self._interval = interval
+        self._clock = clock
+        self._written = len(text)
+        self._last_write = clock()
+
+    def append(self, piece: str) -> None:
+        self.text += piece
+        if self._clock() - self._last_write >= self._interval:
+            self.flush()
+
+    def flush(self) -> None:
+        if len(self.text) != self._written:
+            self._store.update_message(self.message_id, self.text)
+            self._written = len(self.text)
+        self._last_write = self._clock()
+
+    def finish(self, status: str, **stats: Any) -> Message:
+        return self._store.finish_message(self.message_id, self.text, status, **stats)
+
+
+def _conversation(row: tuple[Any, ...]) -> Conversation:
+    cid, title, created, updated, system_prompt, sampling_json, model = row
+    try:
+        sampling = json.loads(sampling_json)
+    except ValueError:
+        sampling = {}
+    return Conversation(cid, title, created, updated, system_prompt, sampling, model)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
