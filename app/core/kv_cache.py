@@ -26,16 +26,15 @@ llama-cpp-python keeps it unless `swa_full=` is passed; callers must pass the va
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, replace
-
-import numpy as np
 
 from app.core.errors import BadInputError
 from app.core.gguf_header import GgufHeader
 from app.core.kv_layout import KvLayout, kv_layout
 from app.core.kv_types import FP16_KV_MODE, KvMode, KvType
 
-_MIB = np.float32(1024.0 * 1024.0)
+_MIB = 1024.0 * 1024.0
 
 
 def ggml_pad(x: int, n: int) -> int:
@@ -44,7 +43,9 @@ def ggml_pad(x: int, n: int) -> int:
 
 def llama_mib(n_bytes: int) -> str:
     """Bytes as llama.cpp prints them: '%7.2f' of a C float (bytes / 1 MiB in float32)."""
-    return "%7.2f" % float(np.float32(n_bytes) / _MIB)
+    # (float)bytes rounds to float32; dividing by 2**20 is then exact, so no further rounding.
+    as_float32 = struct.unpack("<f", struct.pack("<f", float(n_bytes)))[0]
+    return "%7.2f" % (as_float32 / _MIB)
 
 
 @dataclass(frozen=True)
