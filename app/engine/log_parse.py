@@ -9,7 +9,7 @@ samples without a model. Formats come from the vendored llama.cpp of llama-cpp-p
                                ``%s: %10s KV buffer size = %8.2f MiB``
 - src/llama-kv-cache-iswa.cpp: ``creating non-SWA KV cache`` / ``creating     SWA KV cache``
                                before each of its two caches' lines
-- src/llama-context.cpp:      ``%s: %10s compute buffer size = %8.2f MiB``
+- src/llama-context.cpp:      ``%s: %10s compute buffer size = %8.2f MiB`` (%s: sched_reserve)
 - warnings meaning the int8-K Flash Attention kernel is not what runs: the CUDA/HIP
   "converting K and V to f16 instead (slow)", an op "is assigned to device X ... (usually
   due to missing support)", Flash Attention "set to disabled" / "forcing off" /
@@ -35,7 +35,8 @@ _KV_CACHE_RE = re.compile(
     r"V\s*\(([\w.]+)\):\s*" + _NUM + r"\s*MiB"
 )
 _KV_BUFFER_RE = re.compile(r"llama_kv_cache:\s+(\S+)\s+KV buffer size\s*=\s*" + _NUM + r"\s*MiB")
-_COMPUTE_RE = re.compile(r"(\S+)\s+compute buffer size\s*=\s*" + _NUM + r"\s*MiB")
+# Logged by llama_context::sched_reserve (older llama.cpp: llama_context) as "<func>: <buft> ...".
+_COMPUTE_RE = re.compile(r"^\s*\w+:\s+(\S+)\s+compute buffer size\s*=\s*" + _NUM + r"\s*MiB")
 _ISWA_RE = re.compile(r"llama_kv_cache_iswa:\s+creating\s+(non-SWA|SWA)\s+KV cache")
 _LAYER_ON_CPU_RE = re.compile(r"load_tensors:\s+layer\s+\d+\s+assigned to device CPU\b")
 
@@ -92,9 +93,7 @@ def parse_kv_buffer_line(line: str) -> tuple[str, float] | None:
 
 
 def parse_compute_buffer_line(line: str) -> ComputeBufferInfo | None:
-    """The ComputeBufferInfo of a ``llama_context: CPU compute buffer size = X MiB`` line."""
-    if "llama_context" not in line:
-        return None
+    """The ComputeBufferInfo of a ``sched_reserve: CPU compute buffer size = X MiB`` line."""
     match = _COMPUTE_RE.search(line)
     if match is None:
         return None

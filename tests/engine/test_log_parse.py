@@ -27,7 +27,8 @@ llama_kv_cache: size =    4.59 MiB (  2048 cells,   3 layers,  1/1 seqs), K (q8_
 llama_kv_cache_iswa: creating     SWA KV cache, size = 1024 cells
 llama_kv_cache:        CPU KV buffer size =    11.48 MiB
 llama_kv_cache: size =   11.48 MiB (  1024 cells,  15 layers,  1/1 seqs), K (q8_0):    3.98 MiB, V (f16):    7.50 MiB
-llama_context:        CPU compute buffer size =   522.62 MiB
+sched_reserve:        CPU compute buffer size =   515.75 MiB
+sched_reserve: graph: nodes = 835, splits = 1, input objects = 4, input tensors = 11
 llama_context: graph nodes  = 763
 """.splitlines()
 
@@ -55,7 +56,7 @@ def test_gemma3_two_caches_marks_the_sliding_window_one():
     assert [(c.layers, c.cells, c.swa) for c in parsed.kv_caches] == [(3, 2048, False), (15, 1024, True)]
     assert parsed.kv_caches[1].devices == ("CPU",)
     assert parsed.compute_buffers[0].device == "CPU"
-    assert parsed.compute_buffers[0].mib == 522.62
+    assert parsed.compute_buffers[0].mib == 515.75
     assert parsed.warnings == []
 
 
@@ -71,6 +72,7 @@ def test_compute_buffer_lines_per_device():
     assert info is not None and info.device == "CUDA0" and info.bytes == 416 * 1048576
     host = parse_compute_buffer_line("llama_context:  CUDA_Host compute buffer size =    24.01 MiB")
     assert host is not None and host.device == "CUDA_Host"
+    assert parse_compute_buffer_line("llama_context:        CPU  output buffer size =     1.00 MiB") is None
     assert parse_compute_buffer_line("ggml_gallocr: compute buffer size = 1 MiB") is None
 
 

@@ -1,0 +1,228 @@
+"""One streamed generation inside the engine process.
+
+The prompt is evaluated in batches with llama.cpp's abort callback watching the cancel
+event (so Stop works during a long prompt too); the callback is removed before decoding
+so the per-token loop costs nothing extra. Between tokens the loop checks the cancel
+event, decodes UTF-8 incrementally, holds back text that might start a stop string,
+and sends one Token event per piece of text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import llama_cpp
+
+from app.core.errors import EngineFailedError
+from app.engine.chat_template import ChatTemplate
+from app.engine.messages import ChatMessage, Finished, Generate, Token
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[object], None]
+
+
+class StopFilter:
+    """Holds back text that could be the start of a stop string; cuts at a full one."""
+
+    def __init__(self, stops: Sequence[str]) -> None:
+        self.stops = tuple(s for s in stops if s)
+        self.pending = ""
+        self.stopped = False
+
+    def push(self, text: str) -> str:
+        """Add text; return the part that is safe to show now."""
+        self.pending += text
+        cut = min((i for i in (self.pending.find(s) for s in self.stops) if i >= 0), default=-1)
+        if cut >= 0:
+            out, self.pending, self.stopped = self.pending[:cut], "", True
+            return out
+        hold = 0
+        for stop in self.stops:
+            for k in range(min(len(stop) - 1, len(self.pending)), hold, -1):
+                if self.pending.endswith(stop[:k]):
+                    hold = k
+                    break
+        out = self.pending[: len(self.pending) - hold]
+        self.pending = self.pending[len(self.pending) - hold :]
+        return out
+
+    def flush(self) -> str:
+        out, self.pending = self.pending, ""
+        return out
+
+
+def run_generation(
+    llm: Any, command: Generate, template: ChatTemplate, cancel: Any, emit: Emit
+) -> Finished:
+    """Generate for `command`, emitting Token events; returns the Finished event."""
+    started = time.perf_counter()
+    s = command.sampling
+    n_ctx = llm.n_ctx()
+    reserve = min(s.max_tokens if s.max_tokens > 0 else n_ctx // 4, n_ctx // 2)
+    tokens = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1))
+    room = n_ctx - len(tokens)
+    if room <= 0:
+        raise EngineFailedError(
+            f"The prompt is {len(tokens)} tokens, which does not fit the {n_ctx}-token context."
+        )
+    max_new = min(s.max_tokens, room) if s.max_tokens > 0 else room
+    if s.seed is not None:
+        llm.set_seed(s.seed)
+    stops = StopFilter(tuple(s.stop) + (template.stop if command.messages else ()))
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    vocab = llm._model.vocab
+    text_parts: list[str] = []
+    generated = 0
+    first_at = last_at = 0.0
+    reason = "length"
+
+    if not _prefill(llm, tokens, cancel):
+        return _finished(command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens))
+
+    for token in llm.generate(
+        tokens,
+        top_k=s.top_k,
+        top_p=s.top_p,
+        min_p=s.min_p,
+        temp=s.temperature,
+        repeat_penalty=s.repeat_penalty,
+        reset=True,  # finds the prompt already evaluated by _prefill and samples at once
+    ):
+        last_at = time.perf_counter()
+        if not first_at:
+            first_at = last_at
+        if llama_cpp.llama_vocab_is_eog(vocab, token):
+            reason = "stop"
+            break
+        generated += 1
+        piece = stops.push(decoder.decode(llm.detokenize([token])))
+        if piece:
+            text_parts.append(piece)
+            emit(Token(command.request_id, piece, len(tokens) + generated))
+        if stops.stopped:
+            reason = "stop"
+            break
+        if cancel.is_set():
+            reason = "cancelled"
+            break
+        if generated >= max_new:
+            break
+    if not stops.stopped:
+        tail = stops.flush() + decoder.decode(b"", final=True)
+        if tail:
+            text_parts.append(tail)
+            emit(Token(command.request_id, tail, len(tokens) + generated))
+    return _finished(
+        command, "".join(text_parts), len(tokens), generated, started, first_at, last_at, reason,
+        len(tokens) + generated,
+    )
+
+
+def _finished(
+    command: Generate, text: str, n_prompt: int, generated: int, started: float,
+    first_at: float, last_at: float, reason: str, n_past: int,
+) -> Finished:
+    decode_s = last_at - first_at
+    # The first token's time is prompt processing; decode speed counts the ones after it.
+    speed = (generated - 1) / decode_s if generated > 1 and decode_s > 0 else 0.0
+    return Finished(
+        request_id=command.request_id,
+        text=text,
+        prompt_tokens=n_prompt,
+        generated_tokens=generated,
+        time_to_first_token_s=(first_at - started) if first_at else 0.0,
+        tokens_per_second=speed,
+        stop_reason=reason,
+        n_past=n_past,
+    )
+
+
+def _prompt_tokens(llm: Any, command: Generate, template: ChatTemplate, budget: int) -> list[int]:
+    """The prompt's tokens; for chat, the oldest turns are dropped to fit `budget`."""
+    if not command.messages:
+        text = command.prompt or ""
+        tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+        if not tokens:
+            raise EngineFailedError("The prompt is empty.")
+        return list(tokens)
+    messages = list(command.messages)
+    while True:
+        tokens = _chat_tokens(llm, template, messages)
+        droppable = [i for i, m in enumerate(messages) if m.role != "system"][:-1]
+        if len(tokens) <= budget or not droppable:
+            return tokens
+        log.info("conversation is %d tokens, over %d: dropping its oldest turn", len(tokens), budget)
+        del messages[droppable[0]]
+
+
+def _chat_tokens(llm: Any, template: ChatTemplate, messages: list[ChatMessage]) -> list[int]:
+    bos_id, eos_id = llm.token_bos(), llm.token_eos()
+    bos = llm.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
+    eos = llm.detokenize([eos_id], special=True).decode("utf-8", "replace") if eos_id >= 0 else ""
+    text = template.render(messages, bos_token=bos, eos_token=eos)
+    tokens = list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+    add_bos = llama_cpp.llama_vocab_get_add_bos(llm._model.vocab)
+    if add_bos and bos_id >= 0 and tokens[:1] != [bos_id]:
+        tokens.insert(0, bos_id)
+    return tokens
+
+
+def _prefill(llm: Any, tokens: list[int], cancel: Any) -> bool:
+    """Evaluate the prompt (reusing the cached prefix); False if cancelled meanwhile.
+
+    Afterwards llm holds exactly `tokens`, so llm.generate(tokens) samples
+    at once.
+    """
+    cached = 0
+    previous = llm.input_ids[: llm.n_tokens].tolist()
+    for a, b in zip(previous, tokens):
+        if a != b:
+            break
+        cached += 1
+    # At least one token is evaluated so the logits belong to this prompt.
+    cached = min(cached, len(tokens) - 1)
+    if cached < llm.n_tokens:
+        if cached == 0 or not llm._ctx.kv_cache_seq_rm(-1, cached, -1):
+            llm.reset()
+            cached = 0
+        else:
+            llm.n_tokens = cached
+    rest = tokens[cached:]
+    with _abort_on(llm, cancel):
+        for i in range(0, len(rest), llm.n_batch):
+            if cancel.is_set():
+                llm.reset()
+                return False
+            try:
+                llm.eval(rest[i : i + llm.n_batch])
+            except RuntimeError:
+                if cancel.is_set():  # llama_decode returned 2: aborted by our callback
+                    llm.reset()
+                    return False
+                raise
+    return True
+
+
+_ABORT_TYPE = llama_cpp.ggml_abort_callback
+_set_abort = llama_cpp.llama_cpp._lib.llama_set_abort_callback
+_set_abort.argtypes = [ctypes.c_void_p, _ABORT_TYPE, ctypes.c_void_p]
+_set_abort.restype = None
+
+
+@contextmanager
+def _abort_on(llm: Any, cancel: Any) -> Iterator[None]:
+    """While inside, llama.cpp's compute stops soon after `cancel` is set."""
+    callback = _ABORT_TYPE(lambda _data: bool(cancel.is_set()))
+    _set_abort(llm._ctx.ctx, callback, None)
+    try:
+        yield
+    finally:
+        _set_abort(llm._ctx.ctx, _ABORT_TYPE(), None)
+        del callback

@@ -1,0 +1,120 @@
+"""Load a model into a llama_cpp.Llama inside the engine process and describe what
+llama.cpp made of it (KV caches, compute buffers, warnings) from its log.
+
+Runs only in the engine process, after llama_cpp has been imported (see worker.main).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+
+from app.core.errors import AppError, EngineFailedError
+from app.core.kv_types import kv_type
+from app.engine.chat_template import ChatTemplate, choose_template
+from app.engine.llama_log import LlamaLogRouter
+from app.engine.log_parse import parse_log
+from app.engine.messages import Loaded, LoadOptions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoadedModel:
+    llm: Any  # llama_cpp.Llama
+    loaded: Loaded
+    template: ChatTemplate
+
+
+def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
+    """Create the Llama for `options`. Raises AppError with one sentence on failure."""
+    from app.core.model_ref import check_gguf
+
+    path = Path(options.model_path)
+    check_gguf(path)  # missing / not a GGUF / truncated: a sentence, before llama.cpp sees it
+    k, v = kv_type(options.type_k), kv_type(options.type_v)
+    if options.n_ctx <= 0:
+        raise EngineFailedError(f"The context size must be positive, not {options.n_ctx}.")
+    router.flush()
+    router.take_lines()  # only this load's lines are parsed below
+    started = time.perf_counter()
+    kwargs: dict[str, Any] = dict(
+        model_path=str(path),
+        n_ctx=options.n_ctx,
+        n_gpu_layers=options.n_gpu_layers,
+        flash_attn=options.flash_attn,
+        type_k=k.ggml_id,
+        type_v=v.ggml_id,
+        n_batch=options.n_batch,
+        n_ubatch=options.n_ubatch,
+        swa_full=options.swa_full,
+        seed=options.seed if options.seed >= 0 else llama_cpp.LLAMA_DEFAULT_SEED,
+        logits_all=False,
+        # verbose=False would point fd 2 at /dev/null while loading, hiding an abort's
+        # message from the crash report; the log itself goes through our callback anyway.
+        verbose=True,
+    )
+    if options.n_threads:
+        kwargs["n_threads"] = options.n_threads
+        kwargs["n_threads_batch"] = options.n_threads
+    try:
+        llm = llama_cpp.Llama(**kwargs)
+    except AppError:
+        raise
+    except Exception as error:  # llama-cpp-python raises ValueError/RuntimeError
+        router.flush()
+        reason = _failure_reason(router.take_lines())
+        log.warning("load of %s failed: %s (%s)", path, error, reason)
+        raise EngineFailedError(
+            f"llama.cpp could not load {path.name}" + (f": {reason}." if reason else ".")
+        ) from error
+    seconds = time.perf_counter() - started
+    router.flush()
+    lines = router.take_lines()
+    expect_gpu = bool(llama_cpp.llama_supports_gpu_offload()) and options.n_gpu_layers != 0
+    parsed = parse_log(lines, expect_gpu=expect_gpu)
+    metadata = dict(llm.metadata or {})
+    architecture = metadata.get("general.architecture", "")
+    template = choose_template(
+        metadata.get("tokenizer.chat_template"),
+        architecture,
+        has_special_token=lambda text: _is_one_token(llm, text),
+        override=options.chat_format,
+    )
+    loaded = Loaded(
+        model_path=str(path),
+        options=options,
+        load_seconds=seconds,
+        n_ctx=llm.n_ctx(),
+        n_ctx_train=llm._model.n_ctx_train(),
+        architecture=architecture,
+        chat_format=template.source,
+        kv_caches=tuple(parsed.kv_caches),
+        compute_buffers=tuple(parsed.compute_buffers),
+        warnings=tuple(parsed.warnings),
+        system_info=llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
+    )
+    log.info("loaded %s in %.2f s (pid %d)", path.name, seconds, os.getpid())
+    return LoadedModel(llm, loaded, template)
+
+
+def _is_one_token(llm: Any, text: str) -> bool:
+    try:
+        return len(llm.tokenize(text.encode(), add_bos=False, special=True)) == 1
+    except Exception:  # noqa: BLE001 - a tokenizer hiccup only means "no"
+        return False
+
+
+def _failure_reason(lines: list[str]) -> str:
+    """The most telling error line llama.cpp logged during a failed load."""
+    for line in reversed(lines):
+        lower = line.lower()
+        if "error" in lower or "failed" in lower or "cannot" in lower or "out of memory" in lower:
+            return line.split(": ", 1)[-1].strip().rstrip(".")
+    return ""

@@ -1,0 +1,205 @@
+"""The engine process as seen from the GUI, CLI and benchmarks.
+
+    proc = EngineProcess(); proc.start()
+    proc.send(Load(LoadOptions(model_path=...)))   # starts a (fresh) engine if needed
+    event = proc.recv(timeout=30)                  # None on timeout; EngineCrashedError if it died
+    proc.cancel()                                  # stop generating, between tokens
+    proc.stop()
+
+The child is started with multiprocessing 'spawn' (a clean interpreter: no Qt, no
+inherited threads) and talks over two one-way pipes. Its fd 2 goes to a temp file, so
+when llama.cpp aborts the crash report carries the last lines it wrote.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from app.core.errors import EngineCrashedError
+from app.engine.messages import Generate, Shutdown
+
+log = logging.getLogger(__name__)
+
+STDERR_TAIL_LINES = 20
+_STOP_GRACE_S = 5.0
+
+
+class EngineProcess:
+    """One engine child process at a time; a dead one is replaced on the next send()."""
+
+    def __init__(self) -> None:
+        self._ctx = multiprocessing.get_context("spawn")
+        self._cancel = self._ctx.Event()
+        self._process: Any = None
+        self._commands: Any = None  # our sending end
+        self._events: Any = None  # our receiving end
+        self._stderr_path: Path | None = None
+        self._crash_reported = False
+
+    # ---- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the child if none is running (a dead one is cleaned up first)."""
+        if self.is_alive():
+            return
+        self._cleanup()
+        command_out, command_in = self._ctx.Pipe(duplex=False)
+        event_out, event_in = self._ctx.Pipe(duplex=False)
+        fd, stderr_path = tempfile.mkstemp(prefix="kvstudio-engine-", suffix=".stderr")
+        os.close(fd)
+        self._stderr_path = Path(stderr_path)
+        self._cancel.clear()
+        from app.engine.worker import main
+
+        self._process = self._ctx.Process(
+            target=main,
+            args=(command_out, event_in, self._cancel, stderr_path, logging.getLogger().level),
+            name="kvstudio-engine",
+            daemon=True,
+        )
+        self._process.start()
+        # Close our copies of the child's ends, so a dead child reads as EOF here.
+        command_out.close()
+        event_in.close()
+        self._commands, self._events = command_in, event_out
+        self._crash_reported = False
+        log.info("engine process started (pid %s)", self._process.pid)
+
+    def stop(self, timeout: float = _STOP_GRACE_S) -> None:
+        """Ask the engine to shut down; terminate (then kill) it if it does not."""
+        process = self._process
+        if process is None:
+            return
+        if process.is_alive():
+            try:
+                self._cancel.set()  # a generation in progress ends first
+                self._commands.send(Shutdown())
+            except (OSError, ValueError):
+                pass
+            process.join(timeout)
+            if process.is_alive():
+                process.terminate()
+                process.join(2.0)
+            if process.is_alive():
+                process.kill()
+                process.join(2.0)
+        self._cleanup()
+
+    def kill(self) -> None:
+        """Kill the engine at once (SIGKILL); the next send() starts a fresh one."""
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join(5.0)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def is_alive(self) -> bool:
+        return self._process is not None and self._process.is_alive()
+
+    # ---- messages -------------------------------------------------------------------
+
+    def send(self, command: object) -> None:
+        """Send a command from app.engine.messages, starting a fresh engine if needed."""
+        if not self.is_alive():
+            self.start()
+        if isinstance(command, Generate):
+            self._cancel.clear()  # here, not in the child, so a cancel() after send() holds
+        try:
+            self._commands.send(command)
+        except (BrokenPipeError, ConnectionResetError, OSError) as error:
+            raise self._crashed_error() from error
+
+    def recv(self, timeout: float | None = None) -> object | None:
+        """The next event, or None after `timeout` seconds (None: wait forever).
+        Raises EngineCrashedError, once per crash, when the engine died."""
+        if self._events is None:
+            raise EngineCrashedError("The engine is not running.")
+        try:
+            if self._events.poll(timeout):
+                return self._events.recv()
+        except (EOFError, OSError):
+            pass  # the child is gone; its last events were already read
+        else:
+            if self.is_alive():
+                return None
+            if self._events.poll(0):  # it wrote events and then exited
+                try:
+                    return self._events.recv()
+                except (EOFError, OSError):
+                    pass
+        raise self._crashed_error()
+
+    def cancel(self) -> None:
+        """Stop the current generation between tokens (or the prompt, between batches)."""
+        self._cancel.set()
+
+    # ---- crash reporting ------------------------------------------------------------
+
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
+        """The last lines the engine wrote to stderr (llama.cpp aborts, asserts)."""
+        if self._stderr_path is None or not self._stderr_path.exists():
+            return ""
+        with self._stderr_path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 16384))
+            text = f.read().decode("utf-8", "replace")
+        return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+    def _crashed_error(self) -> EngineCrashedError:
+        process = self._process
+        if process is not None:
+            process.join(1.0)
+        code = process.exitcode if process is not None else None
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        elif code is not None:
+            how = f"exited with code {code}"
+        else:
+            how = "stopped answering"
+        tail = self.stderr_tail()
+        message = f"The engine process {how}; the next request starts a fresh one."
+        if tail:
+            message += f" Last lines of its output:\n{tail}"
+        self._crash_reported = True
+        self._close_pipes()
+        log.warning("%s", message)
+        return EngineCrashedError(message)
+
+    def _close_pipes(self) -> None:
+        for conn in (self._commands, self._events):
+            if conn is not None:
+                try:
+                    conn.close()
+                except OSError:
+                    pass
+        self._commands = self._events = None
+
+    def _cleanup(self) -> None:
+        self._close_pipes()
+        if self._process is not None:
+            try:
+                self._process.close()
+            except ValueError:
+                pass  # still running (should not happen here)
+            self._process = None
+        if self._stderr_path is not None:
+            self._stderr_path.unlink(missing_ok=True)
+            self._stderr_path = None
+
+    def __enter__(self) -> EngineProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()

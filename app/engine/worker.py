@@ -1,0 +1,130 @@
+"""The engine process's main loop: owns the one llama_cpp.Llama and answers commands.
+
+Runs in a child started by app.engine.process.EngineProcess (multiprocessing 'spawn').
+This module stays importable without llama_cpp or numpy: `main` imports llama_cpp
+first, before anything that pulls in numpy (FACTS.md: numpy first made loads segfault).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from typing import Any
+
+from app.engine.messages import Evaluate, Failed, Generate, Load, Shutdown, Unload
+
+log = logging.getLogger(__name__)
+
+
+def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: int) -> None:
+    """Entry point of the engine process: read commands until Shutdown or EOF."""
+    _redirect_stderr(stderr_path)
+    import llama_cpp  # noqa: F401  # before numpy, see the module docstring
+
+    logging.basicConfig(level=log_level, format="engine %(levelname)s %(name)s: %(message)s")
+    from app.engine import llama_log
+
+    router = llama_log.install()
+    engine = Engine(events.send, cancel, router)
+    try:
+        while True:
+            try:
+                command = commands.recv()
+            except (EOFError, OSError):
+                break  # the parent went away
+            if isinstance(command, Shutdown):
+                break
+            engine.handle(command)
+    finally:
+        engine.unload()
+
+
+class Engine:
+    """Dispatches commands; every failure becomes a Failed event, never an exit."""
+
+    def __init__(self, emit: Any, cancel: Any, router: Any) -> None:
+        self.emit = emit
+        self.cancel = cancel
+        self.router = router
+        self.model: Any = None  # loader.LoadedModel
+
+    def handle(self, command: object) -> None:
+        request_id = getattr(command, "request_id", None)
+        try:
+            if isinstance(command, Load):
+                self._load(command)
+            elif isinstance(command, Generate):
+                self._generate(command)
+            elif isinstance(command, Evaluate):
+                self._evaluate(command)
+            elif isinstance(command, Unload):
+                self.unload()
+            else:
+                self.emit(Failed(f"The engine does not know the command {type(command).__name__}."))
+        except Exception as error:  # noqa: BLE001 - the boundary: report, keep serving
+            from app.core.errors import AppError
+
+            detail = traceback.format_exc()
+            log.error("%s failed: %s", type(command).__name__, detail)
+            message = str(error) if isinstance(error, AppError) else _sentence(command, error)
+            self.emit(Failed(message, request_id=request_id, detail=detail))
+
+    def _load(self, command: Load) -> None:
+        from app.engine.loader import load_model
+
+        self.unload()
+        self.model = load_model(command.options, self.router)
+        self.emit(self.model.loaded)
+
+    def _generate(self, command: Generate) -> None:
+        from app.engine.generation import run_generation
+
+        if self.model is None:
+            self.emit(Failed("No model is loaded.", request_id=command.request_id))
+            return
+        finished = run_generation(self.model.llm, command, self.model.template, self.cancel, self.emit)
+        self._send_new_warnings()
+        self.emit(finished)
+
+    def _evaluate(self, command: Evaluate) -> None:
+        if self.model is None:
+            self.emit(Failed("No model is loaded.", request_id=command.request_id))
+            return
+        try:
+            from app.engine import quality
+        except ImportError:
+            self.emit(Failed("Quality evaluation is not available in this build.", command.request_id))
+            return
+        try:
+            self.emit(quality.evaluate(self.model.llm, command, self.cancel))
+        finally:
+            self.model.llm.reset()  # evaluation used the context; the next reply re-reads its prompt
+
+    def _send_new_warnings(self) -> None:
+        """Warnings llama.cpp logs only on first use (e.g. the CUDA K/V conversion)."""
+        from app.engine.log_parse import classify_warning
+
+        self.router.flush()
+        for line in self.router.take_lines():
+            warning = classify_warning(line)
+            if warning is not None:
+                self.emit(warning)
+
+    def unload(self) -> None:
+        if self.model is not None:
+            llm, self.model = self.model.llm, None
+            llm.close()
+
+
+def _sentence(command: object, error: Exception) -> str:
+    what = {"Load": "Loading the model", "Generate": "Generating", "Evaluate": "Evaluating"}
+    action = what.get(type(command).__name__, "The engine")
+    return f"{action} failed: {error}."
+
+
+def _redirect_stderr(path: str) -> None:
+    """Point fd 2 (where llama.cpp's aborts and asserts write) at the crash-report file."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
