@@ -1,0 +1,277 @@
+"""Memory recordings: probe samples over time plus markers (model load, prompt,
+generation, ...), saved as JSON so a run made on one machine (the NVML samples of a GPU
+bench) can be re-opened and drawn by the dashboard on another.
+
+    recording = Recording.new(probe_name="nvml", device_name="NVIDIA H200")
+    sampler = ProbeSampler(probe, recording, hz=10); sampler.start(pid)
+    recording.mark("load", "f16/f16: loading")
+    ...
+    sampler.stop(); recording.save("run.json"); Recording.load("run.json")
+
+`ProbeSampler` is a plain Python thread, so the CLI bench needs no Qt; the GUI's sampler
+service wraps the same class.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from app.core.errors import BadInputError
+
+log = logging.getLogger(__name__)
+
+FORMAT = "kvstudio-memory-recording"
+VERSION = 1
+
+# Marker kinds the dashboard knows how to draw (others are drawn as plain lines).
+MARKER_KINDS = ("mode", "load", "loaded", "prompt", "generation", "finished", "quality", "end")
+
+
+@dataclass(frozen=True)
+class MemoryPoint:
+    """One sample, `t` seconds after the recording started.
+
+    `used_bytes` is the figure charted: the engine's memory on the device the probe
+    watches (device memory used on a GPU, the engine's RSS on a CPU-only machine).
+    """
+
+    t: float
+    used_bytes: int
+    total_bytes: int | None = None  # device (or system RAM) capacity
+    process_bytes: int | None = None  # the engine process's own share, where reported
+    device_used_bytes: int | None = None  # the whole device, all processes
+
+
+@dataclass(frozen=True)
+class Marker:
+    t: float
+    kind: str  # one of MARKER_KINDS
+    label: str = ""
+
+
+def _first(obj: Any, *names: str) -> Any:
+    for name in names:
+        value = getattr(obj, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def point_from_sample(sample: Any, t: float) -> MemoryPoint:
+    """A MemoryPoint from an app.core.probes MemorySample (read by attribute name, so
+    the recording format does not change when the probe grows fields)."""
+    process = _first(sample, "process_bytes", "process_used_bytes", "rss_bytes")
+    device_used = _first(sample, "device_used_bytes", "used_bytes", "vram_used_bytes")
+    total = _first(sample, "device_total_bytes", "total_bytes", "vram_total_bytes")
+    used = _first(sample, "engine_bytes")
+    if used is None:
+        used = process if process is not None else device_used
+    return MemoryPoint(
+        t=t,
+        used_bytes=int(used or 0),
+        total_bytes=None if total is None else int(total),
+        process_bytes=None if process is None else int(process),
+        device_used_bytes=None if device_used is None else int(device_used),
+    )
+
+
+@dataclass
+class Recording:
+    probe_name: str
+    device_name: str
+    started_at: str  # ISO 8601, UTC
+    points: list[MemoryPoint] = field(default_factory=list)
+    markers: list[Marker] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    probe_limits: str = ""  # what the probe can and cannot see, in words
+    _t0: float = field(default_factory=time.monotonic, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @classmethod
+    def new(cls, probe_name: str, device_name: str, probe_limits: str = "",
+            **metadata: Any) -> Recording:
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return cls(probe_name, device_name, started, probe_limits=probe_limits, metadata=dict(metadata))
+
+    def now(self) -> float:
+        """Seconds since the recording started (the time axis of points and markers)."""
+        return time.monotonic() - self._t0
+
+    def add_point(self, point: MemoryPoint) -> None:
+        with self._lock:
+            self.points.append(point)
+
+    def mark(self, kind: str, label: str = "", t: float | None = None) -> Marker:
+        marker = Marker(self.now() if t is None else t, kind, label)
+        with self._lock:
+            self.markers.append(marker)
+            self.markers.sort(key=lambda m: m.t)
+        return marker
+
+    def peak(self, t_from: float = 0.0, t_to: float = float("inf")) -> MemoryPoint | None:
+        """The sample with the most memory between two times, or None."""
+        with self._lock:
+            window = [p for p in self.points if t_from <= p.t <= t_to]
+        return max(window, key=lambda p: p.used_bytes, default=None)
+
+    def last_point(self) -> MemoryPoint | None:
+        with self._lock:
+            return self.points[-1] if self.points else None
+
+    # ---- JSON -------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        with self._lock:
+            points, markers = list(self.points), list(self.markers)
+        # Columns, not one object per sample: a 10 Hz hour is 36,000 samples.
+        columns: dict[str, list[Any]] = {
+            "t": [round(p.t, 3) for p in points],
+            "used_bytes": [p.used_bytes for p in points],
+            "total_bytes": [p.total_bytes for p in points],
+            "process_bytes": [p.process_bytes for p in points],
+            "device_used_bytes": [p.device_used_bytes for p in points],
+        }
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "probe": self.probe_name,
+            "probe_limits": self.probe_limits,
+            "device": self.device_name,
+            "started_at": self.started_at,
+            "metadata": self.metadata,
+            "samples": columns,
+            "markers": [asdict(m) for m in markers],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Recording:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise BadInputError("This file is not a KV Studio memory recording.")
+        if int(data.get("version", 0)) > VERSION:
+            raise BadInputError("This memory recording was written by a newer KV Studio.")
+        try:
+            s = data["samples"]
+            n = len(s["t"])
+            column = lambda name: s.get(name) or [None] * n  # noqa: E731
+            points = [
+                MemoryPoint(float(t), int(u), tot, proc, dev)
+                for t, u, tot, proc, dev in zip(
+                    s["t"], s["used_bytes"], column("total_bytes"), column("process_bytes"),
+                    column("device_used_bytes"),
+                )
+            ]
+            markers = [Marker(float(m["t"]), str(m["kind"]), str(m.get("label", "")))
+                       for m in data.get("markers", [])]
+        except (KeyError, TypeError, ValueError) as error:
+            raise BadInputError(f"The memory recording is damaged ({error}).") from None
+        return cls(
+            probe_name=str(data.get("probe", "")),
+            device_name=str(data.get("device", "")),
+            started_at=str(data.get("started_at", "")),
+            points=points,
+            markers=markers,
+            metadata=dict(data.get("metadata") or {}),
+            probe_limits=str(data.get("probe_limits", "")),
+        )
+
+    def save(self, path: str | Path) -> Path:
+        """Write the recording as JSON (atomically: a temp file renamed into place)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), separators=(",", ":")), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Recording:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise BadInputError(f"No recording at {path}.") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise BadInputError(f"{path.name} is not a readable memory recording ({error}).") from None
+        return cls.from_dict(data)
+
+
+class ProbeSampler:
+    """Samples `probe.sample(pid)` on a daemon thread at `hz`, appending to a Recording
+    and to a ring buffer (`buffer`, newest last) that a GUI can redraw from.
+
+    A probe error is logged once and sampling goes on (a process between restarts has
+    no pid to read); `last_error` keeps the sentence.
+    """
+
+    def __init__(self, probe: Any, recording: Recording | None = None, hz: float = 10.0,
+                 buffer_size: int = 6000) -> None:
+        if not 0.5 <= hz <= 50:
+            raise BadInputError("The sampling rate must be between 0.5 and 50 per second.")
+        self.probe = probe
+        self.recording = recording
+        self.interval = 1.0 / hz
+        self.buffer: deque[MemoryPoint] = deque(maxlen=buffer_size)
+        self.pid: int | None = None
+        self.last_error = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = time.monotonic()
+
+    def now(self) -> float:
+        return self.recording.now() if self.recording is not None else time.monotonic() - self._t0
+
+    def set_pid(self, pid: int | None) -> None:
+        self.pid = pid  # an int assignment: atomic for the sampling thread
+
+    def start(self, pid: int | None = None) -> None:
+        if pid is not None:
+            self.pid = pid
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def sample_once(self) -> MemoryPoint | None:
+        """Take one sample now (on the caller's thread); None if the probe failed."""
+        try:
+            sample = self.probe.sample(self.pid)
+        except Exception as error:  # a probe failing must never stop the run it watches
+            message = str(error) or type(error).__name__
+            if message != self.last_error:
+                log.warning("memory probe failed: %s", message)
+                self.last_error = message
+            return None
+        point = point_from_sample(sample, self.now())
+        self.buffer.append(point)
+        if self.recording is not None:
+            self.recording.add_point(point)
+        return point
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            self.sample_once()
+            next_at += self.interval
+            delay = next_at - time.monotonic()
+            if delay < 0:  # fell behind (a slow probe): skip ahead rather than burst
+                next_at = time.monotonic()
+                delay = 0
+            self._stop.wait(delay)

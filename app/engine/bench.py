@@ -1,0 +1,102 @@
+"""Speed at a context depth, measured in the engine process (the worker dispatches
+`Bench` here), the way llama-bench measures `pp N @ dD` and `tg N @ dD`:
+
+1. warm up (first kernels, graph capture), then clear the cache;
+2. fill the context with `depth` tokens (timed separately, not part of the speeds);
+3. one prompt of `n_prompt` tokens at positions depth.. (batches of n_batch, logits for
+   each batch's last token only), synchronized, timed -> prompt tokens/s;
+4. remove those tokens again, so decode also starts at `depth`, then `n_gen` single-token
+   decodes, each synchronized, timed -> decode tokens/s.
+
+Tokens are random ids (as llama-bench's): speed does not depend on what they say.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from typing import Any
+
+from app.core.errors import BadInputError, EngineFailedError
+from app.engine.messages import Bench, BenchDone
+from app.engine.quality import clear_cache, decode_batch
+
+log = logging.getLogger(__name__)
+
+
+def _sync(llm: Any) -> None:
+    import llama_cpp
+
+    # GPU backends return from llama_decode before the work is done.
+    llama_cpp.llama_synchronize(llm._ctx.ctx)
+
+
+def _decode_span(llm: Any, tokens: list[int], start_pos: int, cancel: Any) -> None:
+    for i in range(0, len(tokens), llm.n_batch):
+        if cancel is not None and cancel.is_set():
+            raise EngineFailedError("The benchmark was cancelled.")
+        decode_batch(llm, tokens[i : i + llm.n_batch], start_pos + i, "last")
+
+
+def run_bench(llm: Any, command: Bench, cancel: threading.Event | Any | None = None) -> BenchDone:
+    """Run the measurement on the loaded `llm`; the cache is empty again afterwards."""
+    n_ctx = llm.n_ctx()
+    depth, n_prompt, n_gen = command.depth, command.n_prompt, command.n_gen
+    if depth < 0 or n_prompt < 1 or n_gen < 1:
+        raise BadInputError("Depth must be 0 or more and the prompt and decode counts at least 1.")
+    if depth + max(n_prompt, n_gen) > n_ctx:
+        raise BadInputError(
+            f"Depth {depth} plus {max(n_prompt, n_gen)} measured tokens does not fit the "
+            f"{n_ctx}-token context; choose a smaller depth."
+        )
+    rng = random.Random(command.seed)
+    n_vocab = llm.n_vocab()
+
+    def random_tokens(n: int) -> list[int]:
+        return [rng.randrange(n_vocab) for _ in range(n)]
+
+    try:
+        clear_cache(llm)
+        decode_batch(llm, random_tokens(min(llm.n_batch, 64)), 0, "last")
+        decode_batch(llm, random_tokens(1), 64, "last")
+        _sync(llm)
+        clear_cache(llm)
+
+        start = time.perf_counter()
+        _decode_span(llm, random_tokens(depth), 0, cancel)
+        _sync(llm)
+        fill_seconds = time.perf_counter() - start
+
+        prompt = random_tokens(n_prompt)
+        start = time.perf_counter()
+        _decode_span(llm, prompt, depth, cancel)
+        _sync(llm)
+        prompt_seconds = time.perf_counter() - start
+
+        llm._ctx.kv_cache_seq_rm(0, depth, -1)
+        token = random_tokens(1)
+        start = time.perf_counter()
+        for i in range(n_gen):
+            if cancel is not None and cancel.is_set():
+                raise EngineFailedError("The benchmark was cancelled.")
+            decode_batch(llm, token, depth + i, "last")
+            _sync(llm)
+        decode_seconds = time.perf_counter() - start
+    finally:
+        clear_cache(llm)
+
+    log.info("bench depth %d: pp%d %.1f t/s, tg%d %.1f t/s", depth, n_prompt,
+             n_prompt / prompt_seconds, n_gen, n_gen / decode_seconds)
+    return BenchDone(
+        request_id=command.request_id,
+        depth=depth,
+        n_prompt=n_prompt,
+        n_gen=n_gen,
+        fill_seconds=fill_seconds,
+        prompt_seconds=prompt_seconds,
+        decode_seconds=decode_seconds,
+        prompt_tokens_per_second=n_prompt / prompt_seconds,
+        decode_tokens_per_second=n_gen / decode_seconds,
+    )
