@@ -12,7 +12,7 @@ import os
 import traceback
 from typing import Any
 
-from app.engine.messages import Evaluate, Failed, Generate, Load, Shutdown, Unload
+from app.engine.messages import Bench, Evaluate, Failed, Generate, Load, Shutdown, Unload
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,8 @@ class Engine:
                 self._generate(command)
             elif isinstance(command, Evaluate):
                 self._evaluate(command)
+            elif isinstance(command, Bench):
+                self._bench(command)
             elif isinstance(command, Unload):
                 self.unload()
             else:
@@ -101,6 +103,18 @@ class Engine:
         finally:
             self.model.llm.reset()  # evaluation used the context; the next reply re-reads its prompt
 
+    def _bench(self, command: Bench) -> None:
+        from app.engine.bench import run_bench
+
+        if self.model is None:
+            self.emit(Failed("No model is loaded.", request_id=command.request_id))
+            return
+        try:
+            self.emit(run_bench(self.model.llm, command, self.cancel))
+        finally:
+            self.model.llm.reset()  # the bench filled the context with random tokens
+        self._send_new_warnings()
+
     def _send_new_warnings(self) -> None:
         """Warnings llama.cpp logs only on first use (e.g. the CUDA K/V conversion)."""
         from app.engine.log_parse import classify_warning
@@ -118,7 +132,8 @@ class Engine:
 
 
 def _sentence(command: object, error: Exception) -> str:
-    what = {"Load": "Loading the model", "Generate": "Generating", "Evaluate": "Evaluating"}
+    what = {"Load": "Loading the model", "Generate": "Generating", "Evaluate": "Evaluating",
+            "Bench": "The speed measurement"}
     action = what.get(type(command).__name__, "The engine")
     return f"{action} failed: {error}."
 
