@@ -36,6 +36,7 @@ _SCALAR_FORMATS = {
     0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d",
 }
 _STRING, _ARRAY = 8, 9
+_PREAMBLE = 24  # magic, version, tensor count, metadata count
 _TYPE_NAMES = {
     0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 4: "uint32", 5: "int32", 6: "float32",
     7: "bool", 8: "string", 9: "array", 10: "uint64", 11: "int64", 12: "float64",
@@ -317,10 +318,10 @@ def _skip_array(cur: _Cursor, etype: int, count: int) -> None:
 
 
 def _endian(data: bytes | memoryview) -> tuple[str, int]:
+    if not GGUF_MAGIC.startswith(bytes(data[:4])) or (len(data) >= 4 and bytes(data[:4]) != GGUF_MAGIC):
+        raise NotAGgufError("The file is not a GGUF model (it does not start with 'GGUF').")
     if len(data) < 8:
         raise GgufHeaderIncompleteError(8, len(data))
-    if bytes(data[:4]) != GGUF_MAGIC:
-        raise NotAGgufError("The file is not a GGUF model (it does not start with 'GGUF').")
     (le_version,) = struct.unpack_from("<I", data, 4)
     (be_version,) = struct.unpack_from(">I", data, 4)
     for endian, version in (("<", le_version), (">", be_version)):
@@ -338,6 +339,8 @@ def parse_gguf_header(data: bytes | memoryview, total_size: int | None = None) -
     header or before its last tensor's data raises TruncatedGgufError. A prefix too short
     for the header raises GgufHeaderIncompleteError with `bytes_needed`.
     """
+    if total_size is not None and total_size < _PREAMBLE:
+        raise NotAGgufError(f"The file is not a GGUF model (it is only {total_size} bytes).")
     try:
         return _parse(data, total_size)
     except GgufHeaderIncompleteError as error:
