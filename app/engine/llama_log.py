@@ -16,8 +16,9 @@ from typing import Any
 
 log = logging.getLogger("llama_cpp")
 
-# enum ggml_log_level: NONE=0, INFO=1, WARN=2, ERROR=3, DEBUG=4, CONT=5
-_LEVELS = {0: logging.INFO, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR, 4: logging.DEBUG}
+# enum ggml_log_level (ggml.h; llama-cpp-python's _logger.py has an older order):
+# NONE=0, DEBUG=1, INFO=2, WARN=3, ERROR=4, CONT=5
+_LEVELS = {0: logging.INFO, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
 _CONT = 5
 _MAX_LINES = 20000  # a load logs a few hundred lines; this only bounds a runaway log
 

@@ -68,8 +68,12 @@ class Engine:
             from app.core.errors import AppError
 
             detail = traceback.format_exc()
-            log.error("%s failed: %s", type(command).__name__, detail)
-            message = str(error) if isinstance(error, AppError) else _sentence(command, error)
+            if isinstance(error, AppError):
+                message = str(error)
+                log.warning("%s failed: %s", type(command).__name__, message)
+            else:
+                message = _sentence(command, error)
+                log.error("%s failed: %s", type(command).__name__, detail)
             self.emit(Failed(message, request_id=request_id, detail=detail))
 
     def _load(self, command: Load) -> None:

@@ -10,11 +10,11 @@ from app.engine.llama_log import LlamaLogRouter
 def test_fragments_are_joined_into_lines(caplog):
     router = LlamaLogRouter()
     with caplog.at_level(logging.DEBUG, logger="llama_cpp"):
-        router.feed(2, "llama_kv_cache: size = ")
+        router.feed(3, "llama_kv_cache: size = ")
         router.feed(5, "  91.88 MiB (  8192 cells")
         router.feed(5, ")\nnext line start")
         assert router.take_lines() == ["llama_kv_cache: size =   91.88 MiB (  8192 cells)"]
-        router.feed(1, " and its end\n")
+        router.feed(2, " and its end\n")
     assert router.take_lines() == ["next line start and its end"]
     assert router.take_lines() == []
     levels = [r.levelno for r in caplog.records if r.name == "llama_cpp"]

@@ -1,0 +1,192 @@
+"""The real engine process on the starter model: load, KV sizes, streaming, cancel, crash."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from app.core.errors import EngineCrashedError
+from app.core.gguf_header import read_gguf_header
+from app.core.kv_types import kv_type
+from app.engine.messages import (
+    ChatMessage,
+    Failed,
+    Finished,
+    Generate,
+    Load,
+    Loaded,
+    LoadOptions,
+    SamplingSettings,
+    Token,
+)
+from app.engine.process import EngineProcess
+
+pytestmark = pytest.mark.slow
+
+N_CTX = 2048
+GREEDY = SamplingSettings(temperature=0.0, max_tokens=8)
+
+
+def _options(path: Path, kv: str = "q8_0/f16") -> LoadOptions:
+    k, v = kv.split("/")
+    return LoadOptions(model_path=str(path), n_ctx=N_CTX, type_k=k, type_v=v, n_threads=2, seed=1)
+
+
+def _wait(proc: EngineProcess, kinds: tuple[type, ...], timeout: float = 120.0) -> tuple[list, object]:
+    """Events until one of `kinds` (returned with everything before it)."""
+    seen: list = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        event = proc.recv(timeout=deadline - time.monotonic())
+        if isinstance(event, kinds):
+            return seen, event
+        if event is not None:
+            seen.append(event)
+    raise AssertionError(f"no {kinds} within {timeout} s; got {seen[-5:]}")
+
+
+def _load(proc: EngineProcess, options: LoadOptions) -> Loaded:
+    proc.send(Load(options))
+    _, event = _wait(proc, (Loaded, Failed))
+    assert isinstance(event, Loaded), event
+    return event
+
+
+@pytest.fixture(scope="module")
+def engine(starter_model_path):
+    proc = EngineProcess()
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def loaded_q8(engine, starter_model_path) -> Loaded:
+    return _load(engine, _options(starter_model_path))
+
+
+def test_load_reports_both_gemma3_caches(loaded_q8):
+    caches = loaded_q8.kv_caches
+    assert sorted(c.swa for c in caches) == [False, True]
+    assert all((c.k_type, c.v_type) == ("q8_0", "f16") for c in caches)
+    global_cache = next(c for c in caches if not c.swa)
+    assert global_cache.cells == N_CTX and global_cache.layers == 3
+    assert loaded_q8.n_ctx == N_CTX and loaded_q8.architecture == "gemma3"
+    assert loaded_q8.chat_format == "gemma"  # the base model's GGUF has no template
+    assert loaded_q8.compute_buffers and loaded_q8.compute_buffers[0].bytes > 0
+    assert "CPU" in loaded_q8.system_info
+    assert loaded_q8.warnings == ()  # the CPU backend runs q8_0/f16 Flash Attention itself
+
+
+def test_generation_streams_tokens(engine, loaded_q8):
+    engine.send(Generate("stream", GREEDY, prompt="The capital of France is"))
+    tokens, finished = _wait(engine, (Finished, Failed))
+    assert isinstance(finished, Finished), finished
+    assert [t.request_id for t in tokens] == ["stream"] * len(tokens) and len(tokens) >= 4
+    assert "".join(t.text for t in tokens) == finished.text and finished.text.strip()
+    assert finished.generated_tokens == 8 and finished.stop_reason == "length"
+    assert finished.prompt_tokens == tokens[0].n_past - 1
+    assert finished.time_to_first_token_s > 0 and finished.tokens_per_second > 0
+
+
+def test_chat_uses_the_gemma_turn_format(engine, loaded_q8):
+    messages = (ChatMessage("user", "Say hello."),)
+    engine.send(Generate("chat", SamplingSettings(temperature=0.0, max_tokens=6), messages=messages))
+    _, finished = _wait(engine, (Finished, Failed))
+    assert isinstance(finished, Finished), finished
+    # <bos><start_of_turn>user\nSay hello.<end_of_turn>\n<start_of_turn>model\n
+    assert 10 <= finished.prompt_tokens <= 16
+    assert "<end_of_turn>" not in finished.text
+
+
+def test_cancel_stops_within_100_ms(engine, loaded_q8):
+    sampling = SamplingSettings(temperature=0.8, max_tokens=1000, seed=3)
+    engine.send(Generate("long", sampling, prompt="Once upon a time"))
+    tokens, _ = _wait_tokens(engine, 3)
+    cancelled_at = time.perf_counter()
+    engine.cancel()
+    _, finished = _wait(engine, (Finished, Failed), timeout=10)
+    latency = time.perf_counter() - cancelled_at
+    assert isinstance(finished, Finished) and finished.stop_reason == "cancelled"
+    assert finished.generated_tokens < 100
+    print(f"cancel latency {latency * 1000:.1f} ms, decode {finished.tokens_per_second:.1f} t/s")
+    assert latency < 0.1
+
+
+def _wait_tokens(proc: EngineProcess, n: int) -> tuple[list, None]:
+    tokens: list = []
+    while len(tokens) < n:
+        event = proc.recv(timeout=60)
+        assert isinstance(event, Token), event
+        tokens.append(event)
+    return tokens, None
+
+
+def test_q8_0_k_is_exactly_34_64_of_f16_k(engine, loaded_q8, starter_model_path):
+    f16 = _load(engine, _options(starter_model_path, "f16/f16"))
+    header = read_gguf_header(starter_model_path)
+    n_embd_k_gqa = header.key_length * header.head_count_kv_at(0)  # 256 * 1 for Gemma 3 270M
+    for q8_cache, f16_cache in zip(loaded_q8.kv_caches, f16.kv_caches):
+        assert (q8_cache.cells, q8_cache.layers, q8_cache.swa) == (f16_cache.cells, f16_cache.layers, f16_cache.swa)
+        cells_layers = q8_cache.cells * q8_cache.layers
+        exact_q8 = cells_layers * kv_type("q8_0").row_bytes(n_embd_k_gqa)
+        exact_f16 = cells_layers * kv_type("f16").row_bytes(n_embd_k_gqa)
+        assert exact_q8 * 64 == exact_f16 * 34
+        # llama.cpp prints MiB from a C float with 2 decimals: the exact bytes must
+        # print as the figures it logged, so the logged sizes are these exact sizes.
+        assert f"{exact_q8 / 1048576:.2f}" == f"{q8_cache.k_mib:.2f}"
+        assert f"{exact_f16 / 1048576:.2f}" == f"{f16_cache.k_mib:.2f}"
+        assert q8_cache.v_mib == f16_cache.v_mib
+        # And from the printed figures alone, within their 0.005 MiB rounding each.
+        assert abs(q8_cache.k_mib - f16_cache.k_mib * 34 / 64) <= 0.005 * (1 + 34 / 64)
+    _load(engine, _options(starter_model_path))  # back to the default for later tests
+
+
+def test_bad_file_load_fails_in_words_and_engine_stays_usable(engine, loaded_q8, tmp_path, starter_model_path):
+    bad = tmp_path / "notes.gguf"
+    bad.write_bytes(b"this is not a model\n" * 10)
+    pid = engine.pid
+    engine.send(Load(_options(bad)))
+    _, failed = _wait(engine, (Failed, Loaded))
+    assert isinstance(failed, Failed) and "not a GGUF" in failed.message
+    assert "\n" not in failed.message and engine.pid == pid and engine.is_alive()
+    # A load failure leaves no model: generating says so instead of crashing.
+    engine.send(Generate("after-bad", GREEDY, prompt="Hi"))
+    _, event = _wait(engine, (Failed, Finished))
+    assert isinstance(event, Failed) and "No model" in event.message
+    _load(engine, _options(starter_model_path))
+    engine.send(Generate("after-reload", GREEDY, prompt="Hi"))
+    _, event = _wait(engine, (Failed, Finished))
+    assert isinstance(event, Finished)
+
+
+def test_killed_engine_is_reported_and_replaced(starter_model_path, tmp_path):
+    proc = EngineProcess()
+    try:
+        proc.start()
+        _load(proc, _options(starter_model_path))
+        proc.send(Generate("warm", GREEDY, prompt="Once"))
+        _wait(proc, (Finished,))
+        bad = tmp_path / "bad.gguf"
+        bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 8)
+        proc.send(Load(_options(bad)))  # the engine logs this failure to its stderr
+        _wait(proc, (Failed,))
+        first_pid = proc.pid
+        os.kill(first_pid, signal.SIGKILL)
+        with pytest.raises(EngineCrashedError) as crash:
+            while True:
+                proc.recv(timeout=10)
+        message = str(crash.value)
+        assert "killed by signal SIGKILL" in message and "fresh one" in message
+        assert "Load failed" in message  # the tail of what it wrote to stderr
+        loaded = _load(proc, _options(starter_model_path))  # the next send starts a new engine
+        assert proc.pid != first_pid and loaded.kv_caches
+        proc.send(Generate("again", GREEDY, prompt="Hello"))
+        _, finished = _wait(proc, (Finished, Failed))
+        assert isinstance(finished, Finished) and finished.generated_tokens == 8
+    finally:
+        proc.stop()
