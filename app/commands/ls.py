@@ -1,0 +1,44 @@
+"""`kvstudio ls [--json]`: the models in the library (HF cache, download folders, starter)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+NAME = "ls"
+HELP = "list the GGUF models on this machine"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+    parser.add_argument("--dir", type=Path, action="append", default=[], help="also look in this folder (repeatable)")
+
+
+def _params(n: int | None) -> str:
+    if not n:
+        return "?"
+    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.core.library import list_models
+
+    models = list_models(extra_dirs=args.dir)
+    if args.json:
+        print(json.dumps([m.to_json() for m in models], indent=1))
+        return 0
+    if not models:
+        print("No models yet: `kvstudio pull OWNER/REPO:QUANT` downloads one.")
+        return 0
+    rows = [("NAME", "REPO", "ARCH", "PARAMS", "QUANT", "CONTEXT", "SIZE", "PATH")]
+    for m in models:
+        rows.append((
+            m.name, m.repo_id or "-", m.architecture or "?", _params(m.parameter_count),
+            m.quantization or "?", f"{m.context_length:,}" if m.context_length else "?",
+            f"{m.file_size / 1e9:.2f} GB", str(m.path) + (f"  ({m.error})" if m.error else ""),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    return 0

@@ -1,0 +1,95 @@
+"""`kvstudio pull OWNER/REPO[:QUANT|FILE]`: download a GGUF model from the Hub into the library."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+NAME = "pull"
+HELP = "download a GGUF model from the Hugging Face Hub (resumable)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="OWNER/REPO[:QUANT|FILE]", help="e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M")
+    parser.add_argument("--revision", default="main", help="branch, tag or commit (default: main)")
+    parser.add_argument("--folder", type=Path, help="download into this folder instead of the Hugging Face cache")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+
+
+class _ProgressLine:
+    """One self-rewriting progress line on stderr (a plain line per 10% when not a terminal)."""
+
+    def __init__(self, name: str, quiet: bool) -> None:
+        self.name, self.quiet = name, quiet
+        self.tty = sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.first: int | None = None
+        self.last_decile = -1
+        self.last_draw = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.quiet or not total:
+            return
+        now = time.monotonic()
+        if self.first is None:
+            self.first, self.start = done, now
+        elapsed = max(now - self.start, 1e-6)
+        speed = (done - self.first) / elapsed
+        eta = (total - done) / speed if speed > 0 else None
+        pct = 100 * done / total
+        text = (
+            f"{self.name}: {pct:5.1f}%  {done / 1e6:,.1f}/{total / 1e6:,.1f} MB  "
+            f"{speed / 1e6:,.1f} MB/s  ETA {_eta(eta)}"
+        )
+        if self.tty:
+            if now - self.last_draw >= 0.2 or done == total:
+                self.last_draw = now
+                print(f"\r{text}\033[K", end="", file=sys.stderr, flush=True)
+        elif int(pct // 10) != self.last_decile:
+            self.last_decile = int(pct // 10)
+            print(text, file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        if self.tty and not self.quiet and self.first is not None:
+            print(file=sys.stderr)
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def pull(spec: str, *, revision: str = "main", folder: Path | None = None, quiet: bool = False) -> Path:
+    """Resolve OWNER/REPO[:QUANT|FILE] on the Hub and download it; returns the model's path."""
+    from app.core.hub import download_entry, list_gguf_files, parse_model_spec
+
+    repo_id, selector = parse_model_spec(spec)
+    entry = list_gguf_files(repo_id, revision=revision).pick(selector)
+    parts = f" ({entry.n_parts} parts)" if entry.is_split else ""
+    if not quiet:
+        print(f"Pulling {repo_id} {entry.first_file}{parts}, {entry.total_size / 1e6:,.1f} MB", file=sys.stderr)
+    line = _ProgressLine(entry.name, quiet)
+    try:
+        return download_entry(entry, revision=revision, folder=folder, on_progress=line)
+    finally:
+        line.end()
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.core.errors import AppError
+
+    try:
+        path = pull(args.model, revision=args.revision, folder=args.folder, quiet=args.quiet)
+    except AppError as error:
+        # Any failure is exit code 2 with one line (the issue asks for it; cli.py maps only BadInputError to 2).
+        print(f"kvstudio: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kvstudio: interrupted; run the same pull again to resume.", file=sys.stderr)
+        return 130
+    print(path)
+    return 0

@@ -1,0 +1,50 @@
+"""The Hugging Face Hub: search, repo files, remote GGUF headers, downloads, tokens.
+
+Public API (no Qt; every call reads HF_ENDPOINT / HF_TOKEN / HF_HUB_OFFLINE / HF_HUB_CACHE
+at call time):
+
+    search_models(query, *, sort="downloads"|"likes"|"last_modified", limit=50) -> list[RepoSummary]
+    list_gguf_files(repo_id, *, revision="main") -> RepoFiles   (.entries, .by_quantization(), .pick(sel))
+    parse_model_spec("owner/name:Q4_K_M") -> ("owner/name", "Q4_K_M")
+    fetch_remote_header(repo_id, filename) -> GgufHeader        (range reads, a few MiB)
+    estimate_fit(repo_id, file_or_entry, n_ctx, *, budget_bytes=None) -> fit estimate
+    download_entry(entry, *, folder=None, control=None, on_progress=None) -> Path
+    Downloader(max_parallel=2, on_progress=cb): enqueue/pause/resume/cancel/get/jobs/wait/close
+    save_token(token) / load_token() / delete_token() / describe_token()
+"""
+
+from __future__ import annotations
+
+from app.core.hub.client import (
+    SORT_KEYS,
+    GgufEntry,
+    RemoteFile,
+    RepoFiles,
+    RepoSummary,
+    list_gguf_files,
+    list_repo_files,
+    parse_model_spec,
+    parse_quantization,
+    search_models,
+    split_info,
+)
+from app.core.hub.downloader import (
+    DownloadCancelled,
+    DownloadControl,
+    Downloader,
+    DownloadPaused,
+    DownloadProgress,
+    JobState,
+    download_entry,
+    partial_paths,
+)
+from app.core.hub.remote_header import estimate_fit, fetch_remote_header
+from app.core.hub.tokens import delete_token, describe_token, load_token, save_token, token_path
+
+__all__ = [
+    "SORT_KEYS", "GgufEntry", "RemoteFile", "RepoFiles", "RepoSummary", "list_gguf_files",
+    "list_repo_files", "parse_model_spec", "parse_quantization", "search_models", "split_info",
+    "DownloadCancelled", "DownloadControl", "Downloader", "DownloadPaused", "DownloadProgress",
+    "JobState", "download_entry", "partial_paths", "estimate_fit", "fetch_remote_header",
+    "delete_token", "describe_token", "load_token", "save_token", "token_path",
+]

@@ -1,0 +1,110 @@
+"""Where a Hub file lands: the standard HF cache, or a folder the user picked.
+
+HF cache (shared with every other tool):
+    <cache>/models--owner--name/blobs/<sha256>                (the bytes)
+    <cache>/models--owner--name/blobs/<sha256>.incomplete     (while downloading; kept to resume)
+    <cache>/models--owner--name/snapshots/<commit>/<file>     (relative symlink to the blob)
+    <cache>/models--owner--name/refs/<revision>               (the commit id)
+A user-picked library folder:
+    <folder>/owner/name/<file>   and   <file>.incomplete while downloading
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.core.hub.env import repo_folder_name
+from app.core.hub.safe_paths import check_commit, check_repo_id, check_sha256, safe_join
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FilePlacement:
+    """The partial file, where its bytes end up, and the path a user (or llama.cpp) opens."""
+
+    incomplete: Path
+    final: Path  # the blob in the cache, or the file itself in a folder
+    visible: Path  # the snapshot link in the cache, or `final`
+
+    def is_complete(self) -> bool:
+        return self.visible.exists() and self.final.exists()
+
+
+def storage_folder(cache_dir: Path, repo_id: str) -> Path:
+    return cache_dir / repo_folder_name(check_repo_id(repo_id))
+
+
+def cache_placement(cache_dir: Path, repo_id: str, filename: str, sha256: str, commit: str) -> FilePlacement:
+    storage = storage_folder(cache_dir, repo_id)
+    blob = storage / "blobs" / check_sha256(sha256)
+    pointer = safe_join(storage / "snapshots" / check_commit(commit), filename)
+    return FilePlacement(blob.with_name(blob.name + ".incomplete"), blob, pointer)
+
+
+def cache_incomplete(cache_dir: Path, repo_id: str, sha256: str) -> Path:
+    """The partial file of a blob (known before the commit is)."""
+    return storage_folder(cache_dir, repo_id) / "blobs" / f"{check_sha256(sha256)}.incomplete"
+
+
+def folder_placement(folder: Path, repo_id: str, filename: str) -> FilePlacement:
+    root = folder / check_repo_id(repo_id)
+    root.mkdir(parents=True, exist_ok=True)
+    final = safe_join(root, filename)
+    return FilePlacement(final.with_name(final.name + ".incomplete"), final, final)
+
+
+def finish(placement: FilePlacement, *, cache_storage: Path | None, revision: str, commit: str | None) -> Path:
+    """Move the verified partial file into place; in the cache, link the snapshot and write the ref."""
+    placement.final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(placement.incomplete, placement.final)
+    os.chmod(placement.final, 0o644)
+    if cache_storage is not None:
+        link_snapshot(placement)
+        if commit and revision != commit:
+            write_ref(cache_storage, revision, commit)
+    return placement.visible
+
+
+def link_snapshot(placement: FilePlacement) -> None:
+    """snapshots/<commit>/<file> -> ../../blobs/<sha256> (relative, as huggingface_hub does)."""
+    pointer = placement.visible
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(pointer):
+        pointer.unlink()
+    relative = os.path.relpath(placement.final, pointer.parent)
+    try:
+        os.symlink(relative, pointer)
+    except OSError:
+        # No symlinks (some Windows setups): huggingface_hub then keeps a copy; a hard link is cheaper.
+        try:
+            os.link(placement.final, pointer)
+        except OSError:
+            import shutil
+
+            shutil.copyfile(placement.final, pointer)
+
+
+def write_ref(storage: Path, revision: str, commit: str) -> None:
+    ref = safe_join(storage / "refs", revision)
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    if not ref.exists() or ref.read_text().strip() != commit:
+        ref.write_text(commit)
+
+
+def read_ref(storage: Path, revision: str) -> str | None:
+    try:
+        return (storage / "refs" / revision).read_text().strip() or None
+    except (OSError, ValueError):
+        return None
+
+
+def finish_existing(placement: FilePlacement, storage: Path, revision: str, commit: str) -> None:
+    """The blob is already complete: make the snapshot link and the ref point at it."""
+    if not placement.visible.exists():
+        link_snapshot(placement)
+    if revision != commit:
+        write_ref(storage, revision, commit)

@@ -1,0 +1,165 @@
+"""Read a GGUF's header from the Hub with HTTP range requests (never the whole file).
+
+Starts with the first 4 MiB; when the header is longer (big vocabularies), the parser
+says how many bytes it needs and only the missing range is fetched. A server that
+ignores Range still costs no more than what is read: the stream is closed early.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import httpx2
+from huggingface_hub.utils import build_hf_headers, get_session
+
+from app.core.errors import DownloadError, HubUnreachableError, NotAGgufError, TruncatedGgufError
+from app.core.gguf_header import GgufHeader, GgufHeaderIncompleteError, parse_gguf_header
+from app.core.hub.client import GgufEntry
+from app.core.hub.env import hub_endpoint, is_offline
+from app.core.hub.hub_errors import gated_message, translate
+from app.core.hub.safe_paths import check_relative_name
+from app.core.hub.tokens import load_token
+from app.core.hub.transfer import same_origin
+
+log = logging.getLogger(__name__)
+
+FIRST_READ = 4 * 1024 * 1024
+MAX_HEADER_BYTES = 96 * 1024 * 1024
+_CACHE_SIZE = 64
+_cache: OrderedDict[tuple[str, str, str, str], GgufHeader] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def fetch_remote_header(
+    repo_id: str, filename: str, *, revision: str = "main", token: str | None = None
+) -> GgufHeader:
+    """The parsed header of `filename` in `repo_id`, from a few MiB of range reads (cached)."""
+    check_relative_name(filename)
+    key = (hub_endpoint(), repo_id, revision, filename)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    if is_offline():
+        raise HubUnreachableError("Offline mode is on (HF_HUB_OFFLINE): the model's header cannot be read from the Hub.")
+    token = token if token is not None else load_token()
+    location, total = _locate(repo_id, filename, revision, token)
+    send_auth = same_origin(location, hub_endpoint())
+    data = bytearray()
+    want = min(FIRST_READ, total) if total else FIRST_READ
+    while True:
+        data += _read_range(location, len(data), want, token, send_auth, repo_id, filename)
+        try:
+            header = parse_gguf_header(bytes(data), total)
+            break
+        except GgufHeaderIncompleteError as need:
+            if total is not None and len(data) >= total:
+                raise TruncatedGgufError(f"{filename} ends inside its GGUF header.") from None
+            want = max(need.bytes_needed, 2 * len(data))
+            if total is not None:
+                want = min(want, total)
+            if want > MAX_HEADER_BYTES:
+                raise NotAGgufError(
+                    f"{filename}'s GGUF header is larger than {MAX_HEADER_BYTES // 2**20} MiB; "
+                    f"it was not read."
+                ) from None
+            if want <= len(data):
+                raise DownloadError(f"The server sent no more bytes of {filename}'s header.") from None
+    log.debug("%s/%s: header parsed from %d bytes", repo_id, filename, len(data))
+    with _cache_lock:
+        _cache[key] = header
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return header
+
+
+def _locate(repo_id: str, filename: str, revision: str, token: str | None) -> tuple[str, int | None]:
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    endpoint = hub_endpoint()
+    url = hf_hub_url(repo_id, filename, revision=revision, endpoint=endpoint)
+    try:
+        meta = get_hf_file_metadata(url, token=token or False, endpoint=endpoint, retry_on_errors=True)
+    except Exception as error:  # noqa: BLE001
+        raise translate(error, repo_id, filename) from error
+    return meta.location, meta.size
+
+
+def _read_range(
+    url: str, start: int, end: int, token: str | None, send_auth: bool, repo_id: str, filename: str
+) -> bytes:
+    """Bytes [start, end) of url; reads at most end - start bytes even if Range is ignored."""
+    headers = build_hf_headers(token=token or False, library_name="kvstudio")
+    if not send_auth:
+        headers.pop("authorization", None)
+    headers["Range"] = f"bytes={start}-{end - 1}"
+    headers["Accept-Encoding"] = "identity"
+    out = bytearray()
+    try:
+        with get_session().stream("GET", url, headers=headers, follow_redirects=True, timeout=30.0) as r:
+            if r.status_code in (401, 403):
+                from app.core.errors import GatedRepoError
+
+                raise GatedRepoError(gated_message(repo_id, r.status_code))
+            if r.status_code >= 400:
+                raise HubUnreachableError(f"Reading {filename}'s header failed (HTTP {r.status_code}).")
+            skip = start if r.status_code == 200 else 0  # Range ignored: the body starts at byte 0
+            for chunk in r.iter_raw():
+                if skip:
+                    cut = min(skip, len(chunk))
+                    chunk, skip = chunk[cut:], skip - cut
+                out += chunk
+                if len(out) >= end - start:
+                    break
+    except (httpx2.TransportError, httpx2.TimeoutException) as error:
+        raise translate(error, repo_id, filename) from error
+    return bytes(out[: end - start])
+
+
+def estimate_fit(
+    repo_id: str,
+    file: str | GgufEntry,
+    n_ctx: int,
+    *,
+    budget_bytes: int | None = None,
+    revision: str = "main",
+    token: str | None = None,
+) -> Any:
+    """app.core.fit.fit_estimate for a Hub file, without downloading it.
+
+    `file` is a path in the repo or a GgufEntry (a split model counts all its parts'
+    bytes; its header is read from part 1). `budget_bytes` None: free VRAM, else free RAM
+    (app.core.probes). Returns what fit_estimate returns (fits / tight / does not fit,
+    KV bytes per mode, the largest context per mode).
+    """
+    from app.core.fit import fit_estimate
+
+    if isinstance(file, GgufEntry):
+        filename, file_size = file.first_file, file.total_size
+    else:
+        filename, file_size = file, None
+    header = fetch_remote_header(repo_id, filename, revision=revision, token=token)
+    if file_size is None:
+        file_size = header.file_size or header.data_end
+    if budget_bytes is None:
+        budget_bytes = default_budget_bytes()
+    return fit_estimate(header, file_size, n_ctx, budget_bytes)
+
+
+def default_budget_bytes() -> int:
+    """Free VRAM of the first GPU, or free RAM when there is none (via app.core.probes)."""
+    try:
+        from app.core import probes
+
+        for name in ("free_budget_bytes", "memory_budget_bytes", "free_memory_bytes"):
+            fn = getattr(probes, name, None)
+            if callable(fn):
+                return int(fn())
+    except ImportError:
+        pass
+    import psutil
+
+    return int(psutil.virtual_memory().available)

