@@ -1,0 +1,159 @@
+"""`kvstudio run MODEL -p PROMPT`: one raw completion through the engine process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from app.core.errors import BadInputError, EngineFailedError
+
+NAME = "run"
+HELP = "generate once from a prompt, streamed to stdout (MODEL: a .gguf path or 'starter')"
+
+LOAD_TIMEOUT_S = 600.0
+TOKEN_TIMEOUT_S = 600.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="a .gguf file or the word 'starter'")
+    parser.add_argument("-p", "--prompt", required=True, help="the text to continue")
+    parser.add_argument("-n", "--max-tokens", type=int, default=128, help="tokens to generate (default 128)")
+    parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
+    parser.add_argument("--kv", default="q8_0/f16", help="KV cache types K/V (default q8_0/f16)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)")
+    parser.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)")
+    parser.add_argument("--temp", type=float, default=0.7, help="sampling temperature (0: greedy)")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed")
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end instead")
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.core.kv_types import KvMode
+    from app.core.model_ref import resolve_model
+
+    # Every bad input is refused here, before an engine process is spawned.
+    if args.ctx <= 0:
+        raise BadInputError(f"--ctx must be a positive number of tokens, not {args.ctx}.")
+    if args.max_tokens <= 0:
+        raise BadInputError(f"-n must be a positive number of tokens, not {args.max_tokens}.")
+    if args.threads is not None and args.threads <= 0:
+        raise BadInputError(f"--threads must be positive, not {args.threads}.")
+    mode = KvMode.parse(args.kv)
+    path = resolve_model(args.model)
+
+    from app.engine.messages import Generate, Load, LoadOptions, SamplingSettings
+    from app.engine.process import EngineProcess
+
+    options = LoadOptions(
+        model_path=str(path),
+        n_ctx=args.ctx,
+        n_gpu_layers=args.gpu_layers,
+        type_k=mode.k.name,
+        type_v=mode.v.name,
+        n_threads=args.threads,
+    )
+    sampling = SamplingSettings(temperature=args.temp, max_tokens=args.max_tokens, seed=args.seed)
+    proc = EngineProcess()
+    try:
+        proc.send(Load(options))
+        loaded = _until(proc, "Loaded", LOAD_TIMEOUT_S)
+        if not args.json:
+            for warning in loaded.warnings:
+                print(f"kvstudio: warning: {warning.text}", file=sys.stderr)
+        proc.send(Generate("run", sampling, prompt=args.prompt))
+        finished = _stream(proc, echo=not args.json)
+    finally:
+        proc.stop()
+    if args.json:
+        print(json.dumps(_report(loaded, finished), indent=2))
+    else:
+        kv_mib = sum(c.total_mib for c in loaded.kv_caches)
+        print(
+            f"\n[{finished.generated_tokens} tokens, {finished.tokens_per_second:.1f} t/s, "
+            f"first token {finished.time_to_first_token_s * 1000:.0f} ms, "
+            f"KV cache {kv_mib:.2f} MiB ({mode.label})]",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _until(proc: Any, kind: str, timeout: float) -> Any:
+    """Wait for an event named `kind`; a Failed event becomes EngineFailedError."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        event = proc.recv(timeout=deadline - time.monotonic())
+        name = type(event).__name__
+        if name == kind:
+            return event
+        if name == "Failed":
+            raise EngineFailedError(event.message)
+    raise EngineFailedError(f"The engine did not answer within {timeout:.0f} seconds.")
+
+
+def _stream(proc: Any, echo: bool) -> Any:
+    """Print tokens as they come; Ctrl+C stops generating and keeps what came."""
+    interrupted = False
+    while True:
+        try:
+            event = proc.recv(timeout=TOKEN_TIMEOUT_S)
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            proc.cancel()
+            continue
+        name = type(event).__name__
+        if event is None:
+            raise EngineFailedError(f"The engine sent nothing for {TOKEN_TIMEOUT_S:.0f} seconds.")
+        if name == "Token" and echo:
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        elif name == "LogWarning" and echo:
+            print(f"\nkvstudio: warning: {event.text}", file=sys.stderr)
+        elif name == "Finished":
+            return event
+        elif name == "Failed":
+            raise EngineFailedError(event.message)
+
+
+def _report(loaded: Any, finished: Any) -> dict[str, Any]:
+    caches = [
+        {
+            "sliding_window": c.swa,
+            "cells": c.cells,
+            "layers": c.layers,
+            "k_type": c.k_type,
+            "v_type": c.v_type,
+            "k_bytes": c.k_bytes,
+            "v_bytes": c.v_bytes,
+            "total_bytes": c.total_bytes,
+            "k_mib": c.k_mib,
+            "v_mib": c.v_mib,
+            "total_mib": c.total_mib,
+            "devices": list(c.devices),
+        }
+        for c in loaded.kv_caches
+    ]
+    return {
+        "model": loaded.model_path,
+        "architecture": loaded.architecture,
+        "kv_mode": f"{loaded.options.type_k}/{loaded.options.type_v}",
+        "n_ctx": loaded.n_ctx,
+        "text": finished.text,
+        "prompt_tokens": finished.prompt_tokens,
+        "generated_tokens": finished.generated_tokens,
+        "stop_reason": finished.stop_reason,
+        "time_to_first_token_s": round(finished.time_to_first_token_s, 4),
+        "tokens_per_second": round(finished.tokens_per_second, 2),
+        "load_seconds": round(loaded.load_seconds, 3),
+        "kv_caches": caches,
+        "kv_total_bytes": sum(c.total_bytes for c in loaded.kv_caches),
+        "kv_total_mib": round(sum(c.total_mib for c in loaded.kv_caches), 2),
+        "compute_buffers": [
+            {"device": b.device, "bytes": b.bytes, "mib": b.mib} for b in loaded.compute_buffers
+        ],
+        "warnings": [{"kind": w.kind, "text": w.text} for w in loaded.warnings],
+    }
