@@ -1,0 +1,109 @@
+"""`kvstudio doctor`: what this installation can run, and whether int8-K Flash Attention is in."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from typing import Any
+
+NAME = "doctor"
+HELP = "show versions, GPU backends, the Flash Attention K/V pairs compiled in, and devices"
+
+_GIB = 1024**3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    report = collect()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render(report))
+    return 0
+
+
+def collect() -> dict[str, Any]:
+    """Everything doctor reports, as plain values."""
+    from app.engine import devices  # imports llama_cpp first (before numpy)
+    from app.engine.build_info import parse_system_info
+
+    versions = devices.versions()
+    info = devices.system_info()
+    build = parse_system_info(info)
+    gpu = list(build.gpu_backends)
+    if build.fa_pairs is not None:
+        pairs: Any = list(build.fa_pairs)
+        pairs_note = "the K-V pairs the GPU Flash Attention kernels were compiled for (FA_QUANTS)"
+        int8_k = build.has_fa_pair("q8_0", "f16")
+    elif gpu:
+        pairs = None
+        pairs_note = (
+            f"the {', '.join(gpu)} build does not report FA_QUANTS; "
+            "mixed K/V pairs are handled without build options (Vulkan) or unknown"
+        )
+        int8_k = None
+    else:
+        pairs = "all"
+        pairs_note = "CPU build: the CPU backend's Flash Attention handles every K/V pair"
+        int8_k = True
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "llama_cpp_python": versions.llama_cpp_python,
+        "llama_cpp": versions.llama_cpp,
+        "ggml": versions.ggml,
+        "ggml_commit": versions.ggml_commit,
+        "backends": list(build.backends),
+        "gpu_backends": gpu,
+        "gpu_offload": devices.supports_gpu_offload(),
+        "flash_attention_pairs": pairs,
+        "flash_attention_pairs_note": pairs_note,
+        "int8_k_pair_q8_0_f16": int8_k,
+        "devices": [
+            {
+                "name": d.name,
+                "description": d.description,
+                "kind": d.kind,
+                "backend": d.backend,
+                "memory_total_bytes": d.memory_total,
+                "memory_free_bytes": d.memory_free,
+            }
+            for d in devices.list_devices()
+        ],
+        "system_info": info,
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    pairs = report["flash_attention_pairs"]
+    pairs_text = ", ".join(pairs) if isinstance(pairs, list) else (pairs or "not reported")
+    int8_k = report["int8_k_pair_q8_0_f16"]
+    verdict = {
+        True: "yes: the build has Flash Attention for K=q8_0/V=f16",
+        False: "NO: K=q8_0/V=f16 falls back to converting K and V to f16 (slow); rebuild with "
+        "-DGGML_CUDA_FA_QUANTS=q8_0-f16;q8_0-q8_0;f16-f16",
+        None: "unknown for this backend",
+    }[int8_k]
+    commit = f" (ggml {report['ggml']}, commit {report['ggml_commit']})" if report["ggml"] else ""
+    lines = [
+        f"Python            {report['python']} on {report['platform']}",
+        f"llama-cpp-python  {report['llama_cpp_python']}",
+        f"llama.cpp         {report['llama_cpp']}{commit}",
+        f"backends          {', '.join(report['backends']) or 'none reported'}",
+        f"GPU backends      {', '.join(report['gpu_backends']) or 'none (CPU-only build)'}",
+        f"FA K/V pairs      {pairs_text}",
+        f"                  ({report['flash_attention_pairs_note']})",
+        f"int8-K (q8_0/f16) {verdict}",
+        "devices:",
+    ]
+    for d in report["devices"]:
+        memory = f"{d['memory_total_bytes'] / _GIB:.1f} GiB" if d["memory_total_bytes"] else "memory unknown"
+        lines.append(f"  {d['name']:<10} {d['kind']:<14} {d['description']} ({memory})")
+    if not report["devices"]:
+        lines.append("  (this build does not list its devices)")
+    return "\n".join(lines)

@@ -1,0 +1,114 @@
+"""What the installed llama.cpp is: versions, and the devices ggml's backends found.
+
+llama-cpp-python does not bind ggml's device registry, so the few functions needed are
+declared here with ctypes on its own libggml. Importing this module imports llama_cpp
+(first, before numpy: see FACTS.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+from dataclasses import dataclass
+
+import llama_cpp
+
+log = logging.getLogger(__name__)
+
+_DEVICE_TYPES = {0: "CPU", 1: "GPU", 2: "integrated GPU", 3: "accelerator", 4: "meta"}
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str  # "CPU", "CUDA0", "ROCm0", "Vulkan0"
+    description: str
+    kind: str  # "CPU" | "GPU" | "integrated GPU" | "accelerator"
+    backend: str  # the registry it belongs to: "CPU", "CUDA", ...
+    memory_free: int
+    memory_total: int
+
+
+@dataclass(frozen=True)
+class Versions:
+    llama_cpp_python: str
+    llama_cpp: str  # llama_version(), e.g. "0.5.0-dev"
+    ggml: str | None
+    ggml_commit: str | None
+
+
+def _lib() -> ctypes.CDLL:
+    from llama_cpp._ggml import libggml
+
+    return libggml
+
+
+def _declare(lib: ctypes.CDLL, name: str, restype: object, argtypes: list[object]) -> object | None:
+    fn = getattr(lib, name, None)
+    if fn is None:
+        return None
+    fn.restype = restype
+    fn.argtypes = argtypes
+    return fn
+
+
+def _text(value: bytes | None) -> str:
+    return value.decode("utf-8", "replace") if value else ""
+
+
+def versions() -> Versions:
+    lib = _lib()
+    ggml_version = _declare(lib, "ggml_version", ctypes.c_char_p, [])
+    ggml_commit = _declare(lib, "ggml_commit", ctypes.c_char_p, [])
+    return Versions(
+        llama_cpp_python=llama_cpp.__version__,
+        llama_cpp=_text(llama_cpp.llama_version()),
+        ggml=_text(ggml_version()) if ggml_version else None,  # type: ignore[operator]
+        ggml_commit=_text(ggml_commit()) if ggml_commit else None,  # type: ignore[operator]
+    )
+
+
+def list_devices() -> list[Device]:
+    """Every device ggml's registered backends report (the CPU is always one)."""
+    lib = _lib()
+    p = ctypes.c_void_p
+    count = _declare(lib, "ggml_backend_dev_count", ctypes.c_size_t, [])
+    get = _declare(lib, "ggml_backend_dev_get", p, [ctypes.c_size_t])
+    name = _declare(lib, "ggml_backend_dev_name", ctypes.c_char_p, [p])
+    description = _declare(lib, "ggml_backend_dev_description", ctypes.c_char_p, [p])
+    dev_type = _declare(lib, "ggml_backend_dev_type", ctypes.c_int, [p])
+    memory = _declare(
+        lib, "ggml_backend_dev_memory", None, [p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
+    )
+    dev_reg = _declare(lib, "ggml_backend_dev_backend_reg", p, [p])
+    reg_name = _declare(lib, "ggml_backend_reg_name", ctypes.c_char_p, [p])
+    if not all((count, get, name, description, dev_type, memory)):
+        log.warning("this llama.cpp build does not expose ggml's device registry")
+        return []
+    llama_cpp.llama_backend_init()
+    devices = []
+    for i in range(count()):  # type: ignore[operator]
+        dev = get(i)  # type: ignore[operator]
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        memory(dev, ctypes.byref(free), ctypes.byref(total))  # type: ignore[operator]
+        backend = ""
+        if dev_reg and reg_name:
+            backend = _text(reg_name(dev_reg(dev)))  # type: ignore[operator]
+        devices.append(
+            Device(
+                name=_text(name(dev)),  # type: ignore[operator]
+                description=_text(description(dev)),  # type: ignore[operator]
+                kind=_DEVICE_TYPES.get(dev_type(dev), "unknown"),  # type: ignore[operator]
+                backend=backend,
+                memory_free=int(free.value),
+                memory_total=int(total.value),
+            )
+        )
+    return devices
+
+
+def system_info() -> str:
+    return _text(llama_cpp.llama_print_system_info()).strip()
+
+
+def supports_gpu_offload() -> bool:
+    return bool(llama_cpp.llama_supports_gpu_offload())
