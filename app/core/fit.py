@@ -1,0 +1,200 @@
+"""Will a model fit in a memory budget, per KV mode, and what is the largest context that does?
+
+need(n_ctx) = weights + KV cache + compute buffer + output buffer, where
+- weights: the file's tensor bytes (the whole file's data section for split models when the
+  caller passes the total size);
+- KV cache: exact, from app.core.kv_cache (llama.cpp's own allocation);
+- compute buffer: an ESTIMATE. llama.cpp only reports it after creating the context
+  ("compute buffer size = ..."); its graph allocator reuses memory, so the peak is roughly
+  the larger of the logits of one ubatch (n_vocab x n_ubatch floats) and the attention
+  scratch (the f16 KQ mask, n_kv x n_ubatch, plus, on a GPU, one layer's K/V converted to
+  f16 when they are quantized), plus the ubatch's activations. Measured on the CPU build:
+  starter model 514.5 MiB reported vs 530 estimated; a tiny llama at n_ctx 32768 41.1 vs 44.6.
+  It errs on the high side by a few percent;
+- output buffer: n_vocab floats per sequence.
+Verdicts leave a MARGIN of 10% of the budget for the estimate's error and what no formula
+sees (the GPU runtime's own context, fragmentation): need <= 90% of the budget 'fits',
+need <= budget 'tight', else 'does not fit'.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from app.core.errors import BadInputError
+from app.core.gguf_header import GgufHeader
+from app.core.kv_cache import KvCacheEstimate, kv_cache_bytes
+from app.core.kv_types import COMPARE_MODES, KvMode
+
+MARGIN = 0.10
+FITS, TIGHT, NO_FIT = "fits", "tight", "does not fit"
+_CTX_STEP = 256  # llama.cpp pads n_ctx to 256, so candidates are multiples of it
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "kib": 1024,
+    "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
+    "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
+    "t": 1000**4, "tb": 1000**4, "tib": 1024**4,
+}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in '24GiB', '24 GB', '512MiB', '1.5g' or '1000000'. Raises BadInputError."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text or "")
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _UNITS:
+        raise BadInputError(f"'{text}' is not a memory size; write it like 24GiB, 16GB or 8000MiB.")
+    value = int(float(match.group(1)) * _UNITS[unit])
+    if value <= 0:
+        raise BadInputError(f"The memory size must be more than zero, not '{text}'.")
+    return value
+
+
+@dataclass(frozen=True)
+class MemoryNeed:
+    weights_bytes: int
+    kv: KvCacheEstimate
+    compute_bytes: int  # estimated (see the module docstring)
+    output_bytes: int
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.kv.total_bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.kv.total_bytes + self.compute_bytes + self.output_bytes
+
+
+@dataclass(frozen=True)
+class ModeFit:
+    mode: KvMode
+    n_ctx: int
+    need: MemoryNeed
+    budget_bytes: int
+    verdict: str  # FITS | TIGHT | NO_FIT
+    largest_n_ctx: int  # the largest context whose need stays within the budget (0: none)
+    largest_n_ctx_with_margin: int  # ... within the budget less the margin
+
+
+def weights_bytes(header: GgufHeader, file_size: int | None = None) -> int:
+    """Bytes the weights take: the tensor data, or the data section of `file_size` when it is
+    larger (split models: the first part's header lists only its own tensors)."""
+    size = header.tensor_data_bytes
+    if file_size is not None:
+        size = max(size, file_size - header.data_offset)
+    return size
+
+
+def compute_buffer_estimate(
+    header: GgufHeader, kv: KvCacheEstimate, on_gpu: bool = True, flash_attn: bool = True
+) -> int:
+    """Estimated compute buffer bytes (see the module docstring for how and how good)."""
+    n_ub = kv.n_ubatch
+    n_vocab = header.vocab_size or 0
+    n_embd = header.embedding_length
+    ff = header.arch_get("feed_forward_length", 4 * n_embd)
+    n_ff = max(ff) if isinstance(ff, list) else int(ff or 0)
+    heads = header.head_count
+    n_head = max(heads) if isinstance(heads, list) else heads
+    n_kv = max(c.cells for c in kv.caches)
+    logits = n_vocab * n_ub * 4
+    if flash_attn:
+        attention = n_kv * n_ub * 2  # f16 KQ mask
+    else:
+        attention = n_kv * n_ub * 4 + n_kv * n_ub * n_head * 4  # f32 mask and KQ scores
+    if on_gpu and kv.layout is not None and kv.layout.layers:
+        widest = max(layer.n_embd_k_gqa for layer in kv.layout.layers)
+        if kv.mode.k.block_values > 1:
+            attention += n_kv * widest * 2
+        if kv.mode.v.block_values > 1:
+            attention += n_kv * widest * 2
+    activations = n_ub * 4 * (4 * n_embd + 2 * n_ff + 2 * n_head * header.key_length)
+    return max(logits, attention) + activations
+
+
+def memory_need(
+    header: GgufHeader,
+    n_ctx: int,
+    kv_mode: KvMode | str,
+    *,
+    file_size: int | None = None,
+    n_ubatch: int = 512,
+    n_seq: int = 1,
+    swa_full: bool = False,
+    flash_attn: bool = True,
+    on_gpu: bool = True,
+) -> MemoryNeed:
+    kv = kv_cache_bytes(header, n_ctx, kv_mode, n_seq=n_seq, n_ubatch=n_ubatch, swa_full=swa_full,
+                        flash_attn=flash_attn)
+    return MemoryNeed(
+        weights_bytes=weights_bytes(header, file_size),
+        kv=kv,
+        compute_bytes=compute_buffer_estimate(header, kv, on_gpu=on_gpu, flash_attn=flash_attn),
+        output_bytes=(header.vocab_size or 0) * 4 * n_seq,
+    )
+
+
+def verdict(need_bytes: int, budget_bytes: int) -> str:
+    if need_bytes <= budget_bytes * (1 - MARGIN):
+        return FITS
+    if need_bytes <= budget_bytes:
+        return TIGHT
+    return NO_FIT
+
+
+def fit_context_length(
+    header: GgufHeader, budget_bytes: int, kv_mode: KvMode | str, *, max_ctx: int | None = None,
+    **options: object,
+) -> int:
+    """The largest n_ctx (a multiple of 256, at most `max_ctx`, default the trained context)
+    whose need fits in `budget_bytes`; 0 when not even 256 tokens fit."""
+    limit = max_ctx or header.context_length or 131072
+    hi = max(1, limit // _CTX_STEP)
+
+    def fits(steps: int) -> bool:
+        return memory_need(header, steps * _CTX_STEP, kv_mode, **options).total_bytes <= budget_bytes  # type: ignore[arg-type]
+
+    if not fits(1):
+        return 0
+    lo = 1  # fits(lo) holds; need grows with n_ctx, so bisect
+    if fits(hi):
+        return hi * _CTX_STEP
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo * _CTX_STEP
+
+
+def fit_estimate(
+    header: GgufHeader,
+    file_size: int | None,
+    n_ctx: int,
+    budget_bytes: int,
+    modes: tuple[KvMode, ...] = COMPARE_MODES,
+    **options: object,
+) -> tuple[ModeFit, ...]:
+    """Per KV mode: the memory needed at `n_ctx`, the verdict against `budget_bytes`, and
+    the largest context that fits (for the Hub's file list and `kvstudio fit`).
+
+    `options` are memory_need's: n_ubatch, n_seq, swa_full, flash_attn, on_gpu.
+    """
+    if n_ctx <= 0:
+        raise BadInputError(f"The context size must be a positive number of tokens, not {n_ctx}.")
+    if budget_bytes <= 0:
+        raise BadInputError("The memory budget must be more than zero.")
+    results = []
+    for mode in modes:
+        need = memory_need(header, n_ctx, mode, file_size=file_size, **options)  # type: ignore[arg-type]
+        largest = fit_context_length(header, budget_bytes, mode, file_size=file_size, **options)
+        largest_margin = fit_context_length(
+            header, int(budget_bytes * (1 - MARGIN)), mode, file_size=file_size, **options
+        )
+        results.append(ModeFit(mode, n_ctx, need, budget_bytes, verdict(need.total_bytes, budget_bytes),
+                               largest, largest_margin))
+    return tuple(results)
