@@ -1,0 +1,120 @@
+"""The fit estimate shown next to each GGUF on the Hub: what this model needs here.
+
+Plain Python (no Qt) that combines core pieces: the remote GGUF header (range reads),
+app.core.fit (exact KV bytes + estimated compute buffer, verdict, largest context) and
+the free memory of this machine. It runs on a TaskRunner thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.core import fit as core_fit
+from app.core.gguf_header import GgufHeader
+from app.core.kv_types import COMPARE_MODES, KvMode
+
+log = logging.getLogger(__name__)
+
+FITS, TIGHT, NO_FIT = core_fit.FITS, core_fit.TIGHT, core_fit.NO_FIT
+
+
+@dataclass(frozen=True)
+class ModeFit:
+    mode: KvMode
+    kv_bytes: int  # KV cache at the chosen context (exact, as llama.cpp allocates it)
+    total_bytes: int  # weights + KV + compute and output buffers
+    verdict: str  # FITS | TIGHT | NO_FIT
+    max_context: int  # largest context that fits the budget (0: not even the weights)
+
+
+@dataclass(frozen=True)
+class FitEstimate:
+    n_ctx: int
+    weights_bytes: int
+    buffers_bytes: int  # compute + output buffers at n_ctx (estimated), for the first mode
+    budget_bytes: int
+    budget_label: str  # "free VRAM (NVIDIA H200)" or "free RAM"
+    modes: tuple[ModeFit, ...]
+    n_ctx_train: int | None = None
+    note: str = ""  # e.g. "approximate: this architecture's cache is not a plain KV cache"
+
+    def for_mode(self, label: str) -> ModeFit | None:
+        return next((m for m in self.modes if m.mode.label == label), None)
+
+
+def free_memory() -> tuple[int, str, bool]:
+    """(bytes, label, on_gpu) of the memory a model would load into: free VRAM on the first
+    NVIDIA GPU when NVML answers, else available RAM."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            info = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            name = pynvml.nvmlDeviceGetName(handle)
+            name = name.decode() if isinstance(name, bytes) else name
+            return int(info.free), f"free VRAM ({name})", True
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVIDIA driver: fall back to RAM
+        log.debug("NVML not available; using RAM for the fit estimate", exc_info=True)
+    import psutil
+
+    return int(psutil.virtual_memory().available), "free RAM", False
+
+
+def estimate(header: GgufHeader, file_size: int, n_ctx: int, budget: tuple[int, str, bool],
+             modes: tuple[KvMode, ...] = COMPARE_MODES) -> FitEstimate:
+    budget_bytes, label, on_gpu = budget
+    fits = core_fit.fit_estimate(header, file_size, n_ctx, budget_bytes, modes, on_gpu=on_gpu)
+    first = fits[0].need
+    note = ""
+    if not first.kv.exact:
+        note = first.kv.note or "The KV estimate is approximate for this architecture."
+    return FitEstimate(
+        n_ctx=n_ctx,
+        weights_bytes=first.weights_bytes,
+        buffers_bytes=first.compute_bytes + first.output_bytes,
+        budget_bytes=budget_bytes,
+        budget_label=label,
+        modes=tuple(
+            ModeFit(f.mode, f.need.kv_bytes, f.need.total_bytes, f.verdict, f.largest_n_ctx)
+            for f in fits
+        ),
+        n_ctx_train=header.context_length,
+        note=note,
+    )
+
+
+class FitEstimator:
+    """fit(entry, n_ctx) for Hub entries (thread-safe).
+
+    `header_fn(entry)` returns the GgufHeader of the entry's first file (a range request,
+    cached by the core); `budget_fn()` returns (bytes, label, on_gpu) of the memory to fit
+    into, read once per estimator so every row compares against the same figure.
+    """
+
+    def __init__(self, header_fn: Callable[[Any], GgufHeader],
+                 budget_fn: Callable[[], tuple[int, str, bool]] = free_memory) -> None:
+        self._header_fn = header_fn
+        self._budget_fn = budget_fn
+        self._budget: tuple[int, str, bool] | None = None
+        self._lock = threading.Lock()
+
+    def budget(self) -> tuple[int, str, bool]:
+        with self._lock:
+            if self._budget is None:
+                self._budget = self._budget_fn()
+            return self._budget
+
+    def refresh_budget(self) -> None:
+        with self._lock:
+            self._budget = None
+
+    def __call__(self, entry: Any, n_ctx: int) -> FitEstimate:
+        return estimate(self._header_fn(entry), entry.total_size, n_ctx, self.budget())

@@ -1,0 +1,248 @@
+"""My models: every GGUF the app knows, with Load into chat, Reveal, Delete, Refresh, Add folder.
+
+Reading the headers of many files (and walking the HF cache) runs on the TaskRunner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.ui.models import format as fmt
+from app.ui.models.tasks import TaskRunner, user_message
+
+_Index = QModelIndex | QPersistentModelIndex
+
+
+def parameters(n: int | None) -> str:
+    """268098176 -> '268M', 8030261248 -> '8.0B'."""
+    if not n:
+        return "?"
+    if n >= 1_000_000_000:
+        return f"{n / 1e9:.1f}B"
+    if n >= 1_000_000:
+        return f"{n / 1e6:.0f}M"
+    return f"{n / 1e3:.0f}K"
+
+
+class LibraryModel(QAbstractTableModel):
+    """Rows of library models (name, architecture, parameter_count, quantization,
+    context_length, file_size, path, source)."""
+
+    HEADERS = ("Name", "Architecture", "Parameters", "Quantization", "Context", "Size", "Location")
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._rows: list[Any] = []
+
+    def set_models(self, rows: Sequence[Any]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def model_at(self, row: int) -> Any:
+        return self._rows[row]
+
+    def paths(self) -> list[str]:
+        return [str(m.path) for m in self._rows]
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802 (Qt API)
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole):  # noqa: N802
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+            return self.HEADERS[section]
+        return None
+
+    def data(self, index: _Index, role: int = Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        m = self._rows[index.row()]
+        if role == Qt.DisplayRole:
+            return (
+                m.name,
+                m.architecture or "?",
+                parameters(m.parameter_count),
+                m.quantization or "?",
+                fmt.tokens(m.context_length),
+                fmt.size(m.file_size),
+                _location(m),
+            )[index.column()]
+        if role == Qt.ToolTipRole:
+            problem = getattr(m, "error", None)
+            return f"{m.path}\n{problem}" if problem else str(m.path)
+        if role == Qt.TextAlignmentRole and index.column() in (2, 4, 5):
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+
+def _location(m: Any) -> str:
+    source = getattr(m, "source", None) or ""
+    folder = str(Path(m.path).parent)
+    return f"{source}: {folder}" if source else folder
+
+
+class LibraryView(QWidget):
+    """Signals: load_requested(str path) - 'Load into chat' on a model."""
+
+    load_requested = Signal(str)
+
+    def __init__(
+        self,
+        list_fn: Callable[[], Sequence[Any]],
+        delete_fn: Callable[[Any], Any],
+        add_folder_fn: Callable[[Path], Any] | None,
+        runner: TaskRunner,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._list_fn = list_fn
+        self._delete_fn = delete_fn
+        self._add_folder_fn = add_folder_fn
+        self._runner = runner
+
+        self.model = LibraryModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.ElideMiddle)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        header.setSectionResizeMode(6, QHeaderView.Interactive)
+        header.resizeSection(6, 260)
+
+        self.load_button = QPushButton("Load into chat")
+        self.load_button.setDefault(True)
+        self.reveal_button = QPushButton("Show in folder")
+        self.delete_button = QPushButton("Delete…")
+        self.refresh_button = QPushButton("Refresh")
+        self.add_folder_button = QPushButton("Add folder…")
+        self.add_folder_button.setVisible(add_folder_fn is not None)
+        self.status_label = QLabel()
+        self.status_label.setWordWrap(True)
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.status_label, 1)
+        for b in (self.load_button, self.reveal_button, self.delete_button, self.refresh_button,
+                  self.add_folder_button):
+            buttons.addWidget(b)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(buttons)
+        layout.addWidget(self.table, 1)
+
+        self.load_button.clicked.connect(self._on_load_clicked)
+        self.reveal_button.clicked.connect(self._on_reveal_clicked)
+        self.delete_button.clicked.connect(self._on_delete_clicked)
+        self.refresh_button.clicked.connect(self.refresh)
+        self.add_folder_button.clicked.connect(self._on_add_folder_clicked)
+        self.table.doubleClicked.connect(lambda _i: self._on_load_clicked())
+        self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
+        self._update_buttons()
+
+    # ---- public ------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Re-read the library (off the GUI thread)."""
+        self.status_label.setText("Looking for models…")
+        self.refresh_button.setEnabled(False)
+        self._runner.submit(
+            "library", self._list_fn, on_done=self._on_listed, on_error=self._on_list_failed
+        )
+
+    def select_path(self, path: str) -> bool:
+        for row, p in enumerate(self.model.paths()):
+            if Path(p) == Path(path) or Path(p).resolve() == Path(path).resolve():
+                self.table.selectRow(row)
+                return True
+        return False
+
+    def selected_model(self) -> Any:
+        rows = self.table.selectionModel().selectedRows()
+        return self.model.model_at(rows[0].row()) if rows else None
+
+    # ---- slots -------------------------------------------------------------------------
+
+    def _on_listed(self, models: Sequence[Any]) -> None:
+        selected = self.selected_model()
+        self.model.set_models(models)
+        if selected is not None:
+            self.select_path(str(selected.path))
+        n = len(models)
+        self.status_label.setText(
+            "No models yet: download one in Discover, or add a folder with GGUF files."
+            if n == 0 else f"{n} model{'s' if n != 1 else ''}."
+        )
+        self.refresh_button.setEnabled(True)
+        self._update_buttons()
+
+    def _on_list_failed(self, message: str, _error: BaseException) -> None:
+        self.status_label.setText(message)
+        self.refresh_button.setEnabled(True)
+
+    def _on_load_clicked(self) -> None:
+        model = self.selected_model()
+        if model is not None:
+            self.load_requested.emit(str(model.path))
+
+    def _on_reveal_clicked(self) -> None:
+        model = self.selected_model()
+        if model is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(model.path).parent)))
+
+    def _on_delete_clicked(self) -> None:
+        model = self.selected_model()
+        if model is None:
+            return
+        answer = QMessageBox.question(
+            self,
+            "Delete model",
+            f"Delete {model.name} ({fmt.size(model.file_size)}) from this computer?\n\n{model.path}",
+            QMessageBox.Yes | QMessageBox.No,
+            QMessageBox.No,
+        )
+        if answer != QMessageBox.Yes:
+            return
+        try:
+            self._delete_fn(model)
+        except Exception as error:  # noqa: BLE001 - shown as one sentence
+            self.status_label.setText(user_message(error))
+            return
+        self.refresh()
+
+    def _on_add_folder_clicked(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder with GGUF models")
+        if folder and self._add_folder_fn is not None:
+            self._add_folder_fn(Path(folder))
+            self.refresh()
+
+    def _update_buttons(self) -> None:
+        has = self.selected_model() is not None
+        for b in (self.load_button, self.reveal_button, self.delete_button):
+            b.setEnabled(has)

@@ -1,0 +1,197 @@
+"""The Models page: Discover (search the Hub, open a repo, fit estimates), Downloads, My models.
+
+    page = ModelsPage(engine_client, bridge, data_dir=data_dir, settings=settings)
+    page.load_requested.connect(main_window.show_chat_page)
+
+Everything that touches the network or reads GGUF headers runs off the GUI thread
+(TaskRunner for short calls, DownloadManager's pool for downloads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
+
+from app.core.hub import GgufEntry, RemoteFile
+from app.engine.messages import LoadOptions
+from app.services.downloads import DownloadManager
+from app.ui.models import backend
+from app.ui.models.downloads_view import DownloadsView
+from app.ui.models.fit import FitEstimator
+from app.ui.models.library_view import LibraryView
+from app.ui.models.repo_view import RepoView
+from app.ui.models.search_view import SearchView
+from app.ui.models.tasks import TaskRunner
+from app.ui.models.token_dialog import TokenDialog
+
+log = logging.getLogger(__name__)
+
+DOWNLOAD_QUEUE_FILE = "downloads.json"
+
+
+def encode_entry(entry: GgufEntry) -> dict:
+    return dataclasses.asdict(entry)
+
+
+def decode_entry(data: dict) -> GgufEntry:
+    files = tuple(RemoteFile(**f) for f in data["files"])
+    return GgufEntry(data["repo_id"], data["name"], data.get("quantization"), files)
+
+
+class ModelsPage(QWidget):
+    """Find, fit-check, download and manage GGUF models.
+
+    Signals:
+        load_requested(str path): the user chose 'Load into chat' (the page has already
+            asked engine_client to load it, when one was given); switch to the chat page.
+        download_finished(str path): a model finished downloading (it is in My models).
+    """
+
+    load_requested = Signal(str)
+    download_finished = Signal(str)
+
+    TAB_DISCOVER, TAB_DOWNLOADS, TAB_LIBRARY = 0, 1, 2
+
+    def __init__(
+        self,
+        engine_client: Any = None,
+        bridge: Any = None,
+        *,
+        data_dir: Path | None = None,
+        settings: Any = None,
+        max_parallel: int = 2,
+        budget_fn: Any = None,
+        download_folder: Path | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        """`engine_client`: app.services.engine_client.EngineClient (or None: only emit
+        load_requested). `bridge`: MessageBridge for errors (optional). `data_dir`: where the
+        download queue is saved (None: not saved). `settings`: app.core.settings.Settings,
+        for the n_ctx / K / V / GPU layers of 'Load into chat'. `budget_fn() -> (bytes,
+        label)`: memory to fit into (default: free VRAM, else free RAM).
+        `download_folder`: a library folder for downloads (None: the HF cache)."""
+        super().__init__(parent)
+        self.engine_client = engine_client
+        self.bridge = bridge
+        self.settings = settings
+        self.runner = TaskRunner(self)
+        backend.set_data_dir(Path(data_dir) if data_dir else None)
+        fit_kwargs = {"budget_fn": budget_fn} if budget_fn is not None else {}
+        self.fit_estimator = FitEstimator(backend.entry_header, **fit_kwargs)
+
+        self.downloads = DownloadManager(
+            backend.downloader_for(download_folder),
+            state_file=(Path(data_dir) / DOWNLOAD_QUEUE_FILE) if data_dir else None,
+            entry_codec=(encode_entry, decode_entry),
+            partial_bytes_fn=lambda e: backend.partial_bytes(e, download_folder),
+            discard_fn=lambda e: backend.discard_partials(e, download_folder),
+            max_parallel=max_parallel,
+            parent=self,
+        )
+
+        self.search_view = SearchView(backend.search, self.runner)
+        self.repo_view = RepoView(backend.list_repo, self.fit_estimator, self.runner)
+        self.downloads_view = DownloadsView(self.downloads)
+        self.library_view = LibraryView(
+            backend.list_library, backend.delete_model, backend.add_folder, self.runner
+        )
+
+        discover = QSplitter(Qt.Horizontal)
+        discover.addWidget(self.search_view)
+        discover.addWidget(self.repo_view)
+        discover.setStretchFactor(0, 2)
+        discover.setStretchFactor(1, 3)
+        discover.setChildrenCollapsible(False)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(discover, "Discover")
+        self.tabs.addTab(self.downloads_view, "Downloads")
+        self.tabs.addTab(self.library_view, "My models")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.addWidget(self.tabs)
+
+        self.search_view.repo_activated.connect(self._on_search_repo_activated)
+        self.repo_view.download_requested.connect(self._on_repo_download_requested)
+        self.repo_view.token_requested.connect(self._on_token_requested)
+        self.downloads.download_finished.connect(self._on_download_finished)
+        self.downloads.download_failed.connect(self._on_download_failed)
+        self.downloads.download_changed.connect(lambda _k: self._update_tab_titles())
+        self.downloads.download_removed.connect(lambda _k: self._update_tab_titles())
+        self.library_view.load_requested.connect(self._on_library_load_requested)
+
+        self.downloads.restore()
+        self.library_view.refresh()
+        self._update_tab_titles()
+
+    # ---- public ------------------------------------------------------------------------
+
+    def search(self, query: str) -> None:
+        self.tabs.setCurrentIndex(self.TAB_DISCOVER)
+        self.search_view.query_edit.setText(query)
+        self.search_view.search()
+
+    def shutdown(self) -> None:
+        """Pause running downloads (kept on disk, continued at the next start) and wait."""
+        self.downloads.shutdown()
+        self.runner.wait(5000)
+
+    def load_options(self, path: str) -> LoadOptions:
+        """Options for 'Load into chat': the user's n_ctx / GPU layers, K=q8_0, V=f16 by default."""
+        s = self.settings
+        if s is None:
+            return LoadOptions(model_path=path, type_k="q8_0", type_v="f16")
+        return LoadOptions(
+            model_path=path, n_ctx=s.n_ctx, n_gpu_layers=s.n_gpu_layers, type_k=s.type_k,
+            type_v=s.type_v, n_threads=s.n_threads,
+        )
+
+    # ---- slots -------------------------------------------------------------------------
+
+    def _on_search_repo_activated(self, repo_id: str) -> None:
+        self.fit_estimator.refresh_budget()  # free memory changes; read it again per repo
+        self.repo_view.open_repo(repo_id)
+
+    def _on_repo_download_requested(self, entry: GgufEntry) -> None:
+        key = self.downloads.enqueue(entry)
+        self.tabs.setCurrentIndex(self.TAB_DOWNLOADS)
+        self.downloads_view.select(key)
+
+    def _on_download_finished(self, _key: str, path: str) -> None:
+        self.library_view.refresh()
+        self.download_finished.emit(path)
+        if self.bridge is not None:
+            self.bridge.info(f"Downloaded {Path(path).name}; it is in My models.")
+
+    def _on_download_failed(self, key: str, message: str) -> None:
+        if self.bridge is not None:
+            self.bridge.warning(message)
+        if self.downloads.item(key).error_kind == "GatedRepoError":
+            self._on_token_requested(message)
+
+    def _on_token_requested(self, reason: str = "") -> None:
+        dialog = TokenDialog(reason or "", self)
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.accepted.connect(self._on_token_saved)
+        dialog.open()
+        self.token_dialog = dialog  # tests reach it here
+
+    def _on_token_saved(self) -> None:
+        if self.bridge is not None:
+            self.bridge.info("Hugging Face token saved.")
+        backend.forget_headers()
+        self.repo_view.reload()
+
+    def _on_library_load_requested(self, path: str) -> None:
+        if self.engine_client is not None:
+            self.engine_client.load(self.load_options(path))
+        self.load_requested.emit(path)
+
+    def _update_tab_titles(self) -> None:
+        active = sum(1 for i in self.downloads.items() if i.is_active)
+        self.tabs.setTabText(self.TAB_DOWNLOADS, f"Downloads ({active})" if active else "Downloads")

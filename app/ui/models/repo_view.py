@@ -1,0 +1,350 @@
+"""One Hub repo: its GGUF files grouped by quantization, sizes, and a fit verdict per KV mode.
+
+Listing the repo and reading each file's header (a range request) run on the TaskRunner;
+the tree fills in as answers arrive, and a new context length re-estimates every file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.errors import GatedRepoError
+from app.core.kv_types import COMPARE_MODES
+from app.ui.models import format as fmt
+from app.core.fit import MARGIN
+from app.ui.models.fit import FITS, NO_FIT, TIGHT, FitEstimate, ModeFit
+from app.ui.models.tasks import TaskRunner
+
+ENTRY_ROLE = Qt.UserRole + 1
+# Background / text colours per verdict: readable on light and dark palettes.
+VERDICT_COLOURS = {
+    FITS: (QColor("#d7f5dd"), QColor("#11602a")),
+    TIGHT: (QColor("#fff1c7"), QColor("#7a5300")),
+    NO_FIT: (QColor("#fbd9d7"), QColor("#8c1d18")),
+}
+DEFAULT_CONTEXT = 8192
+_MODE_COLUMN0 = 2  # first KV-mode column in the tree
+
+
+def paint_verdict(item: QStandardItem | QTableWidgetItem, verdict: str) -> None:
+    background, foreground = VERDICT_COLOURS[verdict]
+    item.setBackground(QBrush(background))
+    item.setForeground(QBrush(foreground))
+
+
+def verdict_text(fit: ModeFit) -> str:
+    return f"{fit.verdict} · max {fmt.tokens(fit.max_context)}" if fit.max_context else fit.verdict
+
+
+class RepoView(QWidget):
+    """Signals: download_requested(object GgufEntry), token_requested()."""
+
+    download_requested = Signal(object)
+    token_requested = Signal()
+
+    HEADERS = ("Quantization / file", "Size") + tuple(f"KV {m.label}" for m in COMPARE_MODES)
+
+    def __init__(
+        self,
+        list_fn: Callable[[str], Any],
+        fit_fn: Callable[[Any, int], FitEstimate],
+        runner: TaskRunner,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._list_fn = list_fn
+        self._fit_fn = fit_fn
+        self._runner = runner
+        self._repo_id: str | None = None
+        self._entries: dict[str, tuple[Any, QStandardItem]] = {}  # first_file -> (entry, row)
+        self._fits: dict[str, FitEstimate] = {}
+
+        self.title_label = QLabel("Pick a model on the left to see its files.")
+        self.title_label.setObjectName("repoTitle")
+        self.title_label.setStyleSheet("font-size: 15px; font-weight: 600;")
+        self.title_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.context_spin = QSpinBox()
+        self.context_spin.setRange(256, 1 << 21)
+        self.context_spin.setSingleStep(1024)
+        self.context_spin.setValue(DEFAULT_CONTEXT)
+        self.context_spin.setSuffix(" tokens")
+        self.context_spin.setToolTip("The context length the fit estimate is for")
+        self.status_label = QLabel()
+        self.status_label.setWordWrap(True)
+        self.budget_label = QLabel()
+        self.budget_label.setStyleSheet("color: palette(mid);")
+
+        self.gate_label = QLabel()
+        self.gate_label.setWordWrap(True)
+        self.gate_button = QPushButton("Add token…")
+        self.gate_box = QWidget()
+        gate_row = QHBoxLayout(self.gate_box)
+        gate_row.setContentsMargins(8, 4, 8, 4)
+        gate_row.addWidget(self.gate_label, 1)
+        gate_row.addWidget(self.gate_button)
+        self.gate_box.setStyleSheet("background: #fff1c7; color: #5c3d00; border-radius: 4px;")
+        self.gate_box.hide()
+
+        self.model = QStandardItemModel(0, len(self.HEADERS), self)
+        self.model.setHorizontalHeaderLabels(list(self.HEADERS))
+        self.tree = QTreeView()
+        self.tree.setModel(self.model)
+        self.tree.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setUniformRowHeights(True)
+        header = self.tree.header()
+        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        for col in range(1, len(self.HEADERS)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeToContents)
+
+        self.detail = QTableWidget(0, 5)
+        self.detail.setHorizontalHeaderLabels(
+            ["KV mode", "KV at context", "Total needed", "Verdict", "Largest context"]
+        )
+        self.detail.verticalHeader().hide()
+        self.detail.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.detail.setSelectionMode(QAbstractItemView.NoSelection)
+        self.detail.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.detail.setMaximumHeight(130)
+        self.detail_label = QLabel()
+        self.detail_label.setWordWrap(True)
+        self.download_button = QPushButton("Download")
+        self.download_button.setEnabled(False)
+
+        top = QHBoxLayout()
+        top.addWidget(self.title_label, 1)
+        top.addWidget(QLabel("Context"))
+        top.addWidget(self.context_spin)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.detail_label, 1)
+        bottom.addWidget(self.download_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.budget_label)
+        layout.addWidget(self.gate_box)
+        layout.addWidget(self.status_label)
+        layout.addWidget(self.tree, 1)
+        layout.addLayout(bottom)
+        layout.addWidget(self.detail)
+
+        # Typing 32768 should not start five estimates; wait until the user pauses.
+        self._refit_timer = QTimer(self, singleShot=True, interval=300)
+        self._refit_timer.timeout.connect(self._estimate_all)
+        self.context_spin.valueChanged.connect(lambda _v: self._refit_timer.start())
+        self.tree.selectionModel().currentRowChanged.connect(self._on_tree_current_changed)
+        self.tree.doubleClicked.connect(self._on_tree_double_clicked)
+        self.download_button.clicked.connect(self._on_download_clicked)
+        self.gate_button.clicked.connect(self.token_requested)
+
+    # ---- public ------------------------------------------------------------------------
+
+    @property
+    def repo_id(self) -> str | None:
+        return self._repo_id
+
+    def open_repo(self, repo_id: str) -> None:
+        """List the repo's GGUF files (off the GUI thread) and estimate each one's fit."""
+        self._repo_id = repo_id
+        self.title_label.setText(repo_id)
+        self.status_label.setText("Reading the repository's file list…")
+        self.gate_box.hide()
+        self._clear()
+        self._runner.submit(
+            "repo", self._list_fn, repo_id,
+            on_done=self._on_listed, on_error=self._on_list_failed,
+        )
+
+    def reload(self) -> None:
+        if self._repo_id:
+            self.open_repo(self._repo_id)
+
+    def entry_names(self) -> list[str]:
+        return list(self._entries)
+
+    def fit_for(self, first_file: str) -> FitEstimate | None:
+        return self._fits.get(first_file)
+
+    def select_entry(self, first_file: str) -> None:
+        _entry, row = self._entries[first_file]
+        self.tree.setCurrentIndex(row.index())
+
+    # ---- listing -----------------------------------------------------------------------
+
+    def _clear(self) -> None:
+        self.model.removeRows(0, self.model.rowCount())
+        self._entries.clear()
+        self._fits.clear()
+        self.detail.setRowCount(0)
+        self.detail_label.clear()
+        self.download_button.setEnabled(False)
+
+    def _on_listed(self, repo: Any) -> None:
+        if repo.repo_id != self._repo_id:
+            return
+        self._clear()
+        groups = repo.by_quantization()
+        for quant, entries in groups.items():
+            total = sum(e.total_size for e in entries)
+            label = quant if len(entries) == 1 else f"{quant}  ({len(entries)} files)"
+            group = [QStandardItem(label), QStandardItem(fmt.size(total) if len(entries) > 1 else "")]
+            group += [QStandardItem() for _ in COMPARE_MODES]
+            font = group[0].font()
+            font.setBold(True)
+            group[0].setFont(font)
+            for item in group:
+                item.setSelectable(False)
+            for entry in entries:
+                name = entry.name + (f"  ({entry.n_parts} parts)" if entry.is_split else "")
+                row = [QStandardItem(name), QStandardItem(fmt.size(entry.total_size))]
+                row += [QStandardItem("estimating…") for _ in COMPARE_MODES]
+                row[0].setData(entry, ENTRY_ROLE)
+                row[0].setToolTip(entry.first_file)
+                row[1].setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                group[0].appendRow(row)
+                self._entries[entry.first_file] = (entry, row[0])
+            self.model.appendRow(group)
+        self.tree.expandAll()
+        n = len(repo.entries)
+        if n == 0:
+            self.status_label.setText("This repository has no GGUF model files.")
+        else:
+            quants = len(groups)
+            self.status_label.setText(
+                f"{n} GGUF model{'s' if n != 1 else ''} in {quants} quantization{'s' if quants != 1 else ''}."
+            )
+        self._estimate_all()
+
+    def _on_list_failed(self, message: str, error: BaseException) -> None:
+        self.status_label.setText(message)
+        if isinstance(error, GatedRepoError):
+            self._show_gate(message)
+
+    def _show_gate(self, message: str) -> None:
+        self.gate_label.setText(message)
+        self.gate_box.show()
+
+    # ---- fit estimates -----------------------------------------------------------------
+
+    def _estimate_all(self) -> None:
+        n_ctx = self.context_spin.value()
+        for first_file, (entry, _row) in self._entries.items():
+            self._set_mode_cells(first_file, None, "estimating…")
+            self._runner.submit(
+                f"fit:{self._repo_id}:{first_file}", self._fit_fn, entry, n_ctx,
+                on_done=lambda fit, f=first_file, r=self._repo_id: self._on_fit_done(r, f, fit),
+                on_error=lambda msg, err, f=first_file, r=self._repo_id: self._on_fit_failed(r, f, msg, err),
+            )
+
+    def _mode_items(self, first_file: str) -> list[QStandardItem]:
+        _entry, row = self._entries[first_file]
+        parent = row.parent()
+        return [parent.child(row.row(), col) for col in range(_MODE_COLUMN0, len(self.HEADERS))]
+
+    def _set_mode_cells(self, first_file: str, fit: FitEstimate | None, text: str = "") -> None:
+        for i, item in enumerate(self._mode_items(first_file)):
+            if fit is None:
+                item.setText(text)
+                item.setBackground(QBrush())
+                item.setForeground(QBrush())
+                continue
+            mode_fit = fit.modes[i]
+            item.setText(verdict_text(mode_fit))
+            item.setToolTip(
+                f"KV {mode_fit.mode.label} at {fit.n_ctx:,} tokens: {fmt.size(mode_fit.kv_bytes)}; "
+                f"weights {fmt.size(fit.weights_bytes)}; total {fmt.size(mode_fit.total_bytes)} "
+                f"of {fmt.size(fit.budget_bytes)} {fit.budget_label}."
+            )
+            paint_verdict(item, mode_fit.verdict)
+
+    def _on_fit_done(self, repo_id: str | None, first_file: str, fit: FitEstimate) -> None:
+        if repo_id != self._repo_id or first_file not in self._entries:
+            return
+        self._fits[first_file] = fit
+        self._set_mode_cells(first_file, fit)
+        self.budget_label.setText(
+            f"Estimates for {fit.n_ctx:,} tokens of context against {fmt.size(fit.budget_bytes)} "
+            f"{fit.budget_label} (fits: within {100 - round(MARGIN * 100)}% of it; tight: up to all of it)."
+        )
+        current = self._current_entry()
+        if current is not None and current.first_file == first_file:
+            self._show_detail(current)
+
+    def _on_fit_failed(self, repo_id: str | None, first_file: str, message: str, error: BaseException) -> None:
+        if repo_id != self._repo_id or first_file not in self._entries:
+            return
+        self._set_mode_cells(first_file, None, "unknown")
+        for item in self._mode_items(first_file):
+            item.setToolTip(message)
+        if isinstance(error, GatedRepoError):
+            self._show_gate(message)
+
+    # ---- selection and detail ----------------------------------------------------------
+
+    def _current_entry(self) -> Any:
+        index = self.tree.currentIndex()
+        if not index.isValid():
+            return None
+        return index.siblingAtColumn(0).data(ENTRY_ROLE)
+
+    def _on_tree_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        entry = current.siblingAtColumn(0).data(ENTRY_ROLE) if current.isValid() else None
+        self.download_button.setEnabled(entry is not None)
+        if entry is not None:
+            self._show_detail(entry)
+
+    def _on_tree_double_clicked(self, index: QModelIndex) -> None:
+        entry = index.siblingAtColumn(0).data(ENTRY_ROLE)
+        if entry is not None:
+            self.download_requested.emit(entry)
+
+    def _on_download_clicked(self) -> None:
+        entry = self._current_entry()
+        if entry is not None:
+            self.download_requested.emit(entry)
+
+    def _show_detail(self, entry: Any) -> None:
+        fit = self._fits.get(entry.first_file)
+        parts = f" in {entry.n_parts} parts" if entry.is_split else ""
+        if fit is None:
+            self.detail_label.setText(f"{entry.name}: {fmt.size(entry.total_size)}{parts}.")
+            self.detail.setRowCount(0)
+            return
+        trained = f", trained for {fit.n_ctx_train:,} tokens" if fit.n_ctx_train else ""
+        note = f" {fit.note}" if fit.note else ""
+        self.detail_label.setText(
+            f"<b>{entry.name}</b>: {fmt.size(entry.total_size)}{parts}; weights take "
+            f"{fmt.size(fit.weights_bytes)}{trained}.{note}"
+        )
+        self.detail.setRowCount(len(fit.modes))
+        for r, mode_fit in enumerate(fit.modes):
+            cells = [
+                mode_fit.mode.label,
+                fmt.size(mode_fit.kv_bytes),
+                fmt.size(mode_fit.total_bytes),
+                mode_fit.verdict,
+                fmt.tokens(mode_fit.max_context) if mode_fit.max_context else "none",
+            ]
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if c == 3:
+                    paint_verdict(item, mode_fit.verdict)
+                self.detail.setItem(r, c, item)
