@@ -1,0 +1,90 @@
+"""`kvstudio run` as a user types it: bad input is one line and exit 2; a real run works."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kvstudio(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
+    )
+
+
+def assert_bad_input(result: subprocess.CompletedProcess[str], words: str) -> None:
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("kvstudio: ") and words in lines[0]
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory, starter_model_path):
+    folder = tmp_path_factory.mktemp("bad")
+    not_gguf = folder / "readme.gguf"
+    not_gguf.write_text("hello, I am not a model\n" * 20)
+    truncated = folder / "cut.gguf"
+    with starter_model_path.open("rb") as f:
+        truncated.write_bytes(f.read(50_000_000))  # the header is whole, the tensors are not
+    return {"not_gguf": not_gguf, "truncated": truncated}
+
+
+def test_missing_file(tmp_path):
+    assert_bad_input(kvstudio("run", str(tmp_path / "nope.gguf"), "-p", "hi"), "does not exist")
+
+
+def test_not_a_gguf(bad_files):
+    assert_bad_input(kvstudio("run", str(bad_files["not_gguf"]), "-p", "hi"), "not a GGUF")
+
+
+def test_truncated_gguf(bad_files):
+    assert_bad_input(kvstudio("run", str(bad_files["truncated"]), "-p", "hi"), "truncated")
+
+
+@pytest.mark.parametrize("kv", ["q9_0/f16", "q8_0/f99", "q8_0/f16/f16", "/"])
+def test_unknown_kv_type(kv):
+    assert_bad_input(kvstudio("run", "starter", "-p", "hi", "--kv", kv), "KV")
+
+
+@pytest.mark.parametrize("ctx", ["0", "-1"])
+def test_context_must_be_positive(ctx):
+    assert_bad_input(kvstudio("run", "starter", "-p", "hi", "--ctx", ctx), "--ctx")
+
+
+def test_missing_prompt_is_a_usage_line():
+    assert_bad_input(kvstudio("run", "starter"), "-p/--prompt")
+
+
+@pytest.mark.slow
+def test_real_run_json_on_the_starter():
+    result = kvstudio("run", "starter", "-p", "The capital of France is", "-n", "8", "--ctx", "1024",
+                      "--temp", "0", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["generated_tokens"] == 8 and report["text"].strip()
+    assert report["prompt_tokens"] >= 5 and report["tokens_per_second"] > 0
+    assert report["kv_mode"] == "q8_0/f16" and report["n_ctx"] == 1024
+    caches = report["kv_caches"]
+    assert sorted(c["sliding_window"] for c in caches) == [False, True]
+    assert all(c["k_type"] == "q8_0" and c["v_type"] == "f16" for c in caches)
+    assert report["kv_total_bytes"] == sum(c["total_bytes"] for c in caches)
+    assert report["compute_buffers"][0]["bytes"] > 0 and report["warnings"] == []
+
+
+@pytest.mark.slow
+def test_real_run_streams_text_to_stdout():
+    result = kvstudio("run", "starter", "-p", "One, two, three,", "-n", "6", "--ctx", "1024", "--temp", "0",
+                      "--kv", "f16/f16")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+    assert "6 tokens" in result.stderr and "f16/f16" in result.stderr
