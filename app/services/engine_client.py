@@ -1,0 +1,356 @@
+"""The GUI's one handle on the engine process: methods in, Qt signals out.
+
+The model runs in a child process (app.engine.process.EngineProcess). A plain Python
+reader thread blocks on its recv() and hands each event to the GUI thread through a
+queued signal; only the GUI thread touches this object's state.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.core.errors import EngineCrashedError
+from app.engine.messages import (
+    Failed,
+    Finished,
+    Generate,
+    Load,
+    Loaded,
+    LoadOptions,
+    LogWarning,
+    Token,
+    Unload,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _default_process() -> Any:
+    from app.engine.process import EngineProcess  # spawns a child; imported only when used
+
+    return EngineProcess()
+
+
+class EngineClient(QObject):
+    """Runs models in the engine process and reports what happens, on the GUI thread.
+
+    Signals:
+        loading_started(LoadOptions): a load was sent (also when a crashed engine is
+            restarted to reload the last model before a generate request).
+        model_loaded(Loaded): the model is ready; Loaded carries KV cache sizes,
+            compute buffers and warnings parsed from llama.cpp's log.
+        load_failed(str): the load failed; one sentence for the user.
+        model_unloaded(): the model was unloaded (unload(), or the engine died).
+        token_received(Token): one streamed piece of the reply (request_id, text, n_past).
+        reply_finished(Finished): the reply ended (stop_reason "stop", "length" or
+            "cancelled"), with token counts, time to first token and tokens/s.
+        reply_failed(str): the reply could not be generated (or the engine died during it).
+        engine_crashed(str): the engine process died; words plus the tail of its stderr.
+            Nothing else is lost: the next request starts a fresh engine.
+        warning_logged(LogWarning): llama.cpp said the int8-K kernel is not used as asked
+            (e.g. K/V converted to f16, or a buffer assigned to the CPU).
+        busy_changed(bool): True while loading, generating or running another request.
+        event_received(object): any other event (Evaluated, BenchDone, a Failed for a
+            request sent with request()), unchanged.
+
+    Methods: load(options), generate(Generate), stop(), unload(), request(command),
+    shutdown(); properties `loaded` (the last Loaded or None), `engine_pid`, `busy`.
+    """
+
+    loading_started = Signal(object)
+    model_loaded = Signal(object)
+    load_failed = Signal(str)
+    model_unloaded = Signal()
+    token_received = Signal(object)
+    reply_finished = Signal(object)
+    reply_failed = Signal(str)
+    engine_crashed = Signal(str)
+    warning_logged = Signal(object)
+    busy_changed = Signal(bool)
+    event_received = Signal(object)
+
+    # From the reader thread (queued onto the GUI thread); the int is the process
+    # generation, so events from an engine we already replaced are dropped.
+    _event_arrived = Signal(object, int)
+    _reader_crashed = Signal(str, int)
+
+    def __init__(
+        self,
+        process_factory: Callable[[], Any] = _default_process,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._factory = process_factory
+        self._proc: Any = None
+        self._reader: threading.Thread | None = None
+        self._reader_stop = threading.Event()
+        self._generation = 0
+        self._loaded: Loaded | None = None
+        self._last_options: LoadOptions | None = None
+        self._loading: LoadOptions | None = None
+        self._generating: str | None = None
+        self._queued: Generate | None = None
+        self._requests: set[str] = set()
+        self._busy = False
+        self._event_arrived.connect(self._on_reader_event)
+        self._reader_crashed.connect(self._on_reader_crashed)
+
+    # ---- state ----------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> Loaded | None:
+        return self._loaded
+
+    @property
+    def last_options(self) -> LoadOptions | None:
+        """The options of the last load asked for (reloaded after a crash)."""
+        return self._last_options
+
+    @property
+    def engine_pid(self) -> int | None:
+        if self._proc is not None and self._proc.is_alive():
+            return int(self._proc.pid)
+        return None
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    @property
+    def generating(self) -> str | None:
+        """The request_id of the reply being generated, or None."""
+        return self._generating
+
+    # ---- methods in -----------------------------------------------------------------
+
+    def load(self, options: LoadOptions) -> None:
+        """Load a model (replacing the current one). A running reply is stopped first."""
+        proc = self._ensure_process()
+        if proc is None:
+            return
+        if self._generating is not None:
+            self._queued = None
+            proc.cancel()
+        self._send_load(proc, options)
+
+    def generate(self, command: Generate) -> None:
+        """Stream a reply. While another reply runs, that one is stopped and this one
+        starts after it. After a crash the last model is reloaded first."""
+        if self._generating is not None and self._proc is not None:
+            self._queued = command
+            self._proc.cancel()
+            return
+        fresh = self._proc is None or not self._proc.is_alive()
+        if self._loaded is None and self._loading is None and (
+            self._last_options is None or not fresh
+        ):
+            self.reply_failed.emit("No model is loaded: load a model first.")
+            return
+        proc = self._ensure_process()
+        if proc is None:
+            return
+        if self._loaded is None and self._loading is None and self._last_options is not None:
+            self._send_load(proc, self._last_options)
+        self._generating = command.request_id
+        self._send(proc, command)
+        self._update_busy()
+
+    def stop(self) -> None:
+        """Stop the reply being generated (between two tokens); reply_finished follows
+        with stop_reason 'cancelled'."""
+        self._queued = None
+        if self._generating is not None and self._proc is not None:
+            self._proc.cancel()
+
+    def unload(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            self.stop()
+            self._send(self._proc, Unload())
+        self._loaded = None
+        self._loading = None
+        self._last_options = None
+        self._update_busy()
+        self.model_unloaded.emit()
+
+    def request(self, command: Any) -> None:
+        """Send another command (Evaluate, Bench, ...) with a request_id; its result
+        comes back through event_received. Needs a loaded model."""
+        proc = self._ensure_process()
+        if proc is None:
+            return
+        request_id = getattr(command, "request_id", None)
+        if request_id:
+            self._requests.add(request_id)
+        self._send(proc, command)
+        self._update_busy()
+
+    def shutdown(self) -> None:
+        """Stop the engine process and the reader thread (window closing)."""
+        self._queued = None
+        proc, self._proc = self._proc, None
+        self._reader_stop.set()
+        if proc is not None:
+            try:
+                proc.cancel()
+                proc.stop()
+            except Exception:  # the window is closing: never block that on the engine
+                log.exception("engine did not stop cleanly; killing it")
+                try:
+                    proc.kill()
+                except Exception:
+                    log.exception("engine kill failed")
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+            self._reader = None
+        self._loaded = None
+        self._loading = None
+        self._generating = None
+        self._requests.clear()
+        self._update_busy()
+
+    # ---- process and reader thread ----------------------------------------------------
+
+    def _ensure_process(self) -> Any:
+        if self._proc is not None and self._proc.is_alive():
+            return self._proc
+        if self._proc is not None:  # died without the reader noticing yet
+            self._forget_process("The engine stopped; starting a new one.")
+        try:
+            proc = self._factory()
+            proc.start()
+        except Exception as error:
+            log.exception("engine start failed")
+            self.engine_crashed.emit(f"The engine process could not start: {error}")
+            return None
+        self._generation += 1
+        self._proc = proc
+        self._reader_stop = threading.Event()
+        self._reader = threading.Thread(
+            target=self._read_events,
+            args=(proc, self._generation, self._reader_stop),
+            name=f"engine-reader-{self._generation}",
+            daemon=True,
+        )
+        self._reader.start()
+        log.info("engine started (pid %s)", proc.pid)
+        return proc
+
+    def _read_events(self, proc: Any, generation: int, stop: threading.Event) -> None:
+        """Reader thread: only recv() and emit; never touches this object's state."""
+        while not stop.is_set():
+            try:
+                event = proc.recv(timeout=0.2)
+            except EngineCrashedError as error:
+                if not stop.is_set():
+                    self._reader_crashed.emit(str(error), generation)
+                return
+            except Exception as error:  # a broken pipe is a dead engine too
+                if not stop.is_set():
+                    log.exception("engine reader failed")
+                    self._reader_crashed.emit(f"The engine stopped responding: {error}", generation)
+                return
+            if event is not None:
+                self._event_arrived.emit(event, generation)
+
+    def _send(self, proc: Any, command: Any) -> None:
+        try:
+            proc.send(command)
+        except Exception as error:  # the pipe broke: the reader will report the crash
+            log.warning("send to engine failed: %s", error)
+
+    def _send_load(self, proc: Any, options: LoadOptions) -> None:
+        self._loading = options
+        self._last_options = options
+        self._loaded = None
+        self._send(proc, Load(options))
+        self._update_busy()
+        self.loading_started.emit(options)
+
+    def _forget_process(self, message: str) -> None:
+        was_loading, was_generating = self._loading is not None, self._generating is not None
+        had_model = self._loaded is not None
+        self._reader_stop.set()
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.kill()
+            except Exception:
+                log.debug("kill after crash failed", exc_info=True)
+        self._loaded = None
+        self._loading = None
+        self._generating = None
+        self._queued = None
+        self._requests.clear()
+        log.error("engine crashed: %s", message)
+        self.engine_crashed.emit(message)
+        if was_loading:
+            self.load_failed.emit(message)
+        if was_generating:
+            self.reply_failed.emit(message)
+        if had_model:
+            self.model_unloaded.emit()
+        self._update_busy()
+
+    # ---- events (GUI thread) ----------------------------------------------------------
+
+    def _on_reader_crashed(self, message: str, generation: int) -> None:
+        if generation == self._generation and self._proc is not None:
+            self._forget_process(message)
+
+    def _on_reader_event(self, event: Any, generation: int) -> None:
+        if generation != self._generation:
+            return
+        if isinstance(event, Token):
+            if event.request_id == self._generating:
+                self.token_received.emit(event)
+        elif isinstance(event, Finished):
+            if event.request_id == self._generating:
+                self._generating = None
+                self.reply_finished.emit(event)
+                self._start_queued()
+        elif isinstance(event, Loaded):
+            self._loading = None
+            self._loaded = event
+            self._update_busy()
+            self.model_loaded.emit(event)
+        elif isinstance(event, LogWarning):
+            self.warning_logged.emit(event)
+        elif isinstance(event, Failed):
+            self._on_failed(event)
+        else:
+            request_id = getattr(event, "request_id", None)
+            self._requests.discard(request_id)
+            self.event_received.emit(event)
+        self._update_busy()
+
+    def _on_failed(self, event: Failed) -> None:
+        if event.detail:
+            log.warning("engine failure detail: %s", event.detail)
+        if event.request_id is not None and event.request_id == self._generating:
+            self._generating = None
+            self.reply_failed.emit(event.message)
+            self._start_queued()
+        elif event.request_id is None and self._loading is not None:
+            self._loading = None
+            self._last_options = None  # never auto-reload a model that fails to load
+            self._update_busy()
+            self.load_failed.emit(event.message)
+        else:
+            self._requests.discard(event.request_id)
+            self.event_received.emit(event)
+
+    def _start_queued(self) -> None:
+        command, self._queued = self._queued, None
+        if command is not None:
+            self.generate(command)
+
+    def _update_busy(self) -> None:
+        busy = bool(self._loading is not None or self._generating is not None or self._requests)
+        if busy != self._busy:
+            self._busy = busy
+            self.busy_changed.emit(busy)
