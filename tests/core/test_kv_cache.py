@@ -22,6 +22,7 @@ from app.core.kv_cache import kv_cache_bytes  # noqa: E402
 from app.core.kv_types import KV_TYPES, KvMode  # noqa: E402
 from app.engine.llama_log import install as install_llama_log  # noqa: E402
 from app.engine.log_parse import parse_log  # noqa: E402
+from tests.core.llama_lab import LlamaContextLab  # noqa: E402
 from tests.gguf_factory import write_tiny_gguf  # noqa: E402
 
 TYPES = ("f16", "q8_0", "q4_0")
@@ -38,55 +39,6 @@ TINY_MODELS = {
         sliding_window_pattern=[True, False, True, True, False],
     ),
 }
-
-
-class LlamaContextLab:
-    """Loads models once and creates llama.cpp contexts, returning their KV log lines."""
-
-    def __init__(self) -> None:
-        llama_cpp.llama_backend_init()
-        self.router = install_llama_log()
-        self.models: dict[Path, object] = {}
-
-    def model(self, path: Path) -> object:
-        if path not in self.models:
-            params = llama_cpp.llama_model_default_params()
-            params.n_gpu_layers = 0
-            model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
-            assert model, f"llama.cpp could not load {path}"
-            self.models[path] = model
-        return self.models[path]
-
-    def kv_lines(
-        self, path: Path, n_ctx: int, mode: KvMode, n_seq: int = 1, n_ubatch: int = 512,
-        n_batch: int = 512, swa_full: bool = False, flash_attn: bool = True, kv_unified: bool = False,
-    ) -> list:
-        model = self.model(path)
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx
-        params.n_batch = n_batch
-        params.n_ubatch = n_ubatch
-        params.n_seq_max = n_seq
-        params.n_threads = params.n_threads_batch = 1
-        params.type_k = mode.k.ggml_id
-        params.type_v = mode.v.ggml_id
-        params.flash_attn_type = (
-            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        )
-        params.swa_full = swa_full
-        params.kv_unified = kv_unified
-        self.router.flush()
-        self.router.take_lines()
-        ctx = llama_cpp.llama_init_from_model(model, params)
-        assert ctx, f"llama.cpp refused the context: {self.router.take_lines()[-5:]}"
-        llama_cpp.llama_free(ctx)
-        self.router.flush()
-        return parse_log(self.router.take_lines()).kv_caches
-
-    def close(self) -> None:
-        for model in self.models.values():
-            llama_cpp.llama_model_free(model)
-        self.models.clear()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,155 @@
+"""`kvstudio fit MODEL`: the KV cache per mode at a context, and the largest context that fits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from app.core.errors import BadInputError
+
+NAME = "fit"
+HELP = "show the KV cache per K/V mode and the largest context that fits a memory budget"
+
+DEFAULT_CTX = 4096  # the app's default context (LoadOptions.n_ctx)
+MIB = 1024 * 1024
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="a .gguf file or the word 'starter'")
+    parser.add_argument("--vram", metavar="SIZE", help="memory budget, e.g. 24GiB (default: free memory now)")
+    parser.add_argument("--ctx", type=int, default=DEFAULT_CTX, help=f"context size in tokens (default {DEFAULT_CTX})")
+    parser.add_argument("--kv", metavar="K/V", help="one KV mode, e.g. q8_0/f16 (default: compare f16/f16, q8_0/f16, q8_0/q8_0)")
+    parser.add_argument("--ubatch", type=int, default=512, help="physical batch size n_ubatch (default 512)")
+    parser.add_argument("--swa-full", action="store_true", help="full-size sliding-window cache (llama.cpp --swa-full)")
+    parser.add_argument("--cpu", action="store_true", help="the model runs on the CPU: budget is system RAM")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _budget(args: argparse.Namespace) -> tuple[int, str, bool]:
+    """(bytes, where the number came from, whether the model is on a GPU)."""
+    from app.core.fit import parse_size
+
+    if args.vram is not None:
+        return parse_size(args.vram), "--vram", not args.cpu
+    from app.core.probes import detect_probe
+
+    probe = detect_probe(gpu=not args.cpu)
+    try:
+        sample = probe.sample(None)
+    finally:
+        probe.close()
+    return sample.device_free, f"free {probe.device} now, read with {probe.name}", probe.kind == "gpu"
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.core.kv_types import COMPARE_MODES, KvMode
+
+    if args.ctx <= 0:
+        raise BadInputError(f"--ctx must be a positive number of tokens, not {args.ctx}.")
+    if args.ubatch <= 0:
+        raise BadInputError(f"--ubatch must be a positive number of tokens, not {args.ubatch}.")
+    modes = (KvMode.parse(args.kv),) if args.kv else COMPARE_MODES
+    budget, source, on_gpu = _budget(args)
+
+    from app.core.fit import MARGIN, fit_estimate
+    from app.core.gguf_header import read_gguf_header
+    from app.core.model_ref import resolve_model
+
+    path = resolve_model(args.model)
+    header = read_gguf_header(path)
+    options = dict(n_ubatch=args.ubatch, swa_full=args.swa_full, on_gpu=on_gpu)
+    fits = fit_estimate(header, path.stat().st_size, args.ctx, budget, modes, **options)
+    report = _report(path, header, args.ctx, budget, source, on_gpu, fits)
+    report["margin"] = MARGIN
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(_text(report))
+    return 0
+
+
+def _report(path: Any, header: Any, n_ctx: int, budget: int, source: str, on_gpu: bool, fits: Any) -> dict[str, Any]:
+    first = fits[0]
+    modes = []
+    for fit in fits:
+        kv = fit.need.kv
+        fp16 = kv.fp16_equivalent()
+        modes.append({
+            "kv": fit.mode.label,
+            "kv_bytes": kv.total_bytes,
+            "k_bytes": kv.k_bytes,
+            "v_bytes": kv.v_bytes,
+            "fp16_kv_bytes": fp16.total_bytes,
+            "saving_bytes": fp16.total_bytes - kv.total_bytes,
+            "caches": [
+                {"cache": c.name, "cells": c.cells, "layers": c.layers, "k_bytes": c.k_bytes,
+                 "v_bytes": c.v_bytes, "total_bytes": c.total_bytes, "llama_log_line": c.log_line()}
+                for c in kv.caches
+            ],
+            "compute_bytes_estimate": fit.need.compute_bytes,
+            "need_bytes": fit.need.total_bytes,
+            "verdict": fit.verdict,
+            "largest_n_ctx": fit.largest_n_ctx,
+            "largest_n_ctx_with_margin": fit.largest_n_ctx_with_margin,
+        })
+    return {
+        "model": {
+            "path": str(path), "name": header.name, "architecture": header.architecture,
+            "quantization": header.quantization, "parameters": header.parameter_count,
+            "context_length": header.context_length,
+        },
+        "n_ctx": n_ctx,
+        "n_ctx_allocated": first.need.kv.n_ctx,
+        "budget_bytes": budget,
+        "budget_source": source,
+        "on_gpu": on_gpu,
+        "weights_bytes": first.need.weights_bytes,
+        "output_bytes": first.need.output_bytes,
+        "exact_kv": first.need.kv.exact,
+        "note": first.need.kv.note,
+        "modes": modes,
+    }
+
+
+def _mib(n: int) -> str:
+    return f"{n / MIB:,.1f}"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024**3:,.2f} GiB" if n >= 1024**3 else f"{n / MIB:,.1f} MiB"
+
+
+def _text(r: dict[str, Any]) -> str:
+    m = r["model"]
+    params = m["parameters"]
+    lines = [
+        f"{m['name'] or 'model'}  ({m['architecture']}, {m['quantization'] or '?'}, "
+        f"{params / 1e9:.2f}B parameters, trained context {m['context_length'] or '?':,})",
+        f"  {m['path']}",
+        f"Budget {_size(r['budget_bytes'])} ({r['budget_source']}); verdicts keep {r['margin']:.0%} spare.",
+        f"Weights {_size(r['weights_bytes'])}, output buffer {_size(r['output_bytes'])}, "
+        f"compute buffer estimated (llama.cpp reports it only at load).",
+    ]
+    caches = r["modes"][0]["caches"]
+    shape = "; ".join(f"{c['cache']}: {c['layers']} layers x {c['cells']:,} cells" for c in caches)
+    lines.append(f"KV cache at n_ctx {r['n_ctx']:,} ({shape}), MiB:")
+    head = f"  {'K/V':<11}{'KV total':>10}{'K':>10}{'V':>10}{'saved':>8}{'compute':>10}{'need':>10}  {'verdict':<13}{'largest n_ctx':>14}"
+    lines.append(head)
+    for mode in r["modes"]:
+        saved = mode["saving_bytes"] / mode["fp16_kv_bytes"] if mode["fp16_kv_bytes"] else 0.0
+        lines.append(
+            f"  {mode['kv']:<11}{_mib(mode['kv_bytes']):>10}{_mib(mode['k_bytes']):>10}{_mib(mode['v_bytes']):>10}"
+            f"{saved:>8.1%}{_mib(mode['compute_bytes_estimate']):>10}{_mib(mode['need_bytes']):>10}  "
+            f"{mode['verdict']:<13}{mode['largest_n_ctx']:>14,}"
+        )
+    if len(caches) > 1:
+        lines.append("  per cache (K / V MiB): " + "; ".join(
+            f"{mode['kv']} " + ", ".join(f"{c['cache']} {_mib(c['k_bytes'])} / {_mib(c['v_bytes'])}" for c in mode["caches"])
+            for mode in r["modes"]
+        ))
+    if r["modes"] and r["modes"][0]["largest_n_ctx"] == m["context_length"]:
+        lines.append("  (largest n_ctx stops at the trained context)")
+    if r["note"]:
+        lines.append(f"Note: {r['note']}")
+    return "\n".join(lines)
