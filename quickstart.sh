@@ -23,6 +23,14 @@ fi
 echo "Installing KV Studio ($extras); the first time compiles llama.cpp (about 10 minutes on 2 cores)..." >&2
 .venv/bin/python -m pip install --quiet -e ".[$extras]"
 
+# pip's wheel cache ignores CMAKE_ARGS, so a GPU build is compiled afresh, once per set of args.
+marker=.venv/.llama-cmake-args
+if [ -n "${CMAKE_ARGS:-}" ] && [ "$(cat "$marker" 2>/dev/null)" != "$CMAKE_ARGS" ]; then
+  echo "Compiling llama.cpp with CMAKE_ARGS=$CMAKE_ARGS ..." >&2
+  .venv/bin/python -m pip install --quiet --no-cache-dir --force-reinstall --no-deps "llama-cpp-python==0.3.36"
+  printf '%s' "$CMAKE_ARGS" > "$marker"
+fi
+
 if [ "$mode" = run ]; then
   exec .venv/bin/kvstudio gui --model starter
 fi
