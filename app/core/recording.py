@@ -57,23 +57,17 @@ class Marker:
     label: str = ""
 
 
-def _first(obj: Any, *names: str) -> Any:
-    for name in names:
-        value = getattr(obj, name, None)
-        if value is not None:
-            return value
-    return None
-
-
-def point_from_sample(sample: Any, t: float) -> MemoryPoint:
-    """A MemoryPoint from an app.core.probes MemorySample (read by attribute name, so
-    the recording format does not change when the probe grows fields)."""
-    process = _first(sample, "process_bytes", "process_used_bytes", "rss_bytes")
-    device_used = _first(sample, "device_used_bytes", "used_bytes", "vram_used_bytes")
-    total = _first(sample, "device_total_bytes", "total_bytes", "vram_total_bytes")
-    used = _first(sample, "engine_bytes")
-    if used is None:
-        used = process if process is not None else device_used
+def point_from_sample(sample: Any, t: float, device_fallback: bool = True) -> MemoryPoint:
+    """A MemoryPoint from an app.core.probes MemorySample: the engine process's own usage
+    where the probe sees it (NVML per-process, psutil RSS), else the whole device's when
+    `device_fallback` (else 0: no engine process to measure)."""
+    process = getattr(sample, "process_used", None)
+    device_used = getattr(sample, "device_used", None)
+    total = getattr(sample, "device_total", None)
+    if process is not None:
+        used = process
+    else:
+        used = device_used if device_fallback else 0
     return MemoryPoint(
         t=t,
         used_bytes=int(used or 0),
@@ -220,6 +214,7 @@ class ProbeSampler:
         self.buffer: deque[MemoryPoint] = deque(maxlen=buffer_size)
         self.pid: int | None = None
         self.last_error = ""
+        self._process_seen = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = time.monotonic()
@@ -259,7 +254,12 @@ class ProbeSampler:
                 log.warning("memory probe failed: %s", message)
                 self.last_error = message
             return None
-        point = point_from_sample(sample, self.now())
+        # Once the probe has shown per-process figures (or on a CPU, where RAM used by
+        # everything is no stand-in for the engine), "no process figure" means no engine.
+        if getattr(sample, "process_used", None) is not None:
+            self._process_seen = True
+        fallback = not self._process_seen and getattr(self.probe, "kind", "gpu") != "cpu"
+        point = point_from_sample(sample, self.now(), fallback)
         self.buffer.append(point)
         if self.recording is not None:
             self.recording.add_point(point)

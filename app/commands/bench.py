@@ -1,0 +1,153 @@
+"""`kvstudio bench MODEL`: the fp16-vs-int8-K comparison, measured, without the GUI.
+
+Each KV mode runs in a fresh engine process: KV bytes from llama.cpp's log, peak memory
+from the memory probe (NVML / AMD sysfs / RSS), prompt and decode speed at a depth, and
+quality against f16/f16 on a reference text. Needs no Qt (only --plot does).
+
+`kvstudio bench --results run.json --plot out.png` re-prints and plots a saved --json result
+(so a run made on a GPU machine without PySide6 is plotted elsewhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.core.errors import BadInputError
+
+NAME = "bench"
+HELP = "compare KV cache modes (memory, speed, quality), measured, one engine per mode"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", nargs="?",
+                        help="a .gguf file or the word 'starter'")
+    parser.add_argument("--ctx", type=int, default=8192, help="context size in tokens (default 8192)")
+    parser.add_argument("--depth", type=int, default=0,
+                        help="tokens already in the context when speed is measured (default 0)")
+    parser.add_argument("--modes", default="f16/f16,q8_0/f16,q8_0/q8_0",
+                        help="K/V modes, comma-separated (f16/f16 is always measured first)")
+    parser.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)")
+    parser.add_argument("--prompt-tokens", type=int, default=512, help="prompt batch timed (default 512)")
+    parser.add_argument("--gen-tokens", type=int, default=128, help="tokens decoded and timed (default 128)")
+    parser.add_argument("--chunks", type=int, default=4,
+                        help="quality: chunks of the reference text (default 4; 0 skips quality)")
+    parser.add_argument("--chunk-tokens", type=int, default=512, help="quality: tokens per chunk (default 512)")
+    parser.add_argument("--text", metavar="FILE", default=None,
+                        help="reference text file for quality (default: Python's pydoc topics)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
+    parser.add_argument("--csv", metavar="OUT.csv", default=None, help="also write the results as CSV")
+    parser.add_argument("--plot", metavar="OUT.png", default=None, help="draw a bar chart (needs PySide6)")
+    parser.add_argument("--record", metavar="OUT.json", default=None,
+                        help="save the memory samples and markers of the whole run (dashboard: Open recording)")
+    parser.add_argument("--results", metavar="RUN.json", default=None,
+                        help="instead of measuring, re-print (and --plot) a result saved with --json")
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Refuse bad input before any engine is spawned."""
+    if args.results is None and not args.model:
+        raise BadInputError("Give a MODEL (a .gguf file or 'starter'), or --results RUN.json.")
+    for name in ("ctx", "prompt_tokens", "gen_tokens", "chunk_tokens"):
+        if getattr(args, name) <= 0:
+            raise BadInputError(f"--{name.replace('_', '-')} must be a positive number, not {getattr(args, name)}.")
+    if args.depth < 0:
+        raise BadInputError(f"--depth must be 0 or more, not {args.depth}.")
+    if args.chunks < 0:
+        raise BadInputError(f"--chunks must be 0 or more, not {args.chunks}.")
+    if args.threads is not None and args.threads <= 0:
+        raise BadInputError(f"--threads must be positive, not {args.threads}.")
+    if args.depth + max(args.prompt_tokens, args.gen_tokens) > args.ctx:
+        raise BadInputError(
+            f"--depth {args.depth} plus {max(args.prompt_tokens, args.gen_tokens)} measured tokens "
+            f"does not fit --ctx {args.ctx}."
+        )
+    if args.chunks and args.chunk_tokens > args.ctx:
+        raise BadInputError(f"--chunk-tokens {args.chunk_tokens} does not fit --ctx {args.ctx}.")
+    if args.plot is not None and not args.plot.lower().endswith(".png"):
+        raise BadInputError("--plot must name a .png file.")
+
+
+def _progress(fraction: float, message: str) -> None:
+    print(f"[{fraction * 100:3.0f}%] {message}", file=sys.stderr, flush=True)
+
+
+def _plot(rows: list[dict[str, Any]], title: str, path: str) -> None:
+    try:
+        from app.ui.dashboard.bar_chart import render_compare_png
+    except ImportError:
+        raise BadInputError(
+            "--plot needs PySide6; save the results with --json and plot them elsewhere with "
+            "`kvstudio bench --results RUN.json --plot OUT.png`."
+        ) from None
+    render_compare_png(rows, path, title)
+    print(f"plot written to {path}", file=sys.stderr)
+
+
+def _from_results(args: argparse.Namespace) -> int:
+    from app.engine.compare_result import format_table
+
+    try:
+        data = json.loads(Path(args.results).read_text(encoding="utf-8"))
+        rows = data["modes"]
+    except FileNotFoundError:
+        raise BadInputError(f"No results file at {args.results}.") from None
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BadInputError(f"{args.results} is not a result saved by `kvstudio bench --json`.") from None
+    print(json.dumps(data, indent=2) if args.json else format_table(rows))
+    if args.plot:
+        _plot(rows, _title(data), args.plot)
+    return 0
+
+
+def _title(data: dict[str, Any]) -> str:
+    model = Path(str(data.get("model", ""))).name
+    return (f"{model} - n_ctx {data.get('n_ctx')}, depth {data.get('depth')} - "
+            f"{data.get('device') or data.get('probe')}")
+
+
+def run(args: argparse.Namespace) -> int:
+    _check(args)
+    if args.results is not None:
+        return _from_results(args)
+
+    from app.core.model_ref import resolve_model
+    from app.engine.compare import parse_modes, run_compare
+
+    modes = parse_modes(args.modes)
+    path = resolve_model(args.model)
+    text = None
+    if args.text is not None:
+        try:
+            text = Path(args.text).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise BadInputError(f"The reference text {args.text} cannot be read ({error}).") from None
+
+    result = run_compare(
+        path, n_ctx=args.ctx, depth=args.depth, modes=modes, reference_text=text,
+        progress_cb=_progress, n_gpu_layers=args.gpu_layers, n_prompt=args.prompt_tokens,
+        n_gen=args.gen_tokens, quality_chunks=args.chunks, chunk_tokens=args.chunk_tokens,
+        n_threads=args.threads,
+    )
+    if args.record and result.recording is not None:
+        result.recording.save(args.record)
+        print(f"memory recording written to {args.record}", file=sys.stderr)
+    if args.csv:
+        Path(args.csv).write_text(result.to_csv(), encoding="utf-8")
+    data = result.to_dict()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(f"{path.name}: n_ctx {args.ctx}, depth {args.depth}; memory from {result.probe}"
+              f"{' (' + result.device + ')' if result.device else ''}")
+        print(result.table())
+        for mode in result.modes:
+            for warning in mode.warnings:
+                print(f"warning ({mode.mode}): {warning}")
+    if args.plot:
+        _plot(result.rows(), _title(data), args.plot)
+    return 0

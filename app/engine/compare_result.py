@@ -1,0 +1,209 @@
+"""Results of a KV mode comparison: one ModeResult per mode, exportable as CSV and JSON,
+and the plain-text table `kvstudio bench` prints. No Qt, no llama_cpp."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.core.recording import Recording
+from app.engine.messages import BenchDone, Evaluated, Loaded
+
+MIB = 1024 * 1024
+
+
+@dataclass
+class ModeResult:
+    mode: str  # "q8_0/f16"
+    k_type: str
+    v_type: str
+    n_ctx: int = 0  # as llama.cpp created it
+    kv_allocated_bytes: int = 0  # sum of every llama_kv_cache line (global + sliding window)
+    k_bytes: int = 0
+    v_bytes: int = 0
+    kv_allocated_mib: float = 0.0  # llama.cpp's printed MiB figures, summed
+    k_mib: float = 0.0
+    v_mib: float = 0.0
+    compute_buffer_bytes: int = 0
+    load_seconds: float = 0.0
+    baseline_memory_bytes: int | None = None  # engine started, nothing loaded
+    memory_after_load_bytes: int | None = None
+    memory_at_end_bytes: int | None = None
+    peak_memory_bytes: int | None = None  # highest sample while loading and measuring speed
+    prompt_tokens_per_second: float | None = None
+    decode_tokens_per_second: float | None = None
+    fill_seconds: float | None = None
+    perplexity: float | None = None
+    mean_kl_divergence: float | None = None  # vs f16/f16; 0 for f16/f16 itself
+    top1_agreement: float | None = None
+    scored_tokens: int = 0
+    warnings: tuple[str, ...] = ()
+    kv_lines: tuple[str, ...] = ()  # llama.cpp's own log lines
+
+    def apply_loaded(self, loaded: Loaded) -> None:
+        self.n_ctx = loaded.n_ctx
+        self.load_seconds = loaded.load_seconds
+        self.kv_allocated_bytes = sum(c.total_bytes for c in loaded.kv_caches)
+        self.k_bytes = sum(c.k_bytes for c in loaded.kv_caches)
+        self.v_bytes = sum(c.v_bytes for c in loaded.kv_caches)
+        self.kv_allocated_mib = round(sum(c.total_mib for c in loaded.kv_caches), 2)
+        self.k_mib = round(sum(c.k_mib for c in loaded.kv_caches), 2)
+        self.v_mib = round(sum(c.v_mib for c in loaded.kv_caches), 2)
+        self.compute_buffer_bytes = sum(b.bytes for b in loaded.compute_buffers)
+        self.kv_lines = tuple(c.line for c in loaded.kv_caches)
+        self.warnings = tuple(f"{w.kind}: {w.text}" for w in loaded.warnings)
+
+    def apply_bench(self, done: BenchDone) -> None:
+        self.prompt_tokens_per_second = done.prompt_tokens_per_second
+        self.decode_tokens_per_second = done.decode_tokens_per_second
+        self.fill_seconds = done.fill_seconds
+
+    def apply_evaluated(self, evaluated: Evaluated) -> None:
+        self.perplexity = evaluated.perplexity
+        self.scored_tokens = evaluated.scored_tokens
+        self.mean_kl_divergence = (
+            evaluated.mean_kl_divergence if evaluated.mean_kl_divergence is not None else 0.0
+        )
+        self.top1_agreement = evaluated.top1_agreement if evaluated.top1_agreement is not None else 1.0
+
+
+# (row key, table heading, format)
+COLUMNS = (
+    ("mode", "mode", "{}"),
+    ("kv_allocated_mib", "KV alloc MiB", "{:,.2f}"),
+    ("peak_memory_mib", "peak MiB", "{:,.1f}"),
+    ("peak_saving_mib", "saved vs f16 MiB", "{:,.1f}"),
+    ("kv_saving_percent", "KV saved %", "{:.1f}"),
+    ("prompt_tokens_per_second", "pp t/s", "{:,.1f}"),
+    ("decode_tokens_per_second", "tg t/s", "{:,.2f}"),
+    ("perplexity", "PPL", "{:.3f}"),
+    ("mean_kl_divergence", "KLD", "{:.5f}"),
+    ("top1_agreement", "top-1 %", "{:.2f}"),
+)
+
+
+@dataclass
+class CompareResult:
+    model_path: str
+    n_ctx: int
+    depth: int
+    n_prompt: int
+    n_gen: int
+    quality_chunks: int
+    chunk_tokens: int
+    probe: str
+    device: str
+    probe_limits: str = ""
+    modes: list[ModeResult] = field(default_factory=list)
+    recording: Recording | None = None
+    seconds: float = 0.0
+
+    @property
+    def reference(self) -> ModeResult | None:
+        return next((m for m in self.modes if m.mode == "f16/f16"), None)
+
+    def row(self, mode: ModeResult) -> dict[str, Any]:
+        """One mode's figures with the savings against f16/f16 filled in."""
+        ref = self.reference
+        row: dict[str, Any] = {
+            "mode": mode.mode,
+            "n_ctx": mode.n_ctx,
+            "kv_allocated_mib": mode.kv_allocated_mib,
+            "k_mib": mode.k_mib,
+            "v_mib": mode.v_mib,
+            "kv_allocated_bytes": mode.kv_allocated_bytes,
+            "compute_buffer_mib": round(mode.compute_buffer_bytes / MIB, 2),
+            "peak_memory_mib": _mib(mode.peak_memory_bytes),
+            "memory_after_load_mib": _mib(mode.memory_after_load_bytes),
+            "kv_saving_mib": None,
+            "kv_saving_percent": None,
+            "peak_saving_mib": None,
+            "peak_saving_of_kv_saving_percent": None,
+            "prompt_tokens_per_second": _round(mode.prompt_tokens_per_second, 1),
+            "decode_tokens_per_second": _round(mode.decode_tokens_per_second, 2),
+            "perplexity": _round(mode.perplexity, 4),
+            "mean_kl_divergence": _round(mode.mean_kl_divergence, 5),
+            "top1_agreement": _round(None if mode.top1_agreement is None else mode.top1_agreement * 100, 2),
+            "load_seconds": round(mode.load_seconds, 2),
+            "warnings": "; ".join(mode.warnings),
+        }
+        if ref is not None and ref.kv_allocated_bytes:
+            kv_saving = ref.kv_allocated_bytes - mode.kv_allocated_bytes
+            row["kv_saving_mib"] = round(kv_saving / MIB, 2)
+            row["kv_saving_percent"] = round(100 * kv_saving / ref.kv_allocated_bytes, 2)
+            if ref.peak_memory_bytes is not None and mode.peak_memory_bytes is not None:
+                peak_saving = ref.peak_memory_bytes - mode.peak_memory_bytes
+                row["peak_saving_mib"] = round(peak_saving / MIB, 1)
+                if kv_saving:
+                    row["peak_saving_of_kv_saving_percent"] = round(100 * peak_saving / kv_saving, 1)
+        return row
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [self.row(m) for m in self.modes]
+
+    def to_dict(self, include_recording: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "model": self.model_path,
+            "n_ctx": self.n_ctx,
+            "depth": self.depth,
+            "n_prompt": self.n_prompt,
+            "n_gen": self.n_gen,
+            "quality_chunks": self.quality_chunks,
+            "chunk_tokens": self.chunk_tokens,
+            "probe": self.probe,
+            "probe_limits": self.probe_limits,
+            "device": self.device,
+            "seconds": round(self.seconds, 1),
+            "modes": self.rows(),
+            "kv_lines": {m.mode: list(m.kv_lines) for m in self.modes},
+        }
+        if include_recording and self.recording is not None:
+            data["recording"] = self.recording.to_dict()
+        return data
+
+    def to_json(self, include_recording: bool = False) -> str:
+        return json.dumps(self.to_dict(include_recording), indent=2)
+
+    def to_csv(self) -> str:
+        rows = self.rows()
+        out = io.StringIO()
+        if rows:
+            writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        return out.getvalue()
+
+    def table(self) -> str:
+        return format_table(self.rows())
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """Rows of CompareResult.rows() as an aligned plain-text table."""
+    cells = [[label for _, label, _ in COLUMNS]]
+    for row in rows:
+        cells.append([_cell(row.get(key), fmt) for key, _, fmt in COLUMNS])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+             for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _mib(n: int | None) -> float | None:
+    return None if n is None else round(n / MIB, 1)
+
+
+def _round(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "-"
+    try:
+        return fmt.format(value)
+    except (TypeError, ValueError):
+        return str(value)
