@@ -28,13 +28,11 @@ from app.core.hub.client import (
     search_models,
     split_info,
 )
+from app.core.hub.download_queue import Downloader, DownloadProgress, JobState
 from app.core.hub.downloader import (
     DownloadCancelled,
     DownloadControl,
-    Downloader,
     DownloadPaused,
-    DownloadProgress,
-    JobState,
     download_entry,
     partial_paths,
 )
@@ -42,9 +40,30 @@ from app.core.hub.remote_header import estimate_fit, fetch_remote_header
 from app.core.hub.tokens import delete_token, describe_token, load_token, save_token, token_path
 
 __all__ = [
-    "SORT_KEYS", "GgufEntry", "RemoteFile", "RepoFiles", "RepoSummary", "list_gguf_files",
-    "list_repo_files", "parse_model_spec", "parse_quantization", "search_models", "split_info",
-    "DownloadCancelled", "DownloadControl", "Downloader", "DownloadPaused", "DownloadProgress",
-    "JobState", "download_entry", "partial_paths", "estimate_fit", "fetch_remote_header",
-    "delete_token", "describe_token", "load_token", "save_token", "token_path",
+    "SORT_KEYS",
+    "DownloadCancelled",
+    "DownloadControl",
+    "DownloadPaused",
+    "DownloadProgress",
+    "Downloader",
+    "GgufEntry",
+    "JobState",
+    "RemoteFile",
+    "RepoFiles",
+    "RepoSummary",
+    "delete_token",
+    "describe_token",
+    "download_entry",
+    "estimate_fit",
+    "fetch_remote_header",
+    "list_gguf_files",
+    "list_repo_files",
+    "load_token",
+    "parse_model_spec",
+    "parse_quantization",
+    "partial_paths",
+    "save_token",
+    "search_models",
+    "split_info",
+    "token_path",
 ]

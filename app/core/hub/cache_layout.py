@@ -41,7 +41,7 @@ def storage_folder(cache_dir: Path, repo_id: str) -> Path:
 def cache_placement(cache_dir: Path, repo_id: str, filename: str, sha256: str, commit: str) -> FilePlacement:
     storage = storage_folder(cache_dir, repo_id)
     blob = storage / "blobs" / check_sha256(sha256)
-    pointer = safe_join(storage / "snapshots" / check_commit(commit), filename)
+    pointer = safe_join(storage, f"snapshots/{check_commit(commit)}/{filename}")
     return FilePlacement(blob.with_name(blob.name + ".incomplete"), blob, pointer)
 
 

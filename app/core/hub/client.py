@@ -247,7 +247,7 @@ def search_models(
             )
             for m in models
         ]
-    except Exception as error:  # noqa: BLE001 - every failure becomes one sentence
+    except Exception as error:
         log.debug("search %r failed", query, exc_info=True)
         raise translate(error, query or "(all)") from error
     log.debug("search %r sort=%s: %d results", query, sort, len(results))
@@ -259,7 +259,7 @@ def list_repo_files(repo_id: str, *, revision: str = "main", token: str | None =
     api = _api(token)
     try:
         items = list(api.list_repo_tree(repo_id, recursive=True, revision=revision))
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         log.debug("tree of %s failed", repo_id, exc_info=True)
         raise translate(error, repo_id) from error
     files = []

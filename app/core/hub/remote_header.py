@@ -83,7 +83,7 @@ def _locate(repo_id: str, filename: str, revision: str, token: str | None) -> tu
     url = hf_hub_url(repo_id, filename, revision=revision, endpoint=endpoint)
     try:
         meta = get_hf_file_metadata(url, token=token or False, endpoint=endpoint, retry_on_errors=True)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         raise translate(error, repo_id, filename) from error
     return meta.location, meta.size
 

@@ -117,7 +117,7 @@ def _human(n: float) -> str:
     return f"{n} TB"
 
 
-def _hash_existing(path: Path, control: DownloadControl | None) -> tuple[int, "hashlib._Hash"]:
+def _hash_existing(path: Path, control: DownloadControl | None) -> tuple[int, hashlib._Hash]:
     """(bytes on disk, sha256 of them): resuming re-reads the local prefix, not the network."""
     hasher = hashlib.sha256()
     done = 0
@@ -212,9 +212,9 @@ def _stream_once(
     token: str | None,
     control: DownloadControl,
     done: int,
-    hasher: "hashlib._Hash",
+    hasher: hashlib._Hash,
     on_progress: ProgressFn | None,
-) -> tuple[int, "hashlib._Hash"]:
+) -> tuple[int, hashlib._Hash]:
     """One GET from `done`; returns the new (done, hasher). Raises _Retry for transient faults."""
     timeout = httpx2.Timeout(READ_TIMEOUT_S, connect=10.0)
     try:
@@ -255,7 +255,7 @@ def _write_body(
     target: FetchTarget,
     control: DownloadControl,
     done: int,
-    hasher: "hashlib._Hash",
+    hasher: hashlib._Hash,
     mode: str,
     on_progress: ProgressFn | None,
 ) -> int:
@@ -317,7 +317,7 @@ def _write_body(
     return done
 
 
-def _verify(target: FetchTarget, hasher: "hashlib._Hash") -> None:
+def _verify(target: FetchTarget, hasher: hashlib._Hash) -> None:
     size = target.incomplete.stat().st_size
     if size != target.size:
         raise DownloadError(

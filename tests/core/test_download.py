@@ -1,0 +1,103 @@
+"""Downloads from the fake Hub into the HF cache layout or a chosen folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from app.core.errors import HubUnreachableError
+from app.core.hub import Downloader, JobState, download_entry, list_gguf_files
+from app.core.library import list_models
+from tests.hub_fixtures import hub, hub_env, tiny_gguf  # noqa: F401
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_download_lands_in_the_hf_cache_layout(hub_env, tiny_gguf, tmp_path) -> None:
+    source = tiny_gguf("tiny-Q8_0.gguf")
+    repo = hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": source})
+    entry = list_gguf_files("acme/tiny-GGUF").pick("Q8_0")
+    seen: list[tuple[int, int]] = []
+    path = download_entry(entry, on_progress=lambda done, total: seen.append((done, total)))
+
+    storage = tmp_path / "hf-cache" / "models--acme--tiny-GGUF"
+    sha = repo.files["tiny-Q8_0.gguf"].sha256
+    assert path == storage / "snapshots" / repo.commit / "tiny-Q8_0.gguf"
+    assert path.is_symlink() and os.readlink(path) == f"../../blobs/{sha}"
+    assert (storage / "refs" / "main").read_text() == repo.commit
+    assert _sha(path) == sha
+    assert not list(storage.glob("blobs/*.incomplete"))
+    assert seen[-1] == (source.stat().st_size, source.stat().st_size)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    # huggingface_hub itself finds the file in its cache, offline.
+    from huggingface_hub import try_to_load_from_cache
+
+    assert try_to_load_from_cache("acme/tiny-GGUF", "tiny-Q8_0.gguf", cache_dir=tmp_path / "hf-cache") == str(path)
+
+
+def test_second_download_fetches_nothing(hub_env, tiny_gguf) -> None:
+    hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf()})
+    entry = list_gguf_files("acme/tiny-GGUF").entries[0]
+    first = download_entry(entry)
+    sent = hub_env.bytes_sent()
+    assert download_entry(entry) == first
+    assert hub_env.bytes_sent() == sent
+
+
+def test_offline_mode_uses_the_cache_and_refuses_new_files(hub_env, tiny_gguf, monkeypatch) -> None:
+    hub_env.add_repo("acme/tiny-GGUF", {"a-Q8_0.gguf": tiny_gguf("a.gguf"), "b-Q4_0.gguf": tiny_gguf("b.gguf", seed=1)})
+    files = list_gguf_files("acme/tiny-GGUF")
+    path = download_entry(files.pick("Q8_0"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    requests = len(hub_env.log)
+    assert download_entry(files.pick("Q8_0")) == path
+    with pytest.raises(HubUnreachableError, match="Offline mode"):
+        download_entry(files.pick("Q4_0"))
+    assert len(hub_env.log) == requests
+
+
+def test_download_into_a_chosen_folder_is_listed_in_the_library(hub_env, tiny_gguf, tmp_path) -> None:
+    hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf(n_ctx_train=2048)})
+    folder = tmp_path / "my-models"
+    path = download_entry(list_gguf_files("acme/tiny-GGUF").entries[0], folder=folder)
+    assert path == folder / "acme" / "tiny-GGUF" / "tiny-Q8_0.gguf"
+    models = [m for m in list_models(include_starter=False) if m.path == path]
+    assert len(models) == 1
+    model = models[0]
+    assert (model.repo_id, model.architecture, model.context_length, model.quantization) == (
+        "acme/tiny-GGUF", "llama", 2048, "Q8_0")
+
+
+def test_queue_runs_two_at_a_time_and_reports_progress(hub_env, tiny_gguf) -> None:
+    files = {f"m{i}-Q8_0.gguf": tiny_gguf(f"m{i}.gguf", seed=i) for i in range(3)}
+    hub_env.add_repo("acme/three-GGUF", files)
+    for name in files:
+        hub_env.faults.rate_limit[name] = 2_000_000  # slow enough to overlap
+    entries = list_gguf_files("acme/three-GGUF").entries
+    events = []
+    downloader = Downloader(max_parallel=2, on_progress=events.append)
+    try:
+        jobs = [downloader.enqueue(e) for e in entries]
+        results = [downloader.wait(j, timeout=60) for j in jobs]
+    finally:
+        downloader.close()
+    assert [r.state for r in results] == [JobState.DONE] * 3
+    assert all(r.path is not None and r.path.exists() for r in results)
+    running_at_once = max(
+        sum(1 for j in jobs if _state_at(events, j, k) is JobState.RUNNING) for k in range(len(events))
+    )
+    assert running_at_once == 2
+    assert any(e.state is JobState.RUNNING and e.speed > 0 and e.eta is not None for e in events)
+
+
+def _state_at(events: list, job_id: int, k: int) -> JobState | None:
+    state = None
+    for event in events[: k + 1]:
+        if event.job_id == job_id:
+            state = event.state
+    return state
