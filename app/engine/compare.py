@@ -204,10 +204,12 @@ def run_compare(
     n_threads: int | None = None,
     probe: Any = None,
     sample_hz: float = 10.0,
+    recording: Recording | None = None,
 ) -> CompareResult:
     """Measure every mode in `modes` (f16/f16 always first) on `model_path`.
 
-    `quality_chunks=0` skips the quality measurement. Raises BadInputError for bad
+    `recording`: an empty Recording to fill (so a GUI can draw it while the run goes on);
+    by default a new one. `quality_chunks=0` skips the quality measurement. Raises BadInputError for bad
     settings, CompareCancelledError when `cancel` is set, EngineFailedError or
     EngineCrashedError when an engine fails (the result so far is lost).
     """
@@ -230,11 +232,17 @@ def run_compare(
     if probe is None:
         probe = detect_default_probe()
     probe_name, device_name, limits = probe_description(probe)
-    recording = Recording.new(
-        probe_name, device_name, probe_limits=limits, model=str(path), n_ctx=n_ctx, depth=depth,
+    metadata = dict(
+        source="compare", model=str(path), n_ctx=n_ctx, depth=depth,
         modes=[m.label for m in kv_modes], n_prompt=n_prompt, n_gen=n_gen,
         quality_chunks=quality_chunks, chunk_tokens=chunk_tokens, n_gpu_layers=n_gpu_layers,
     )
+    if recording is None:
+        recording = Recording.new(probe_name, device_name, probe_limits=limits)
+    else:
+        recording.probe_name, recording.device_name = probe_name, device_name
+        recording.probe_limits = limits
+    recording.metadata.update(metadata)
     sampler = ProbeSampler(probe, recording, hz=sample_hz)
     steps_per_mode = 3 if quality_chunks else 2
     run = _Run(len(kv_modes) * steps_per_mode, progress_cb, cancel)
@@ -266,5 +274,7 @@ def run_compare(
         finally:
             sampler.stop()
     result.seconds = time.perf_counter() - started
+    # A saved recording carries the table too, so the dashboard can show both from a file.
+    recording.metadata["results"] = result.rows()
     run.progress(f"done in {result.seconds:.0f} s")
     return result
