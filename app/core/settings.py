@@ -88,3 +88,23 @@ def save_settings(folder: Path, settings: Settings) -> None:
     data["recent_models"] = list(settings.recent_models)
     tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
     os.replace(tmp, path)
+
+
+class SettingsFile:
+    """The settings of one data folder: read once, every change written at once."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        loaded = load_settings(folder)
+        self.settings = loaded.settings
+        self.notice = loaded.notice
+
+    def update(self, **changes: object) -> Settings:
+        self.settings = replace(self.settings, **changes)  # type: ignore[arg-type]
+        save_settings(self.folder, self.settings)
+        return self.settings
+
+    def remember_model(self, ref: str) -> Settings:
+        self.settings = self.settings.with_recent_model(ref)
+        save_settings(self.folder, self.settings)
+        return self.settings

@@ -279,8 +279,9 @@ class EngineClient(QObject):
         if proc is not None:
             try:
                 proc.kill()
+                proc.stop()  # a dead process: only cleans up its pipes and stderr file
             except Exception:
-                log.debug("kill after crash failed", exc_info=True)
+                log.debug("cleanup after crash failed", exc_info=True)
         self._loaded = None
         self._loading = None
         self._generating = None

@@ -1,0 +1,99 @@
+"""Open the KV Studio window: `kvstudio` / `kvstudio gui --model starter`."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QStandardPaths
+from PySide6.QtWidgets import QApplication
+
+from app.core.chat_store import ChatStore
+from app.core.paths import chat_db_path, data_dir
+from app.core.settings import SettingsFile
+from app.services.engine_client import EngineClient
+from app.services.message_bridge import MessageBridge
+from app.ui.main_window import ASSETS, MainWindow, app_icon
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AppParts:
+    window: MainWindow
+    engine: EngineClient
+    store: ChatStore
+    settings: SettingsFile
+    bridge: MessageBridge
+
+    def close(self) -> None:
+        """Stop the engine and close the database (after the window has closed)."""
+        self.engine.shutdown()
+        self.store.close()
+
+
+def default_data_dir() -> Path:
+    return data_dir(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))
+
+
+def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
+    """The main window and what it runs on, for the data folder `folder`."""
+    store = ChatStore(chat_db_path(folder))
+    interrupted = store.mark_interrupted()
+    if interrupted:
+        log.info("%d reply(ies) were cut off by a crash; kept as 'interrupted'", interrupted)
+    settings = SettingsFile(folder)
+    bridge = MessageBridge()
+    engine = engine or EngineClient()
+    window = MainWindow(engine, store, settings, bridge)
+    _add_optional_pages(window, engine, bridge, settings, folder)
+    return AppParts(window, engine, store, settings, bridge)
+
+
+def _add_optional_pages(window: MainWindow, engine: EngineClient, bridge: MessageBridge,
+                        settings: SettingsFile, folder: Path) -> None:
+    try:
+        from app.ui.models.page import ModelsPage
+    except ImportError as error:
+        log.info("Models page not available: %s", error)
+    else:
+        try:
+            page = ModelsPage(engine, bridge, data_dir=folder, settings=settings.settings)
+            page.load_requested.connect(lambda _path: window.show_page("Chat"))
+            window.add_page("Models", page)
+        except Exception:  # a page still being built must not keep the app from opening
+            log.exception("Models page failed to start")
+    try:
+        from app.ui.dashboard.page import DashboardPage
+    except ImportError as error:
+        log.info("Dashboard page not available: %s", error)
+    else:
+        try:
+            window.add_page("Dashboard", DashboardPage(engine))
+        except Exception:
+            log.exception("Dashboard page failed to start")
+
+
+def apply_style(app: QApplication) -> None:
+    style = ASSETS / "style.qss"
+    if style.exists():
+        app.setStyleSheet(style.read_text(encoding="utf-8"))
+
+
+def open_app(model: str | None = None) -> int:
+    """Run the app until its window closes. `model`: a .gguf path or 'starter' to load."""
+    app = QApplication.instance() or QApplication(sys.argv)
+    app.setApplicationName("KV Studio")
+    app.setOrganizationName("KVStudio")
+    app.setWindowIcon(app_icon())
+    apply_style(app)
+    parts = build_app(default_data_dir())
+    parts.window.show()
+    if model:
+        parts.window.chat.load_model(model)
+    try:
+        return int(app.exec())
+    finally:
+        parts.close()

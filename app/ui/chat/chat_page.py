@@ -1,0 +1,391 @@
+"""The Chat page: conversations on the left, messages in the middle, per-chat settings on
+the right, the model picker on top and the input at the bottom."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core import starter
+from app.core.chat_store import ChatStore
+from app.core.model_ref import resolve_model
+from app.core.settings import SettingsFile
+from app.engine.messages import Finished, Loaded, LoadOptions, LogWarning
+from app.services.engine_client import EngineClient
+from app.services.message_bridge import MessageBridge
+from app.ui.chat.conversation_list import ConversationList
+from app.ui.chat.input_box import InputBox
+from app.ui.chat.message_delegate import COPY, EDIT, REGENERATE
+from app.ui.chat.message_view import MessageView
+from app.ui.chat.model_picker import STARTER, LoadOptionsDialog, ModelPicker
+from app.ui.chat.session import ChatSession
+from app.ui.chat.settings_panel import SettingsPanel
+from app.ui.chat.status_bar import ChatStatus
+
+log = logging.getLogger(__name__)
+
+STARTER_OFFER = (
+    "<b>No model is loaded.</b> The starter model, Gemma 3 270M, is installed: a small base "
+    "model for trying the app offline. It continues text rather than answering; for real "
+    "chat, download an instruct model from the Hub."
+)
+NO_MODEL = "<b>No model is loaded.</b> Choose a GGUF model with the picker above."
+
+
+class ChatPage(QWidget):
+    """Signals:
+        model_resolve_failed(str): a chosen model could not be opened (before the engine).
+    """
+
+    model_resolve_failed = Signal(str)
+    _model_resolved = Signal(str, object)  # (ref, Path or Exception), from a helper thread
+
+    def __init__(self, engine: EngineClient, store: ChatStore, settings: SettingsFile,
+                 bridge: MessageBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatPage")
+        self.engine, self.store, self.settings, self.bridge = engine, store, settings, bridge
+        self.session = ChatSession(store, engine, self)
+        self._editing: int | None = None
+        self._pending_ref: str | None = None
+        self._resolving = False
+
+        self.conversations = ConversationList(store)
+        self.view = MessageView(self.session.model)
+        self.picker = ModelPicker(settings.settings)
+        self.settings_panel = SettingsPanel()
+        self.status = ChatStatus()
+        self.input = InputBox()
+        self.send_button = QPushButton("Send")
+        self.send_button.setObjectName("sendButton")
+        self.regenerate_button = QPushButton("Regenerate")
+        self.regenerate_button.setObjectName("regenerateButton")
+        self.settings_toggle = QPushButton("Chat settings")
+        self.settings_toggle.setCheckable(True)
+        self.settings_toggle.setObjectName("settingsToggle")
+        self._build_layout()
+        self._connect()
+        self.conversations.refresh()
+        existing = store.conversations()
+        if existing:
+            self._open(existing[0].id)
+        self._update_offer()
+        self._update_buttons()
+
+    # ---- layout -----------------------------------------------------------------------
+
+    def _build_layout(self) -> None:
+        header = QFrame()
+        header.setObjectName("chatHeader")
+        header_layout = QHBoxLayout(header)
+        header_layout.setContentsMargins(16, 8, 16, 8)
+        header_layout.addWidget(self.picker)
+        header_layout.addStretch(1)
+        header_layout.addWidget(self.settings_toggle)
+
+        self.empty_state = QLabel(
+            "<div style='font-size:17pt; font-weight:600; color:#1f2328'>Start a conversation</div>"
+            "<div style='color:#6b7280; margin-top:6px'>Messages stay on this computer, "
+            "saved as they stream.</div>")
+        self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_state.setObjectName("emptyState")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty_state)
+        self.stack.addWidget(self.view)
+
+        self.offer = QFrame()
+        self.offer.setObjectName("starterOffer")
+        self.offer_text = QLabel(STARTER_OFFER)
+        self.offer_text.setWordWrap(True)
+        self.offer_button = QPushButton("Load the starter model")
+        self.offer_button.setObjectName("starterButton")
+        offer_layout = QHBoxLayout(self.offer)
+        offer_layout.setContentsMargins(14, 10, 14, 10)
+        offer_layout.addWidget(self.offer_text, 1)
+        offer_layout.addWidget(self.offer_button)
+
+        self.edit_banner = QLabel("Editing a message: Enter resends it (later messages are "
+                                  "replaced), Esc cancels.")
+        self.edit_banner.setObjectName("editBanner")
+        self.edit_banner.hide()
+
+        composer = QFrame()
+        composer.setObjectName("composer")
+        composer_layout = QHBoxLayout(composer)
+        composer_layout.setContentsMargins(10, 8, 10, 8)
+        composer_layout.addWidget(self.input, 1)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.regenerate_button)
+        composer_layout.addLayout(buttons)
+
+        bottom = QVBoxLayout()
+        bottom.setContentsMargins(24, 6, 24, 14)
+        bottom.addWidget(self.offer)
+        bottom.addWidget(self.edit_banner)
+        bottom.addWidget(composer)
+
+        center = QWidget()
+        center.setObjectName("chatCenter")
+        center_layout = QVBoxLayout(center)
+        center_layout.setContentsMargins(0, 0, 0, 0)
+        center_layout.setSpacing(0)
+        center_layout.addWidget(header)
+        center_layout.addWidget(self.stack, 1)
+        center_layout.addLayout(bottom)
+
+        self.settings_panel.hide()
+        self.splitter = QSplitter()
+        self.splitter.addWidget(self.conversations)
+        self.splitter.addWidget(center)
+        self.splitter.addWidget(self.settings_panel)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([240, 900, 280])
+        self.splitter.setChildrenCollapsible(False)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.splitter)
+
+    def _connect(self) -> None:
+        s, e = self.session, self.engine
+        self.conversations.conversation_selected.connect(self._open)
+        self.conversations.new_requested.connect(self._on_conversations_new_requested)
+        self.conversations.rename_requested.connect(s.rename_conversation)
+        self.conversations.delete_requested.connect(s.delete_conversation)
+        s.conversations_changed.connect(self._on_session_conversations_changed)
+        s.generating_changed.connect(lambda _g: self._update_buttons())
+        s.context_used.connect(self.status.set_context_used)
+        s.reply_stats.connect(self._on_session_reply_stats)
+        s.model.rowsInserted.connect(self._update_stack)
+        s.model.rowsRemoved.connect(self._update_stack)
+        s.model.modelReset.connect(self._update_stack)
+        self.settings_panel.settings_changed.connect(s.update_settings)
+        self.settings_toggle.toggled.connect(self.settings_panel.setVisible)
+        self.input.submitted.connect(self._on_input_submitted)
+        self.input.cancelled.connect(self._leave_edit_mode)
+        self.send_button.clicked.connect(self._on_send_clicked)
+        self.regenerate_button.clicked.connect(self.regenerate)
+        self.view.delegate.action_requested.connect(self._on_message_action)
+        self.picker.model_chosen.connect(self.load_model)
+        self.picker.options_requested.connect(self.edit_load_options)
+        self.picker.unload_requested.connect(e.unload)
+        self.offer_button.clicked.connect(self._on_offer_clicked)
+        self._model_resolved.connect(self._on_model_resolved)
+        e.loading_started.connect(self._on_engine_loading_started)
+        e.model_loaded.connect(self._on_engine_model_loaded)
+        e.load_failed.connect(self._on_engine_load_failed)
+        e.model_unloaded.connect(self._on_engine_model_unloaded)
+        e.engine_crashed.connect(self._on_engine_crashed)
+        e.reply_failed.connect(self._on_engine_reply_failed)
+        e.warning_logged.connect(self._on_engine_warning_logged)
+        e.busy_changed.connect(lambda _b: self._update_buttons())
+
+    # ---- user actions -----------------------------------------------------------------
+
+    def send(self, text: str) -> bool:
+        self.settings_panel.flush()
+        if self._editing is not None:
+            message_id, self._editing = self._editing, None
+            self.edit_banner.hide()
+            ok = self.session.edit_and_resend(message_id, text)
+        else:
+            ok = self.session.send(text)
+        if ok:
+            self.input.clear()
+        return ok
+
+    def stop(self) -> None:
+        self.session.stop()
+
+    def regenerate(self) -> bool:
+        self.settings_panel.flush()
+        return self.session.regenerate()
+
+    def start_edit(self, message_id: int) -> None:
+        if self.session.generating:
+            return
+        message = self.store.message(message_id)
+        self._editing = message_id
+        self.input.setPlainText(message.content)
+        self.input.setFocus()
+        self.edit_banner.show()
+
+    def _leave_edit_mode(self) -> None:
+        if self._editing is not None:
+            self._editing = None
+            self.edit_banner.hide()
+            self.input.clear()
+
+    def load_model(self, ref: str) -> None:
+        """Load a .gguf path or 'starter'; the file is checked off the GUI thread first
+        (the starter model is assembled on first use)."""
+        if self._resolving:
+            return
+        self._resolving = True
+        self._pending_ref = ref
+        self.picker.show_model("starter model" if ref == STARTER else ref, loading=True)
+        self.offer.hide()
+        threading.Thread(target=self._resolve, args=(ref,), daemon=True,
+                         name="resolve-model").start()
+
+    def _resolve(self, ref: str) -> None:
+        try:
+            result: object = resolve_model(ref)
+        except Exception as error:  # reported to the user on the GUI thread
+            result = error
+        self._model_resolved.emit(ref, result)
+
+    def _on_model_resolved(self, ref: str, result: object) -> None:
+        self._resolving = False
+        if isinstance(result, Exception):
+            message = f"Could not open the model: {result}"
+            self.bridge.error(message)
+            self.model_resolve_failed.emit(message)
+            self._show_current_model()
+            return
+        s = self.settings.settings
+        options = LoadOptions(model_path=str(result), n_ctx=s.n_ctx, n_gpu_layers=s.n_gpu_layers,
+                              flash_attn=True, type_k=s.type_k, type_v=s.type_v,
+                              n_threads=s.n_threads)
+        self.engine.load(options)
+
+    def edit_load_options(self) -> None:
+        dialog = LoadOptionsDialog(self.settings.settings, self)
+        if dialog.exec():
+            chosen = dialog.chosen()
+            self.settings.update(n_ctx=chosen.n_ctx, type_k=chosen.type_k, type_v=chosen.type_v,
+                                 n_gpu_layers=chosen.n_gpu_layers, n_threads=chosen.n_threads)
+            self.picker.settings = self.settings.settings
+            self.bridge.info("Load options saved; they apply to the next model load.")
+
+    # ---- handlers ---------------------------------------------------------------------
+
+    def _open(self, conversation_id: int) -> None:
+        self.settings_panel.flush()
+        self._leave_edit_mode()
+        self.session.open_conversation(conversation_id)
+        conversation = self.session.conversation
+        assert conversation is not None
+        self.settings_panel.show_settings(conversation.system_prompt, conversation.sampling)
+        self.conversations.refresh(current=conversation_id)
+        self._update_stack()
+        self._update_buttons()
+
+    def _on_conversations_new_requested(self) -> None:
+        conversation = self.session.new_conversation()
+        self._open(conversation.id)
+        self.input.setFocus()
+
+    def _on_session_conversations_changed(self) -> None:
+        current = self.session.conversation.id if self.session.conversation else None
+        self.conversations.refresh(current=current)
+        if current is None:
+            self.settings_panel.show_settings("", {})
+            self._update_stack()
+
+    def _on_input_submitted(self, text: str) -> None:
+        self.send(text)
+
+    def _on_send_clicked(self) -> None:
+        if self.session.generating:
+            self.stop()
+        else:
+            self.send(self.input.toPlainText())
+
+    def _on_message_action(self, action: str, message_id: int) -> None:
+        if action == COPY:
+            QGuiApplication.clipboard().setText(self.store.message(message_id).content)
+            self.bridge.info("Message copied.")
+        elif action == EDIT:
+            self.start_edit(message_id)
+        elif action == REGENERATE:
+            self.regenerate()
+
+    def _on_offer_clicked(self) -> None:
+        self.load_model(STARTER)
+
+    def _on_session_reply_stats(self, finished: Finished) -> None:
+        self.status.set_speed(finished.tokens_per_second)
+
+    def _on_engine_loading_started(self, options: LoadOptions) -> None:
+        self.status.show_loading(options)
+        self.picker.show_model(options.model_path, loading=True)
+        self._update_offer()
+
+    def _on_engine_model_loaded(self, loaded: Loaded) -> None:
+        self.status.show_loaded(loaded)
+        self.picker.show_model(loaded.model_path)
+        self.view.delegate.model_name = loaded.model_path
+        ref = self._pending_ref or loaded.model_path
+        self._pending_ref = None
+        self.settings.remember_model(ref)
+        self.picker.settings = self.settings.settings
+        if loaded.warnings:
+            self.bridge.warning("The int8-K kernel is not running as asked: "
+                                + "; ".join(w.text for w in loaded.warnings[:3]))
+        self._update_offer()
+
+    def _on_engine_load_failed(self, message: str) -> None:
+        self._pending_ref = None
+        self.status.show_unloaded()
+        self._show_current_model()
+        self.bridge.error(f"Could not load the model: {message}")
+        self._update_offer()
+
+    def _on_engine_model_unloaded(self) -> None:
+        self.status.show_unloaded()
+        self._show_current_model()
+        self._update_offer()
+
+    def _on_engine_crashed(self, message: str) -> None:
+        self.status.show_unloaded("Engine stopped (restarts on the next message)")
+        self._show_current_model()
+        self.bridge.error(message)
+        self._update_offer()
+
+    def _on_engine_reply_failed(self, message: str) -> None:
+        self.bridge.warning(f"The reply failed: {message}")
+
+    def _on_engine_warning_logged(self, warning: LogWarning) -> None:
+        self.status.add_warning(warning)
+
+    # ---- view state -------------------------------------------------------------------
+
+    def _show_current_model(self) -> None:
+        loaded = self.engine.loaded
+        self.picker.show_model(loaded.model_path if loaded else None)
+
+    def _update_offer(self) -> None:
+        nothing = (self.engine.loaded is None and self.engine.last_options is None
+                   and not self.engine.busy and not self._resolving)
+        installed = starter.is_installed()
+        self.offer_text.setText(STARTER_OFFER if installed else NO_MODEL)
+        self.offer_button.setVisible(installed)
+        self.offer.setVisible(nothing)
+
+    def _update_stack(self, *_args: QModelIndex | int) -> None:
+        self.stack.setCurrentWidget(self.view if self.session.model.rowCount() else self.empty_state)
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        generating = self.session.generating
+        self.send_button.setText("Stop" if generating else "Send")
+        self.send_button.setProperty("stop", generating)
+        self.send_button.style().unpolish(self.send_button)
+        self.send_button.style().polish(self.send_button)
+        messages = self.session.model.messages()
+        self.regenerate_button.setEnabled(
+            not generating and bool(messages) and messages[-1].role == "assistant")

@@ -1,0 +1,108 @@
+"""The conversations sidebar: new chat, search box, list with rename and delete."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QInputDialog,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.chat_store import ChatStore, Conversation
+
+
+class ConversationList(QWidget):
+    """Signals:
+        conversation_selected(int): the user picked a conversation.
+        new_requested(): the New chat button.
+        rename_requested(int, str): rename to the given title.
+        delete_requested(int): deletion confirmed by the user.
+    """
+
+    conversation_selected = Signal(int)
+    new_requested = Signal()
+    rename_requested = Signal(int, str)
+    delete_requested = Signal(int)
+
+    def __init__(self, store: ChatStore, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("conversationList")
+        self._store = store
+        self._current: int | None = None
+        self.new_button = QPushButton("+  New chat")
+        self.new_button.setObjectName("newChatButton")
+        self.search_box = QLineEdit()
+        self.search_box.setPlaceholderText("Search chats")
+        self.search_box.setClearButtonEnabled(True)
+        self.list = QListWidget()
+        self.list.setObjectName("conversationItems")
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 12, 10, 10)
+        layout.setSpacing(8)
+        layout.addWidget(self.new_button)
+        layout.addWidget(self.search_box)
+        layout.addWidget(self.list, 1)
+        self._search_timer = QTimer(self, singleShot=True, interval=150)
+        self._search_timer.timeout.connect(self.refresh)
+        self.search_box.textChanged.connect(lambda _t: self._search_timer.start())
+        self.new_button.clicked.connect(self.new_requested)
+        self.list.itemClicked.connect(self._on_list_clicked)
+        self.list.itemDoubleClicked.connect(lambda item: self.ask_rename(item.data(Qt.ItemDataRole.UserRole)))
+        self.list.customContextMenuRequested.connect(self._on_list_menu)
+
+    def refresh(self, current: int | None = None) -> None:
+        if current is not None:
+            self._current = current
+        self.list.blockSignals(True)
+        self.list.clear()
+        for conversation in self._store.conversations(self.search_box.text()):
+            item = QListWidgetItem(conversation.title)
+            item.setData(Qt.ItemDataRole.UserRole, conversation.id)
+            item.setToolTip(conversation.title)
+            self.list.addItem(item)
+            if conversation.id == self._current:
+                item.setSelected(True)
+                self.list.setCurrentItem(item)
+        self.list.blockSignals(False)
+
+    def titles(self) -> list[str]:
+        return [self.list.item(i).text() for i in range(self.list.count())]
+
+    def _on_list_clicked(self, item: QListWidgetItem) -> None:
+        self._current = item.data(Qt.ItemDataRole.UserRole)
+        self.conversation_selected.emit(self._current)
+
+    def _on_list_menu(self, pos: QPoint) -> None:
+        item = self.list.itemAt(pos)
+        if item is None:
+            return
+        conversation_id = item.data(Qt.ItemDataRole.UserRole)
+        menu = QMenu(self)
+        menu.addAction("Rename…", lambda: self.ask_rename(conversation_id))
+        menu.addAction("Delete…", lambda: self.ask_delete(conversation_id))
+        menu.exec(self.list.viewport().mapToGlobal(pos))
+
+    def ask_rename(self, conversation_id: int) -> None:
+        conversation: Conversation = self._store.conversation(conversation_id)
+        title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=conversation.title)
+        if ok and title.strip():
+            self.rename_requested.emit(conversation_id, title.strip())
+
+    def ask_delete(self, conversation_id: int) -> None:
+        conversation = self._store.conversation(conversation_id)
+        answer = QMessageBox.question(
+            self, "Delete chat",
+            f"Delete “{conversation.title}” and all its messages? This cannot be undone.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel,
+        )
+        if answer == QMessageBox.StandardButton.Yes:
+            self.delete_requested.emit(conversation_id)

@@ -1,0 +1,47 @@
+"""The message input: Enter sends, Shift+Enter adds a line; grows up to a few lines."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QPlainTextEdit, QWidget
+
+MAX_LINES = 8
+
+
+class InputBox(QPlainTextEdit):
+    """Signals:
+        submitted(str): Enter was pressed with text in the box.
+        cancelled(): Escape was pressed (leaves edit mode).
+    """
+
+    submitted = Signal(str)
+    cancelled = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("inputBox")
+        self.setPlaceholderText("Type a message…  (Enter sends, Shift+Enter for a new line)")
+        self.setTabChangesFocus(True)
+        self.document().contentsChanged.connect(self.updateGeometry)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            text = self.toPlainText()
+            if text.strip():
+                self.submitted.emit(text)
+            return
+        if event.key() == Qt.Key.Key_Escape:
+            self.cancelled.emit()
+            return
+        super().keyPressEvent(event)
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        lines = min(MAX_LINES, max(2, self.document().blockCount()))
+        height = self.fontMetrics().lineSpacing() * lines + 20
+        return QSize(super().sizeHint().width(), height)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        return self.sizeHint()

@@ -1,0 +1,279 @@
+"""Paints one message: role header, bubble with Markdown (QTextDocument), stats footer.
+
+Rendered documents and row heights are cached per (message id, version, width), so a
+token that changes the last row re-renders that row only; the other 1,999 rows keep
+their cached height and, when painted, their cached document.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QColor,
+    QFont,
+    QFontMetrics,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QTextBlockFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
+
+from app.core.chat_store import DONE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from app.ui.chat.message_model import IsLastAssistantRole, MessageRole, VersionRole
+
+log = logging.getLogger(__name__)
+
+SIDE_MARGIN = 28
+MAX_COLUMN = 820  # readable line length on wide windows
+ROW_GAP = 10
+PAD_H, PAD_V = 14, 10
+USER_MAX_FRACTION = 0.8
+DOC_CACHE_SIZE = 300
+
+USER_BUBBLE = QColor("#dce7fd")
+USER_BORDER = QColor("#c7d7f7")
+ASSISTANT_BUBBLE = QColor("#ffffff")
+ASSISTANT_BORDER = QColor("#e3e6eb")
+TEXT = QColor("#1f2328")
+MUTED = QColor("#6b7280")
+LINK = QColor("#2f6fdb")
+ERROR = QColor("#b42318")
+CODE_BG = QColor("#f2f4f7")
+
+# Actions the header links ask for (the page handles them).
+COPY, EDIT, REGENERATE = "copy", "edit", "regenerate"
+
+
+@dataclass(frozen=True)
+class _Layout:
+    header: QRect
+    bubble: QRect
+    doc_origin: QPoint
+    footer: QRect
+    links: tuple[tuple[str, QRect], ...]
+
+
+class MessageDelegate(QStyledItemDelegate):
+    """Signals:
+        action_requested(str, int): a header link was clicked: (COPY|EDIT|REGENERATE, message id).
+    """
+
+    action_requested = Signal(str, int)
+
+    def __init__(self, view: QWidget) -> None:
+        super().__init__(view)
+        self._view = view
+        self._font = QFont(view.font())
+        self._font.setPointSizeF(max(10.5, self._font.pointSizeF()))
+        self._header_font = QFont(self._font)
+        self._header_font.setBold(True)
+        self._header_font.setPointSizeF(self._font.pointSizeF() - 0.5)
+        self._small_font = QFont(self._font)
+        self._small_font.setPointSizeF(self._font.pointSizeF() - 1.5)
+        self._header_h = QFontMetrics(self._header_font).height() + 4
+        self._footer_h = QFontMetrics(self._small_font).height() + 4
+        self._docs: OrderedDict[tuple[int, int, int], QTextDocument] = OrderedDict()
+        self._heights: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self._heights_width = -1
+        self.documents_built: dict[int, int] = {}  # message id -> count (for tests and stats)
+        self.model_name = ""  # shown in assistant headers
+
+    # ---- geometry ---------------------------------------------------------------------
+
+    def _column(self, rect: QRect) -> QRect:
+        width = min(MAX_COLUMN, max(200, rect.width() - 2 * SIDE_MARGIN))
+        left = rect.left() + (rect.width() - width) // 2
+        return QRect(left, rect.top(), width, rect.height())
+
+    def _text_width(self, message: Message, column_width: int) -> int:
+        if message.role == "user":
+            return int(column_width * USER_MAX_FRACTION) - 2 * PAD_H
+        return column_width - 2 * PAD_H
+
+    def _measure(self, message: Message, version: int, column_width: int) -> tuple[int, int]:
+        """(document height, document width used) for this message at this column width."""
+        if column_width != self._heights_width:
+            self._heights.clear()
+            self._heights_width = column_width
+        key = (message.id, version, column_width)
+        cached = self._heights.get(key)
+        if cached is None:
+            doc = self._document(message, version, column_width)
+            cached = (int(doc.size().height() + 0.999), int(doc.textWidth()))
+            self._heights[key] = cached
+        return cached
+
+    def _layout(self, rect: QRect, message: Message, version: int, is_last_reply: bool) -> _Layout:
+        column = self._column(rect)
+        doc_h, doc_w = self._measure(message, version, column.width())
+        top = rect.top() + ROW_GAP // 2
+        header = QRect(column.left(), top, column.width(), self._header_h)
+        bubble_w = doc_w + 2 * PAD_H
+        bubble_left = column.right() - bubble_w + 1 if message.role == "user" else column.left()
+        bubble = QRect(bubble_left, header.bottom() + 1, bubble_w, doc_h + 2 * PAD_V)
+        footer = QRect(column.left(), bubble.bottom() + 2, column.width(), self._footer_h)
+        links = []
+        names = [COPY, EDIT] if message.role == "user" else [COPY]
+        if is_last_reply and message.status != STREAMING:
+            names.append(REGENERATE)
+        fm = QFontMetrics(self._small_font)
+        x = header.right() if message.role == "assistant" else header.left()
+        for name in names if message.role == "user" else reversed(names):
+            w = fm.horizontalAdvance(name.capitalize()) + 12
+            if message.role == "user":
+                links.append((name, QRect(x, header.top(), w, header.height())))
+                x += w
+            else:
+                x -= w
+                links.append((name, QRect(x, header.top(), w, header.height())))
+        return _Layout(header, bubble, QPoint(bubble.left() + PAD_H, bubble.top() + PAD_V),
+                       footer, tuple(links))
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+        message: Message = index.data(MessageRole)
+        version: int = index.data(VersionRole)
+        width = self._view.viewport().width() if hasattr(self._view, "viewport") else option.rect.width()
+        column = self._column(QRect(0, 0, width, 0))
+        doc_h, _ = self._measure(message, version, column.width())
+        footer = self._footer_h if message.role == "assistant" else 0
+        return QSize(width, ROW_GAP + self._header_h + doc_h + 2 * PAD_V + footer + 2)
+
+    # ---- documents --------------------------------------------------------------------
+
+    def _document(self, message: Message, version: int, column_width: int) -> QTextDocument:
+        key = (message.id, version, column_width)
+        doc = self._docs.get(key)
+        if doc is not None:
+            self._docs.move_to_end(key)
+            return doc
+        doc = QTextDocument()
+        doc.setDocumentMargin(0)
+        doc.setDefaultFont(self._font)
+        text = message.content
+        if message.role == "user":
+            doc.setPlainText(text)
+        elif not text and message.status == STREAMING:
+            doc.setPlainText("…")
+        else:
+            doc.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+            _style_code_blocks(doc)
+        max_width = self._text_width(message, column_width)
+        doc.setTextWidth(max_width)
+        if message.role == "user":  # shrink the bubble to the text
+            doc.setTextWidth(min(max_width, max(24.0, doc.idealWidth() + 1)))
+        self._docs[key] = doc
+        if len(self._docs) > DOC_CACHE_SIZE:
+            self._docs.popitem(last=False)
+        self.documents_built[message.id] = self.documents_built.get(message.id, 0) + 1
+        return doc
+
+    # ---- painting ---------------------------------------------------------------------
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        message: Message = index.data(MessageRole)
+        version: int = index.data(VersionRole)
+        is_last = bool(index.data(IsLastAssistantRole))
+        lay = self._layout(option.rect, message, version, is_last)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setFont(self._header_font)
+        painter.setPen(TEXT)
+        name = "You" if message.role == "user" else "Assistant"
+        if message.role == "assistant" and message.model:
+            name += "  "
+        align = Qt.AlignmentFlag.AlignVCenter | (
+            Qt.AlignmentFlag.AlignRight if message.role == "user" else Qt.AlignmentFlag.AlignLeft)
+        painter.drawText(lay.header, align, name)
+        if message.role == "assistant" and message.model:
+            painter.setFont(self._small_font)
+            painter.setPen(MUTED)
+            offset = QFontMetrics(self._header_font).horizontalAdvance(name)
+            painter.drawText(lay.header.adjusted(offset, 0, 0, 0),
+                             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                             _short_model(message.model))
+        if option.state & QStyle.StateFlag.State_MouseOver:
+            painter.setFont(self._small_font)
+            painter.setPen(LINK)
+            for link_name, rect in lay.links:
+                painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, link_name.capitalize())
+        user = message.role == "user"
+        painter.setPen(USER_BORDER if user else ASSISTANT_BORDER)
+        painter.setBrush(USER_BUBBLE if user else ASSISTANT_BUBBLE)
+        painter.drawRoundedRect(lay.bubble.adjusted(0, 0, -1, -1), 10, 10)
+        doc = self._document(message, version, self._column(option.rect).width())
+        painter.translate(float(lay.doc_origin.x()), float(lay.doc_origin.y()))
+        painter.setClipRect(QRect(0, 0, lay.bubble.width() - 2 * PAD_H, lay.bubble.height()))
+        context = QAbstractTextDocumentLayout.PaintContext()
+        placeholder = not message.content and message.status == STREAMING
+        context.palette.setColor(QPalette.ColorRole.Text, MUTED if placeholder else TEXT)
+        doc.documentLayout().draw(painter, context)
+        painter.restore()
+        footer = _footer_text(message)
+        if footer and message.role == "assistant":
+            painter.save()
+            painter.setFont(self._small_font)
+            painter.setPen(ERROR if message.status == FAILED else MUTED)
+            painter.drawText(lay.footer.adjusted(4, 0, 0, 0),
+                             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, footer)
+            painter.restore()
+
+    def editorEvent(self, event: QEvent, model, option: QStyleOptionViewItem, index: QModelIndex) -> bool:
+        if event.type() == QEvent.Type.MouseButtonRelease and isinstance(event, QMouseEvent):
+            message: Message = index.data(MessageRole)
+            lay = self._layout(option.rect, message, index.data(VersionRole),
+                               bool(index.data(IsLastAssistantRole)))
+            pos = event.position().toPoint()
+            for name, rect in lay.links:
+                if rect.contains(pos):
+                    self.action_requested.emit(name, message.id)
+                    return True
+        return super().editorEvent(event, model, option, index)
+
+    def link_rect(self, rect: QRect, index: QModelIndex, action: str) -> QRect | None:
+        """Where a header link is drawn (tests click it)."""
+        lay = self._layout(rect, index.data(MessageRole), index.data(VersionRole),
+                           bool(index.data(IsLastAssistantRole)))
+        return next((r for name, r in lay.links if name == action), None)
+
+
+def _style_code_blocks(doc: QTextDocument) -> None:
+    """Give fenced code blocks a tinted background and let long lines wrap."""
+    block = doc.begin()
+    while block.isValid():
+        fmt = block.blockFormat()
+        if fmt.hasProperty(QTextFormat.Property.BlockCodeFence) or fmt.nonBreakableLines():
+            code = QTextBlockFormat()
+            code.setBackground(CODE_BG)
+            code.setNonBreakableLines(False)
+            code.setLeftMargin(6)
+            QTextCursor(block).mergeBlockFormat(code)
+        block = block.next()
+
+
+def _footer_text(message: Message) -> str:
+    parts = []
+    if message.generated_tokens:
+        parts.append(f"{message.generated_tokens} tokens")
+    if message.tokens_per_second:
+        parts.append(f"{message.tokens_per_second:.1f} tok/s")
+    if message.time_to_first_token_s:
+        parts.append(f"{message.time_to_first_token_s:.2f} s to first token")
+    status = {STOPPED: "stopped", FAILED: "failed", INTERRUPTED: "interrupted",
+              STREAMING: "generating…"}.get(message.status)
+    if status:
+        parts.append(status)
+    return "  ·  ".join(parts) if message.status != DONE or parts else ""
+
+
+def _short_model(path: str) -> str:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-5] if name.endswith(".gguf") else name

@@ -1,0 +1,91 @@
+"""The message list: a QListView over MessageListModel, painted by MessageDelegate.
+
+Only visible rows are painted; when a streamed row grows a line, the view re-lays out
+from cached heights (no re-render of other rows) and follows the bottom if the user was
+already there.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QModelIndex, Qt, QTimer
+from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QWidget
+
+from app.ui.chat.message_delegate import MessageDelegate
+from app.ui.chat.message_model import MessageListModel
+
+log = logging.getLogger(__name__)
+
+
+class MessageView(QListView):
+    def __init__(self, model: MessageListModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("messageView")
+        self.delegate = MessageDelegate(self)
+        self.setItemDelegate(self.delegate)
+        self.setModel(model)
+        self._model = model
+        self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.verticalScrollBar().setSingleStep(24)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.setResizeMode(QListView.ResizeMode.Adjust)
+        self.setUniformItemSizes(False)
+        self.setMouseTracking(True)
+        self.setFrameShape(QListView.Shape.NoFrame)
+        self._follow = True  # stay at the bottom while the user has not scrolled up
+        # Row heights the layout was last told about (visualRect asks the delegate live,
+        # so it cannot tell us whether the layout is stale).
+        self._laid_out: dict[int, int] = {}
+        self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
+        model.rowsInserted.connect(self._on_rows_inserted)
+        model.modelReset.connect(self._on_model_reset)
+
+    def _at_bottom(self) -> bool:
+        bar = self.verticalScrollBar()
+        return bar.value() >= bar.maximum() - 8
+
+    def _on_scrolled(self, _value: int) -> None:
+        self._follow = self._at_bottom()
+
+    def _scroll_down_later(self) -> None:
+        if self._follow:
+            # After the delayed layout has run, not before it.
+            QTimer.singleShot(0, self._scroll_to_bottom)
+
+    def _scroll_to_bottom(self) -> None:
+        self.executeDelayedItemsLayout()
+        self.updateGeometries()  # the scroll range is stale after a delayed re-layout
+        self.scrollToBottom()
+
+    def _on_model_reset(self) -> None:
+        self._laid_out.clear()
+        self._follow = True
+        self._scroll_down_later()
+
+    def _on_rows_inserted(self, _parent: QModelIndex, first: int, last: int) -> None:
+        option = QStyleOptionViewItem()
+        for row in range(first, last + 1):
+            index = self._model.index(row)
+            self._laid_out[self._model.message_at(row).id] = self.delegate.sizeHint(option, index).height()
+        self._scroll_down_later()
+
+    def dataChanged(self, top: QModelIndex, bottom: QModelIndex, roles: list[int] = ()) -> None:  # noqa: N802
+        # QListView's own dataChanged re-lays out every row (2,000 sizeHint calls) for
+        # each streamed token. Repaint the changed row instead; re-lay out (from cached
+        # heights) only when its height really changed.
+        follow = self._follow
+        option = QStyleOptionViewItem()
+        for row in range(top.row(), bottom.row() + 1):
+            index = self._model.index(row)
+            message_id = self._model.message_at(row).id
+            height = self.delegate.sizeHint(option, index).height()
+            if self._laid_out.get(message_id) != height:
+                self._laid_out[message_id] = height
+                self.delegate.sizeHintChanged.emit(index)
+            else:
+                self.viewport().update(self.visualRect(index))
+        self._follow = follow
+        self._scroll_down_later()

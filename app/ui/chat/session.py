@@ -1,0 +1,246 @@
+"""The chat's flow, without widgets: send, stream into the store and the model, stop,
+regenerate, edit-and-resend. The page wires widgets to it; tests drive it directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import fields, replace
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.core.chat_store import (
+    DONE,
+    FAILED,
+    STOPPED,
+    STREAMING,
+    ChatStore,
+    Conversation,
+    Message,
+    StreamingReply,
+)
+from app.engine.messages import ChatMessage, Finished, Generate, SamplingSettings, Token
+from app.services.engine_client import EngineClient
+from app.ui.chat.message_model import MessageListModel
+
+log = logging.getLogger(__name__)
+
+SAVE_INTERVAL_S = 0.5  # a crash loses at most this much of a streaming reply
+TITLE_LENGTH = 48
+
+
+def sampling_from_dict(values: dict) -> SamplingSettings:
+    """SamplingSettings from a conversation's stored JSON (unknown keys ignored)."""
+    known = {f.name for f in fields(SamplingSettings)}
+    clean = {k: v for k, v in values.items() if k in known}
+    if "stop" in clean:
+        clean["stop"] = tuple(str(s) for s in clean["stop"] if s)
+    return SamplingSettings(**clean)
+
+
+class ChatSession(QObject):
+    """Signals:
+        conversation_opened(Conversation): a conversation is shown in the model.
+        conversations_changed(): titles/order changed (refresh the list).
+        generating_changed(bool): a reply started or ended.
+        context_used(int): tokens in the engine's context after the last token/reply.
+        reply_stats(Finished): the last reply's numbers (tokens/s for the status bar).
+    """
+
+    conversation_opened = Signal(object)
+    conversations_changed = Signal()
+    generating_changed = Signal(bool)
+    context_used = Signal(int)
+    reply_stats = Signal(object)
+
+    def __init__(self, store: ChatStore, engine: EngineClient, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.engine = engine
+        self.model = MessageListModel(self)
+        self.conversation: Conversation | None = None
+        self._reply: StreamingReply | None = None
+        self._reply_conversation: int | None = None
+        self._request_id: str | None = None
+        self._save_timer = QTimer(self)
+        self._save_timer.setInterval(int(SAVE_INTERVAL_S * 1000))
+        self._save_timer.timeout.connect(self._on_save_timer)
+        engine.token_received.connect(self._on_engine_token)
+        engine.reply_finished.connect(self._on_engine_finished)
+        engine.reply_failed.connect(self._on_engine_failed)
+
+    @property
+    def generating(self) -> bool:
+        return self._request_id is not None
+
+    # ---- conversations ---------------------------------------------------------------
+
+    def open_conversation(self, conversation_id: int) -> None:
+        if self._reply is not None:
+            self._reply.flush()  # the store must hold what the model shows
+        self.conversation = self.store.conversation(conversation_id)
+        messages = self.store.messages(conversation_id)
+        if self._reply is not None and self._reply_conversation == conversation_id:
+            messages = [
+                m if m.id != self._reply.message_id else replace(m, content=self._reply.text)
+                for m in messages
+            ]
+        self.model.set_messages(messages)
+        self.conversation_opened.emit(self.conversation)
+
+    def new_conversation(self) -> Conversation:
+        sampling = dict(self.conversation.sampling) if self.conversation else {}
+        system = self.conversation.system_prompt if self.conversation else ""
+        conversation = self.store.create_conversation(system_prompt=system, sampling=sampling)
+        self.conversations_changed.emit()
+        self.open_conversation(conversation.id)
+        return conversation
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        if self._reply_conversation == conversation_id:
+            self.stop()
+        self.store.delete_conversation(conversation_id)
+        if self.conversation and self.conversation.id == conversation_id:
+            self.conversation = None
+            self.model.set_messages([])
+        self.conversations_changed.emit()
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        self.store.rename_conversation(conversation_id, title)
+        if self.conversation and self.conversation.id == conversation_id:
+            self.conversation = self.store.conversation(conversation_id)
+        self.conversations_changed.emit()
+
+    def update_settings(self, system_prompt: str, sampling: dict) -> None:
+        if self.conversation is None:
+            return
+        self.store.set_system_prompt(self.conversation.id, system_prompt)
+        self.store.set_sampling(self.conversation.id, sampling)
+        self.conversation = self.store.conversation(self.conversation.id)
+
+    # ---- replies ---------------------------------------------------------------------
+
+    def send(self, text: str) -> bool:
+        """Add a user message and start the reply. False when it cannot start now."""
+        text = text.strip()
+        if not text or self.generating:
+            return False
+        if self.conversation is None:
+            self.new_conversation()
+        assert self.conversation is not None
+        if not self.store.messages(self.conversation.id) and self.conversation.title == "New chat":
+            self.store.rename_conversation(self.conversation.id, _title_from(text))
+            self.conversation = self.store.conversation(self.conversation.id)
+        self.model.append_message(self.store.add_message(self.conversation.id, "user", text))
+        self._start_reply()
+        self.conversations_changed.emit()
+        return True
+
+    def regenerate(self) -> bool:
+        """Replace the last reply with a new one."""
+        if self.generating or self.conversation is None:
+            return False
+        messages = self.store.messages(self.conversation.id)
+        if not messages or messages[-1].role != "assistant":
+            return False
+        self.store.delete_messages_from(self.conversation.id, messages[-1].id)
+        self.model.remove_from(messages[-1].id)
+        self._start_reply()
+        return True
+
+    def edit_and_resend(self, message_id: int, text: str) -> bool:
+        """Replace a user message (and everything after it) and reply again."""
+        text = text.strip()
+        if self.generating or self.conversation is None or not text:
+            return False
+        self.store.delete_messages_from(self.conversation.id, message_id)
+        self.model.remove_from(message_id)
+        self.model.append_message(self.store.add_message(self.conversation.id, "user", text))
+        self._start_reply()
+        return True
+
+    def stop(self) -> None:
+        if self.generating:
+            self.engine.stop()
+
+    def _history(self) -> tuple[ChatMessage, ...]:
+        assert self.conversation is not None
+        history = []
+        if self.conversation.system_prompt.strip():
+            history.append(ChatMessage("system", self.conversation.system_prompt.strip()))
+        for m in self.store.messages(self.conversation.id):
+            if m.status in (DONE, STOPPED, "interrupted") and m.content:
+                history.append(ChatMessage(m.role, m.content))
+        return tuple(history)
+
+    def _start_reply(self) -> None:
+        assert self.conversation is not None
+        history = self._history()
+        loaded = self.engine.loaded or None
+        model_path = loaded.model_path if loaded else (
+            self.engine.last_options.model_path if self.engine.last_options else None)
+        placeholder = self.store.add_message(self.conversation.id, "assistant", "",
+                                             status=STREAMING, model=model_path)
+        self.model.append_message(placeholder)
+        self._reply = StreamingReply(self.store, placeholder.id, interval=SAVE_INTERVAL_S)
+        self._reply_conversation = self.conversation.id
+        self._request_id = uuid.uuid4().hex
+        self._save_timer.start()
+        self.generating_changed.emit(True)
+        sampling = sampling_from_dict(self.conversation.sampling)
+        self.engine.generate(Generate(self._request_id, sampling=sampling, messages=history))
+
+    def _end_reply(self, status: str, finished: Finished | None = None) -> None:
+        reply = self._reply
+        if reply is None:
+            return
+        stats = {}
+        if finished is not None:
+            stats = dict(prompt_tokens=finished.prompt_tokens,
+                         generated_tokens=finished.generated_tokens,
+                         tokens_per_second=finished.tokens_per_second,
+                         time_to_first_token_s=finished.time_to_first_token_s)
+            if finished.text and len(finished.text) >= len(reply.text):
+                reply.text = finished.text  # the engine's text is authoritative
+        message = reply.finish(status, **stats)
+        self.model.update_message(message)
+        self._reply = None
+        self._reply_conversation = None
+        self._request_id = None
+        self._save_timer.stop()
+        self.generating_changed.emit(False)
+
+    def flush(self) -> None:
+        """Write the streaming reply's text now (window closing)."""
+        if self._reply is not None:
+            self._reply.flush()
+
+    def _on_save_timer(self) -> None:
+        if self._reply is not None:
+            self._reply.flush()
+
+    def _on_engine_token(self, token: Token) -> None:
+        if token.request_id != self._request_id or self._reply is None:
+            return
+        self._reply.append(token.text)
+        self.model.append_text(self._reply.message_id, token.text)
+        self.context_used.emit(token.n_past)
+
+    def _on_engine_finished(self, finished: Finished) -> None:
+        if finished.request_id != self._request_id:
+            return
+        self._end_reply(STOPPED if finished.stop_reason == "cancelled" else DONE, finished)
+        self.context_used.emit(finished.n_past)
+        self.reply_stats.emit(finished)
+
+    def _on_engine_failed(self, message: str) -> None:
+        if self._request_id is None:
+            return
+        log.warning("reply failed: %s", message)
+        self._end_reply(FAILED)
+
+
+def _title_from(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"

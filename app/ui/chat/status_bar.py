@@ -1,0 +1,149 @@
+"""Status bar pieces for the chat: loaded model, KV mode, tokens/s, context meter,
+load progress and the int8-K warning."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
+
+from app.engine.messages import Loaded, LoadOptions, LogWarning
+
+_WARNING_TEXT = {
+    "kv_converted_to_f16": "K/V converted to f16: the int8-K kernel is not used (slow path)",
+    "assigned_to_cpu": "part of the model or cache runs on the CPU",
+    "fa_disabled": "Flash Attention is off",
+}
+
+
+def kv_mode_label(type_k: str, type_v: str, flash_attn: bool = True) -> str:
+    text = f"K {type_k} / V {type_v}"
+    return text + (", Flash Attention" if flash_attn else ", no Flash Attention")
+
+
+def model_name(path: str) -> str:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-5] if name.lower().endswith(".gguf") else name
+
+
+class ChatStatus(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("chatStatus")
+        self.model_label = QLabel("No model loaded")
+        self.model_label.setObjectName("statusModel")
+        self.kv_label = QLabel("")
+        self.kv_label.setObjectName("statusKv")
+        self.speed_label = QLabel("")
+        self.speed_label.setObjectName("statusSpeed")
+        self.context_meter = QProgressBar()
+        self.context_meter.setObjectName("contextMeter")
+        self.context_meter.setFixedWidth(170)
+        self.context_meter.setTextVisible(True)
+        self.context_meter.setRange(0, 1)
+        self.context_meter.setValue(0)
+        self.context_meter.setFormat("context –")
+        self.warning_label = QLabel("")
+        self.warning_label.setObjectName("statusWarning")
+        self.warning_label.hide()
+        self.busy_bar = QProgressBar()
+        self.busy_bar.setObjectName("loadProgress")
+        self.busy_bar.setRange(0, 0)  # llama.cpp reports no load percentage
+        self.busy_bar.setFixedWidth(110)
+        self.busy_bar.setTextVisible(False)
+        self.busy_bar.hide()
+        self.busy_label = QLabel("")
+        self.busy_label.hide()
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 0, 6, 0)
+        layout.setSpacing(14)
+        for w in (self.busy_bar, self.busy_label, self.warning_label, self.model_label,
+                  self.kv_label, self.speed_label, self.context_meter):
+            layout.addWidget(w, 0, Qt.AlignmentFlag.AlignVCenter)
+        self._n_ctx = 0
+        self._used = 0
+        self._load_started = 0.0
+        self._load_name = ""
+        self._elapsed_timer = QTimer(self, interval=250)
+        self._elapsed_timer.timeout.connect(self._tick)
+
+    @property
+    def context_used(self) -> int:
+        return self._used
+
+    def show_loading(self, options: LoadOptions) -> None:
+        self._load_started = time.monotonic()
+        self._load_name = model_name(options.model_path)
+        self.busy_bar.show()
+        self.busy_label.show()
+        self._tick()
+        self._elapsed_timer.start()
+
+    def _tick(self) -> None:
+        self.busy_label.setText(
+            f"Loading {self._load_name}… {time.monotonic() - self._load_started:.0f} s")
+
+    def hide_loading(self) -> None:
+        self._elapsed_timer.stop()
+        self.busy_bar.hide()
+        self.busy_label.hide()
+
+    def show_loaded(self, loaded: Loaded) -> None:
+        self.hide_loading()
+        self.model_label.setText(model_name(loaded.model_path))
+        self.model_label.setToolTip(
+            f"{loaded.model_path}\n{loaded.architecture}, trained context {loaded.n_ctx_train:,}, "
+            f"loaded in {loaded.load_seconds:.1f} s")
+        opts = loaded.options
+        self.kv_label.setText(kv_mode_label(opts.type_k, opts.type_v, opts.flash_attn))
+        kv_mib = sum(c.total_mib for c in loaded.kv_caches)
+        self.kv_label.setToolTip(f"KV cache: {kv_mib:.1f} MiB in {len(loaded.kv_caches)} cache(s)")
+        self._n_ctx = loaded.n_ctx
+        self.set_context_used(0)
+        self.speed_label.setText("")
+        self.set_warnings(loaded.warnings)
+
+    def show_unloaded(self, text: str = "No model loaded") -> None:
+        self.hide_loading()
+        self.model_label.setText(text)
+        self.model_label.setToolTip("")
+        self.kv_label.setText("")
+        self.speed_label.setText("")
+        self._n_ctx = 0
+        self.set_context_used(0)
+        self.set_warnings(())
+
+    def set_warnings(self, warnings: tuple[LogWarning, ...] | list[LogWarning]) -> None:
+        if not warnings:
+            self.warning_label.hide()
+            self.warning_label.setToolTip("")
+            return
+        first = _WARNING_TEXT.get(warnings[0].kind, warnings[0].text)
+        more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
+        self.warning_label.setText(f"⚠ {first}{more}")
+        self.warning_label.setToolTip("\n".join(w.text for w in warnings))
+        self.warning_label.show()
+
+    def add_warning(self, warning: LogWarning) -> None:
+        current = self.warning_label.toolTip()
+        if warning.text in current:
+            return
+        lines = [line for line in current.splitlines() if line]
+        kinds = [LogWarning("other", line) for line in lines]
+        self.set_warnings([warning, *kinds])
+
+    def set_context_used(self, used: int) -> None:
+        self._used = used
+        if self._n_ctx <= 0:
+            self.context_meter.setRange(0, 1)
+            self.context_meter.setValue(0)
+            self.context_meter.setFormat("context –")
+            return
+        self.context_meter.setRange(0, self._n_ctx)
+        self.context_meter.setValue(min(used, self._n_ctx))
+        self.context_meter.setFormat(f"{used:,} / {self._n_ctx:,} tokens")
+        self.context_meter.setToolTip(f"Context used: {used:,} of {self._n_ctx:,} tokens")
+
+    def set_speed(self, tokens_per_second: float) -> None:
+        self.speed_label.setText(f"{tokens_per_second:.1f} tok/s" if tokens_per_second else "")
