@@ -188,6 +188,8 @@ def _prefill(llm: Any, tokens: list[int], cancel: Any) -> bool:
         cached += 1
     # At least one token is evaluated so the logits belong to this prompt.
     cached = min(cached, len(tokens) - 1)
+    if 0 < cached and not _window_intact(llm, cached):
+        cached = 0
     if cached < llm.n_tokens:
         if cached == 0 or not llm._ctx.kv_cache_seq_rm(-1, cached, -1):
             llm.reset()
@@ -208,6 +210,17 @@ def _prefill(llm: Any, tokens: list[int], cancel: Any) -> bool:
                     return False
                 raise
     return True
+
+
+def _window_intact(llm: Any, cached: int) -> bool:
+    """Whether a sliding-window cache still holds the positions that tokens after
+    `cached` attend to. It drops positions older than its window as it goes, so rolling
+    back further than that would attend to nothing (llama.cpp's server checks the same)."""
+    n_swa = llama_cpp.llama_model_n_swa(llm._model.model)
+    if n_swa <= 0:
+        return True
+    pos_min = llama_cpp.llama_memory_seq_pos_min(llm._ctx.memory, 0)
+    return pos_min <= max(0, cached - n_swa - 1)
 
 
 _ABORT_TYPE = llama_cpp.ggml_abort_callback

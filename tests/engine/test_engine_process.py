@@ -190,3 +190,26 @@ def test_killed_engine_is_reported_and_replaced(starter_model_path, tmp_path):
         assert isinstance(finished, Finished) and finished.generated_tokens == 8
     finally:
         proc.stop()
+
+
+def test_reusing_a_prompt_prefix_past_the_sliding_window_gives_the_fresh_answer(engine, loaded_q8):
+    """Gemma 3's sliding-window cache forgets old positions; reusing a prefix that ends
+    further back than the window must re-read the prompt, or the reply silently changes."""
+    shared = "List A: " + " ".join(f"item{i}" for i in range(150)) + "."
+    tail = " List B: " + " ".join(f"thing{i}" for i in range(330)) + "."
+    # The second prompt shares only the first 495 tokens; rolling back there from 1709
+    # goes past what the 1024-cell sliding-window cache still holds.
+    first, second = shared + tail, shared + " Now count backwards:"
+    sampling = SamplingSettings(temperature=0.0, max_tokens=6)
+    replies = []
+    for request, prompt in (("a", first), ("b", second)):
+        engine.send(Generate(request, sampling, prompt=prompt))
+        _, finished = _wait(engine, (Finished, Failed))
+        assert isinstance(finished, Finished), finished
+        replies.append(finished)
+    assert replies[0].prompt_tokens > 1600 and replies[1].prompt_tokens > 450
+    engine.send(Load(loaded_q8.options))  # a fresh context
+    _wait(engine, (Loaded,))
+    engine.send(Generate("fresh", sampling, prompt=second))
+    _, fresh = _wait(engine, (Finished, Failed))
+    assert fresh.text == replies[1].text
