@@ -1,0 +1,196 @@
+"""The Compare section: settings, run / cancel, progress, results table, bar charts, and
+CSV / PNG export. The run itself is app.services.compare_runner.CompareRunner."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.engine.compare_result import COLUMNS
+from app.ui.dashboard.bar_chart import CompareBarChart
+
+log = logging.getLogger(__name__)
+
+
+def _spin(lo: int, hi: int, value: int, step: int, suffix: str = "") -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(lo, hi)
+    box.setSingleStep(step)
+    box.setValue(value)
+    box.setSuffix(suffix)
+    box.setGroupSeparatorShown(True)
+    return box
+
+
+class ComparePanel(QWidget):
+    """Signals:
+        run_requested(dict): Run was pressed; the settings (n_ctx, depth, quality_chunks).
+        cancel_requested(): Cancel was pressed.
+    """
+
+    run_requested = Signal(dict)
+    cancel_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[dict[str, Any]] = []
+        self.result: Any = None
+        self.ctx_box = _spin(256, 1 << 20, 8192, 1024, " tokens")
+        self.depth_box = _spin(0, 1 << 20, 0, 512, " tokens")
+        self.chunks_box = _spin(0, 64, 4, 1, " x 512")
+        self.chunks_box.setToolTip("Quality: chunks of 512 tokens of the reference text (0 skips quality)")
+        self.run_button = QPushButton("Run comparison")
+        self.run_button.setDefault(True)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        self.progress.setFixedHeight(8)
+        self.status = QLabel("f16/f16, q8_0/f16 and q8_0/q8_0, each in a fresh engine: memory, "
+                             "speed at the depth, and quality against f16/f16 on Python's own help text.")
+        self.status.setWordWrap(True)
+        self.status.setStyleSheet("color: #6b7280;")
+
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels([label for _, label, _ in COLUMNS])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setMinimumHeight(120)
+        self.table.setMaximumHeight(150)
+        self.chart = CompareBarChart()
+        self.csv_button = QPushButton("Export CSV...")
+        self.png_button = QPushButton("Export PNG...")
+        for button in (self.csv_button, self.png_button):
+            button.setEnabled(False)
+
+        settings = QHBoxLayout()
+        for text, box in (("Context", self.ctx_box), ("Depth", self.depth_box), ("Quality", self.chunks_box)):
+            label = QLabel(text)
+            label.setBuddy(box)
+            settings.addWidget(label)
+            settings.addWidget(box)
+            settings.addSpacing(8)
+        settings.addStretch(1)
+        settings.addWidget(self.run_button)
+        settings.addWidget(self.cancel_button)
+        exports = QHBoxLayout()
+        exports.addStretch(1)
+        exports.addWidget(self.csv_button)
+        exports.addWidget(self.png_button)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(settings)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addWidget(self.table)
+        layout.addWidget(self.chart, 1)
+        layout.addLayout(exports)
+
+        self.run_button.clicked.connect(self._on_run_clicked)
+        self.cancel_button.clicked.connect(self.cancel_requested.emit)
+        self.csv_button.clicked.connect(self._on_csv_clicked)
+        self.png_button.clicked.connect(self._on_png_clicked)
+
+    # ---- state from the page ----------------------------------------------------------
+
+    def settings(self) -> dict[str, int]:
+        return {"n_ctx": self.ctx_box.value(), "depth": self.depth_box.value(),
+                "quality_chunks": self.chunks_box.value()}
+
+    def set_running(self, running: bool) -> None:
+        self.run_button.setEnabled(not running and self._can_run)
+        self.cancel_button.setEnabled(running)
+        for box in (self.ctx_box, self.depth_box, self.chunks_box):
+            box.setEnabled(not running)
+        if running:
+            self.progress.setValue(0)
+
+    _can_run = False
+
+    def set_can_run(self, can_run: bool, why: str = "") -> None:
+        self._can_run = can_run
+        self.run_button.setEnabled(can_run and not self.cancel_button.isEnabled())
+        self.run_button.setToolTip("" if can_run else why)
+
+    def set_progress(self, fraction: float, message: str) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        self.status.setText(message)
+
+    def set_status(self, message: str) -> None:
+        self.status.setText(message)
+
+    def set_rows(self, rows: list[dict[str, Any]], title: str = "") -> None:
+        self.rows = list(rows)
+        self.table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, (key, _, fmt) in enumerate(COLUMNS):
+                value = row.get(key)
+                text = "-" if value is None else (fmt.format(value) if not isinstance(value, str) else value)
+                item = QTableWidgetItem(text)
+                align = Qt.AlignmentFlag.AlignVCenter | (
+                    Qt.AlignmentFlag.AlignLeft if c == 0 else Qt.AlignmentFlag.AlignRight)
+                item.setTextAlignment(align)
+                if row.get("warnings"):
+                    item.setToolTip(str(row["warnings"]))
+                self.table.setItem(r, c, item)
+        self.chart.set_rows(rows, title)
+        for button in (self.csv_button, self.png_button):
+            button.setEnabled(bool(rows))
+
+    def set_result(self, result: Any, title: str = "") -> None:
+        self.result = result
+        self.set_rows(result.rows(), title)
+
+    # ---- export -----------------------------------------------------------------------
+
+    def export_csv(self, path: str | Path) -> Path:
+        import csv
+        import io
+
+        path = Path(path)
+        if self.result is not None:
+            text = self.result.to_csv()
+        else:  # rows from an opened recording
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=list(self.rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(self.rows)
+            text = out.getvalue()
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def export_png(self, path: str | Path) -> Path:
+        return self.chart.save_png(path)
+
+    def _on_run_clicked(self) -> None:
+        self.run_requested.emit(self.settings())
+
+    def _on_csv_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export comparison as CSV", "kv-compare.csv", "CSV (*.csv)")
+        if path:
+            self.set_status(f"Saved {self.export_csv(path)}")
+
+    def _on_png_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export comparison chart", "kv-compare.png", "PNG (*.png)")
+        if path:
+            self.set_status(f"Saved {self.export_png(path)}")

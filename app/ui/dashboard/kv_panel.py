@@ -1,0 +1,156 @@
+"""KV cache as the context fills: bytes holding tokens with the loaded K/V types next to
+what an f16/f16 cache would hold for the same tokens, the saving now, and the allocated
+totals (llama.cpp's own log for the loaded mode, app.core.kv_cache for f16/f16)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+
+from app.engine.messages import Loaded
+
+log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+CURVE_POINTS = 160
+
+
+def _mib(n: float) -> str:
+    return f"{n / MIB:,.1f} MiB" if n < 10 * 1024 * MIB else f"{n / MIB / 1024:,.2f} GiB"
+
+
+class KvPanel(QWidget):
+    """`set_loaded(loaded)` when a model loads, `set_tokens(n_past)` as the context fills."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.estimate = None  # app.core.kv_cache.KvCacheEstimate of the loaded model
+        self.loaded: Loaded | None = None
+        self.n_tokens = 0
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.setMinimumHeight(200)
+        item = self.plot.getPlotItem()
+        item.showGrid(x=True, y=True, alpha=0.15)
+        item.setLabel("left", "KV in use", units="MiB")
+        item.setLabel("bottom", "tokens in the context")
+        item.getAxis("left").enableAutoSIPrefix(False)
+        item.setMenuEnabled(False)
+        self.plot.setMouseEnabled(x=False, y=False)
+        legend = item.addLegend(offset=(10, 5), labelTextColor="#1f2937")
+        self.fp16_curve = self.plot.plot([], [], pen=pg.mkPen("#8a94a6", width=2, style=Qt.PenStyle.DashLine),
+                                         name="f16/f16")
+        self.mode_curve = self.plot.plot([], [], pen=pg.mkPen("#2f7ed8", width=2), name="loaded K/V")
+        self.now_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#e67e22", width=1))
+        self.plot.addItem(self.now_line)
+        self.now_dot = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#2f7ed8"), pen=pg.mkPen("w"))
+        self.plot.addItem(self.now_dot)
+        self._legend = legend
+
+        self.now_label = QLabel("No model loaded.")
+        self.now_label.setWordWrap(True)
+        self.now_label.setTextFormat(Qt.TextFormat.RichText)
+        self.alloc_label = QLabel("")
+        self.alloc_label.setWordWrap(True)
+        self.alloc_label.setTextFormat(Qt.TextFormat.RichText)
+        self.caches_label = QLabel("")
+        self.caches_label.setWordWrap(True)
+        self.caches_label.setStyleSheet("color: #6b7280;")
+        info = QGridLayout()
+        info.addWidget(self.now_label, 0, 0)
+        info.addWidget(self.alloc_label, 1, 0)
+        info.addWidget(self.caches_label, 2, 0)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.plot)
+        layout.addLayout(info)
+
+    # ---- inputs -----------------------------------------------------------------------
+
+    def set_loaded(self, loaded: Loaded | None) -> None:
+        self.loaded = loaded
+        self.estimate = None
+        self.n_tokens = 0
+        if loaded is None:
+            self.mode_curve.setData([], [])
+            self.fp16_curve.setData([], [])
+            self.now_label.setText("No model loaded.")
+            self.alloc_label.setText("")
+            self.caches_label.setText("")
+            return
+        try:
+            from app.core.gguf_header import read_gguf_header
+            from app.core.kv_cache import kv_cache_bytes
+
+            o = loaded.options
+            self.estimate = kv_cache_bytes(
+                read_gguf_header(loaded.model_path), o.n_ctx, f"{o.type_k}/{o.type_v}",
+                n_ubatch=o.n_ubatch, swa_full=o.swa_full, n_batch=o.n_batch, flash_attn=o.flash_attn,
+            )
+        except Exception as error:  # the chart is optional; the allocated figures still show
+            log.warning("KV arithmetic unavailable for %s: %s", loaded.model_path, error)
+        mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
+        self._legend.removeItem(self.mode_curve)
+        self._legend.addItem(self.mode_curve, mode)
+        self._draw_curves()
+        self._update_labels()
+
+    def set_tokens(self, n_tokens: int) -> None:
+        if n_tokens == self.n_tokens:
+            return
+        self.n_tokens = n_tokens
+        self._update_labels()
+
+    # ---- drawing ------------------------------------------------------------------------
+
+    def _draw_curves(self) -> None:
+        est = self.estimate
+        if est is None:
+            return
+        n_ctx = est.n_ctx_seq
+        xs = np.unique(np.linspace(0, n_ctx, CURVE_POINTS).astype(int))
+        usage = [est.bytes_in_use(int(n)) for n in xs]
+        self.mode_curve.setData(xs, [u.bytes / MIB for u in usage])
+        self.fp16_curve.setData(xs, [u.fp16_bytes / MIB for u in usage])
+        self.plot.getPlotItem().setXRange(0, n_ctx, padding=0.02)
+
+    def _update_labels(self) -> None:
+        loaded = self.loaded
+        if loaded is None:
+            return
+        mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
+        allocated = sum(c.total_bytes for c in loaded.kv_caches)
+        est = self.estimate
+        self.now_line.setValue(self.n_tokens)
+        if est is not None:
+            usage = est.bytes_in_use(self.n_tokens)
+            self.now_dot.setData([self.n_tokens], [usage.bytes / MIB])
+            saving = usage.fp16_bytes - usage.bytes
+            pct = 100 * saving / usage.fp16_bytes if usage.fp16_bytes else 0.0
+            self.now_label.setText(
+                f"<b>{self.n_tokens:,} tokens</b> in the context: KV in use "
+                f"<b>{_mib(usage.bytes)}</b> with {mode}, {_mib(usage.fp16_bytes)} at f16/f16 "
+                f"- saving <b style='color:#16a085'>{_mib(saving)} ({pct:.1f}%)</b>."
+            )
+            fp16_alloc = est.fp16_equivalent().total_bytes
+            alloc_saving = fp16_alloc - allocated
+            alloc_pct = 100 * alloc_saving / fp16_alloc if fp16_alloc else 0.0
+            self.alloc_label.setText(
+                f"Allocated for {loaded.n_ctx:,} tokens: <b>{_mib(allocated)}</b> with {mode} "
+                f"(llama.cpp's log) vs {_mib(fp16_alloc)} at f16/f16 (computed) - "
+                f"<b style='color:#16a085'>{_mib(alloc_saving)} ({alloc_pct:.1f}%)</b> less."
+            )
+        else:
+            self.now_label.setText(f"<b>{self.n_tokens:,} tokens</b> in the context.")
+            self.alloc_label.setText(
+                f"Allocated for {loaded.n_ctx:,} tokens: <b>{_mib(allocated)}</b> with {mode} "
+                "(llama.cpp's log); the f16/f16 figure needs the KV arithmetic, which failed."
+            )
+        self.caches_label.setText("   ".join(
+            f"{'sliding-window' if c.swa else 'global'} cache: {c.cells:,} cells x {c.layers} layers, "
+            f"K ({c.k_type}) {c.k_mib:,.2f} MiB, V ({c.v_type}) {c.v_mib:,.2f} MiB"
+            for c in loaded.kv_caches
+        ))

@@ -1,0 +1,93 @@
+"""Memory over time (pyqtgraph), with vertical markers for model load, prompt
+processing and generation. Fed whole arrays by the page's redraw timer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from app.core.recording import Marker, MemoryPoint
+
+MIB = 1024 * 1024
+
+# Marker kind -> (colour, short label drawn at the top of the line)
+MARKER_STYLE = {
+    "mode": ("#6b7280", "{label}"),
+    "load": ("#8e44ad", "load"),
+    "loaded": ("#8e44ad", "loaded"),
+    "prompt": ("#e67e22", "prompt"),
+    "generation": ("#16a085", "generation"),
+    "finished": ("#9ca3af", ""),
+    "quality": ("#2f7ed8", "quality"),
+    "end": ("#d1d5db", ""),
+}
+DRAWN_KINDS = ("mode", "load", "prompt", "generation", "quality")
+
+
+class MemoryChart(pg.PlotWidget):
+    """`set_points(points)` and `set_markers(markers)`; both are cheap when nothing changed."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent, background="w")
+        self.setMinimumHeight(220)
+        item = self.getPlotItem()
+        item.showGrid(x=True, y=True, alpha=0.15)
+        item.setLabel("left", "memory", units="MiB")
+        item.setLabel("bottom", "time", units="s")
+        item.getAxis("left").enableAutoSIPrefix(False)
+        item.setMenuEnabled(False)
+        self.setMouseEnabled(x=False, y=False)
+        self.curve = self.plot([], [], pen=pg.mkPen("#2f7ed8", width=2),
+                               fillLevel=0, brush=pg.mkBrush(47, 126, 216, 40))
+        self._n_points = -1
+        self._last_t = None
+        self._marker_items: list[pg.InfiniteLine] = []
+        self._markers_key: tuple[int, float] | None = None
+        self.x = np.zeros(0)
+        self.y = np.zeros(0)
+
+    @property
+    def point_count(self) -> int:
+        return len(self.x)
+
+    def set_points(self, points: Sequence[MemoryPoint]) -> bool:
+        """Draw `points`; returns False when they were already drawn."""
+        last_t = points[-1].t if points else None
+        if len(points) == self._n_points and last_t == self._last_t:
+            return False
+        self._n_points, self._last_t = len(points), last_t
+        self.x = np.fromiter((p.t for p in points), dtype=float, count=len(points))
+        self.y = np.fromiter((p.used_bytes / MIB for p in points), dtype=float, count=len(points))
+        self.curve.setData(self.x, self.y)
+        return True
+
+    def set_markers(self, markers: Sequence[Marker]) -> None:
+        key = (len(markers), markers[-1].t if markers else 0.0)
+        if key == self._markers_key:
+            return
+        self._markers_key = key
+        for item in self._marker_items:
+            self.removeItem(item)
+        self._marker_items = []
+        # The run's phases only: one line per phase start keeps a long session readable.
+        for marker in markers:
+            if marker.kind not in DRAWN_KINDS:
+                continue
+            color, text = MARKER_STYLE.get(marker.kind, ("#9ca3af", "{label}"))
+            label = text.format(label=marker.label) if text else None
+            line = pg.InfiniteLine(
+                pos=marker.t, angle=90, movable=False,
+                pen=pg.mkPen(color, width=1, style=pg.QtCore.Qt.PenStyle.DashLine),
+                label=label,
+                labelOpts={"position": 0.96, "color": color, "rotateAxis": (1, 0), "anchors": [(1, 0), (1, 0)]}
+                if label else None,
+            )
+            self.addItem(line)
+            self._marker_items.append(line)
+
+    @property
+    def marker_count(self) -> int:
+        return len(self._marker_items)

@@ -1,0 +1,393 @@
+"""The Dashboard page: live memory of the engine with load / prompt / generation markers,
+the KV cache as the context fills (loaded K/V types next to f16/f16), a warning when the
+int8-K kernel is not what runs, and the measured Compare run.
+
+Sampling runs on a thread (app.services.memory_sampler); this page redraws from its ring
+buffer on a 10 Hz QTimer, so neither sampling nor streaming tokens can stall the GUI.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.errors import AppError
+from app.core.recording import Recording
+from app.services.compare_runner import CompareRunner
+from app.services.memory_sampler import MemorySampler
+from app.ui.dashboard.compare_panel import ComparePanel
+from app.ui.dashboard.kv_panel import KvPanel
+from app.ui.dashboard.memory_chart import MemoryChart
+
+log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+SOURCES = ("live", "compare", "file")
+SOURCE_LABELS = ("Live engine", "Compare run", "Opened recording")
+BANNER_STYLE = ("background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
+                "border-radius: 6px; padding: 8px;")
+WARNING_WORDS = {
+    "kv_converted_to_f16": "llama.cpp converts K and V to f16 for attention (this K/V pair is not "
+                           "compiled into its Flash Attention kernels), so the int8-K kernel is not in use",
+    "assigned_to_cpu": "part of the model or its attention runs on the CPU, not on the GPU kernel",
+    "fa_disabled": "Flash Attention is off, so the int8-K kernel is not in use",
+}
+
+
+def _section(title: str) -> QLabel:
+    label = QLabel(title)
+    label.setStyleSheet("font-size: 15px; font-weight: 600; color: #111827; margin-top: 8px;")
+    return label
+
+
+def _gib_or_mib(n: int | None) -> str:
+    if n is None:
+        return "-"
+    return f"{n / MIB:,.0f} MiB" if n < 4 * 1024 * MIB else f"{n / MIB / 1024:,.1f} GiB"
+
+
+class DashboardPage(QWidget):
+    """The dashboard for one EngineClient (app.services.engine_client)."""
+
+    def __init__(self, client: Any, sampler: MemorySampler | None = None,
+                 runner: CompareRunner | None = None, parent: QWidget | None = None,
+                 redraw_hz: float = 10.0) -> None:
+        super().__init__(parent)
+        self.client = client
+        self.sampler = sampler or MemorySampler(parent=self)
+        self.runner = runner or CompareRunner(parent=self)
+        self.source = "live"
+        self.compare_recording: Recording | None = None
+        self.file_recording: Recording | None = None
+        self.warnings: list[str] = []
+        self._n_past = 0
+        self._request: str | None = None  # the reply being generated, as last seen
+        self._tokens_seen: set[str] = set()
+        self._build()
+        self._connect()
+
+        self.redraw_timer = QTimer(self)
+        self.redraw_timer.setInterval(int(1000 / redraw_hz))
+        self.redraw_timer.timeout.connect(self._redraw)
+        self.redraw_timer.start()
+        self.sampler.start(client.engine_pid)
+        self._show_probe()
+        loaded = getattr(client, "loaded", None)
+        if loaded is not None:
+            self._on_model_loaded(loaded, mark=False)
+        else:
+            self.compare.set_can_run(False, "Load a model first: the comparison runs on the loaded model.")
+
+    # ---- layout -----------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.title = QLabel("Memory")
+        self.title.setStyleSheet("font-size: 20px; font-weight: 600; color: #111827;")
+        self.probe_label = QLabel("")
+        self.probe_label.setWordWrap(True)
+        self.probe_label.setTextFormat(Qt.TextFormat.RichText)
+        self.probe_label.setStyleSheet("color: #4b5563;")
+        self.banner = QLabel("")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet(BANNER_STYLE)
+        self.banner.hide()
+
+        self.source_box = QComboBox()
+        self.source_box.addItems(SOURCE_LABELS)
+        self.open_button = QPushButton("Open recording...")
+        self.save_button = QPushButton("Save recording...")
+        self.stats_label = QLabel("")
+        self.stats_label.setTextFormat(Qt.TextFormat.RichText)
+        source_row = QHBoxLayout()
+        source_row.addWidget(QLabel("Show"))
+        source_row.addWidget(self.source_box)
+        source_row.addSpacing(12)
+        source_row.addWidget(self.stats_label, 1)
+        source_row.addWidget(self.open_button)
+        source_row.addWidget(self.save_button)
+
+        self.memory_chart = MemoryChart()
+        self.kv_panel = KvPanel()
+        self.compare = ComparePanel()
+
+        content = QWidget()
+        content.setObjectName("dashboardContent")
+        content.setStyleSheet("#dashboardContent { background: #ffffff; }")
+        layout = QVBoxLayout(content)
+        layout.setContentsMargins(18, 14, 18, 18)
+        layout.setSpacing(8)
+        layout.addWidget(self.title)
+        layout.addWidget(self.probe_label)
+        layout.addWidget(self.banner)
+        layout.addLayout(source_row)
+        layout.addWidget(self.memory_chart, 3)
+        layout.addWidget(self._rule())
+        layout.addWidget(_section("KV cache as the context fills"))
+        layout.addWidget(self.kv_panel, 3)
+        layout.addWidget(self._rule())
+        layout.addWidget(_section("Compare KV modes - measured, one fresh engine per mode"))
+        layout.addWidget(self.compare, 4)
+        self.content = content
+
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+
+    @staticmethod
+    def _rule() -> QFrame:
+        line = QFrame()
+        line.setFrameShape(QFrame.Shape.HLine)
+        line.setStyleSheet("color: #e5e7eb;")
+        return line
+
+    def _connect(self) -> None:
+        c = self.client
+        c.loading_started.connect(self._on_loading_started)
+        c.model_loaded.connect(self._on_model_loaded)
+        c.model_unloaded.connect(self._on_model_unloaded)
+        c.token_received.connect(self._on_token_received)
+        c.reply_finished.connect(self._on_reply_finished)
+        c.warning_logged.connect(self._on_warning_logged)
+        c.engine_crashed.connect(self._on_engine_crashed)
+        self.runner.started.connect(self._on_compare_started)
+        self.runner.progress_changed.connect(self.compare.set_progress)
+        self.runner.finished.connect(self._on_compare_finished)
+        self.runner.failed.connect(self._on_compare_failed)
+        self.runner.cancelled.connect(self._on_compare_cancelled)
+        self.compare.run_requested.connect(self._on_run_requested)
+        self.compare.cancel_requested.connect(self.runner.cancel)
+        self.source_box.currentIndexChanged.connect(self._on_source_chosen)
+        self.open_button.clicked.connect(self._on_open_clicked)
+        self.save_button.clicked.connect(self._on_save_clicked)
+
+    # ---- what is shown ----------------------------------------------------------------
+
+    def shown_recording(self) -> Recording | None:
+        if self.source == "compare":
+            return self.compare_recording
+        if self.source == "file":
+            return self.file_recording
+        return self.sampler.recording
+
+    def set_source(self, source: str) -> None:
+        self.source = source
+        index = SOURCES.index(source)
+        if self.source_box.currentIndex() != index:
+            self.source_box.setCurrentIndex(index)
+        self._show_probe()
+        self._redraw()
+
+    def _show_probe(self) -> None:
+        rec = self.shown_recording()
+        if self.source == "live":
+            probe = self.sampler.probe
+            name, device = getattr(probe, "name", "probe"), getattr(probe, "device", "")
+            limits, why = getattr(probe, "limits", ""), getattr(probe, "why", "")
+            where = "the engine process" if self.client.engine_pid else "no engine running yet"
+            text = (f"<b>Live</b>, sampled 10 times a second by <b>{name}</b> ({device}), "
+                    f"for {where}. {why} <i>{limits}</i>")
+        elif rec is not None:
+            meta = rec.metadata
+            what = "Compare run" if meta.get("source") == "compare" else "Recording"
+            model = Path(str(meta.get("model", ""))).name
+            details = ", ".join(x for x in (model, f"n_ctx {meta['n_ctx']:,}" if "n_ctx" in meta else "",
+                                            f"depth {meta['depth']:,}" if "depth" in meta else "") if x)
+            text = (f"<b>{what}</b> of {rec.started_at or 'an unknown time'}: {details}. "
+                    f"Memory from <b>{rec.probe_name or 'an unknown probe'}</b>"
+                    f"{' (' + rec.device_name + ')' if rec.device_name else ''}. <i>{rec.probe_limits}</i>")
+        else:
+            text = "Nothing recorded yet."
+        self.probe_label.setText(text)
+
+    def _redraw(self) -> None:
+        """10 Hz: copy the samples and redraw only what changed."""
+        self._poll_generation()
+        if self.source == "live":
+            points = self.sampler.snapshot()
+            markers = list(self.sampler.recording.markers)
+        else:
+            rec = self.shown_recording()
+            points = list(rec.points) if rec is not None else []
+            markers = list(rec.markers) if rec is not None else []
+        if self.memory_chart.set_points(points) and points:
+            now = points[-1]
+            peak = max(p.used_bytes for p in points)
+            whole = (f" &middot; device {_gib_or_mib(now.device_used_bytes)} used of {_gib_or_mib(now.total_bytes)}"
+                     if now.total_bytes else "")
+            self.stats_label.setText(f"now <b>{_gib_or_mib(now.used_bytes)}</b> &middot; "
+                                     f"peak <b>{_gib_or_mib(peak)}</b>{whole}")
+        self.memory_chart.set_markers(markers)
+        self.kv_panel.set_tokens(self._n_past)
+
+    def _poll_generation(self) -> None:
+        # EngineClient has no "prompt started" signal: a new request id means a prompt is
+        # being processed now (seen within one 100 ms tick).
+        request = getattr(self.client, "generating", None)
+        if request is not None and request != self._request:
+            self.sampler.mark("prompt", "prompt")
+        self._request = request
+
+    # ---- engine events ----------------------------------------------------------------
+
+    def _on_loading_started(self, options: Any) -> None:
+        self.sampler.set_pid(self.client.engine_pid)
+        self.sampler.mark("load", Path(options.model_path).name)
+        self._set_warnings([])
+
+    def _on_model_loaded(self, loaded: Any, mark: bool = True) -> None:
+        self.sampler.set_pid(self.client.engine_pid)
+        if mark:
+            self.sampler.mark("loaded", "loaded")
+        self._n_past = 0
+        self.kv_panel.set_loaded(loaded)
+        self._set_warnings([f"{w.kind}: {w.text}" for w in loaded.warnings])
+        self.compare.set_can_run(True)
+        self.compare.ctx_box.setValue(loaded.n_ctx)
+        self._show_probe()
+
+    def _on_model_unloaded(self) -> None:
+        self.kv_panel.set_loaded(None)
+        self.compare.set_can_run(False, "Load a model first: the comparison runs on the loaded model.")
+
+    def _on_token_received(self, token: Any) -> None:
+        if token.request_id not in self._tokens_seen:
+            self._tokens_seen.add(token.request_id)
+            self.sampler.mark("generation", "generation")
+        self._n_past = token.n_past
+
+    def _on_reply_finished(self, finished: Any) -> None:
+        self.sampler.mark("finished", finished.stop_reason)
+        self._n_past = finished.n_past
+
+    def _on_warning_logged(self, warning: Any) -> None:
+        self._set_warnings([*self.warnings, f"{warning.kind}: {warning.text}"])
+
+    def _on_engine_crashed(self, _message: str) -> None:
+        self.sampler.mark("end", "engine crashed")
+        self.sampler.set_pid(None)
+
+    def _set_warnings(self, warnings: list[str]) -> None:
+        self.warnings = list(dict.fromkeys(warnings))
+        if not self.warnings:
+            self.banner.hide()
+            return
+        kinds = [w.split(":", 1)[0] for w in self.warnings]
+        words = "; ".join(dict.fromkeys(WARNING_WORDS.get(k, "llama.cpp warned about the KV cache") for k in kinds))
+        self.banner.setText(
+            f"<b>The int8-K kernel is not in use:</b> {words}. The memory saving still holds; "
+            "the speed you see is not the int8-K kernel's.<br><small>" +
+            "<br>".join(w.split(":", 1)[-1].strip() for w in self.warnings[:4]) + "</small>"
+        )
+        self.banner.show()
+
+    # ---- compare ----------------------------------------------------------------------
+
+    def start_compare(self, model_path: str | None = None, **settings: Any) -> Recording:
+        """Start the comparison (on the loaded model unless `model_path` is given);
+        settings override the panel's (n_ctx, depth, quality_chunks, n_prompt, n_gen, ...)."""
+        options = {**self.compare.settings(), **settings}
+        loaded = getattr(self.client, "loaded", None)
+        path = model_path or (loaded.model_path if loaded is not None else None)
+        if path is None:
+            raise AppError("Load a model first: the comparison runs on the loaded model.")
+        if loaded is not None:
+            options.setdefault("n_gpu_layers", loaded.options.n_gpu_layers)
+        n_ctx, depth = options.pop("n_ctx"), options.pop("depth")
+        options.setdefault("n_prompt", max(1, min(512, n_ctx - depth)))
+        options.setdefault("n_gen", max(1, min(64, n_ctx - depth)))
+        self.compare.set_running(True)
+        return self.runner.start(str(path), n_ctx, depth, **options)
+
+    def _on_run_requested(self, settings: dict) -> None:
+        try:
+            self.start_compare(**settings)
+        except AppError as error:
+            self.compare.set_status(str(error))
+            self.compare.set_running(False)
+
+    def _on_compare_started(self, recording: Recording) -> None:
+        self.compare_recording = recording
+        self.set_source("compare")
+
+    def _on_compare_finished(self, result: Any) -> None:
+        self.compare.set_running(False)
+        title = (f"{Path(result.model_path).name} - n_ctx {result.n_ctx:,}, depth {result.depth:,} - "
+                 f"{result.device or result.probe}")
+        self.compare.set_result(result, title)
+        self.compare.set_status(f"Measured in {result.seconds:.0f} s. Memory: {result.probe} "
+                                f"({result.device}). Peak memory is over load and the speed run.")
+        self._show_probe()
+
+    def _on_compare_failed(self, message: str) -> None:
+        self.compare.set_running(False)
+        self.compare.set_status(f"<span style='color:#b91c1c'>{message}</span>")
+
+    def _on_compare_cancelled(self) -> None:
+        self.compare.set_running(False)
+        self.compare.set_status("Cancelled; nothing was measured to the end.")
+
+    # ---- recordings -------------------------------------------------------------------
+
+    def open_recording(self, path: str | Path) -> Recording:
+        """Show a saved recording (raises BadInputError for a file that is not one)."""
+        recording = Recording.load(path)
+        self.file_recording = recording
+        results = recording.metadata.get("results")
+        if results:
+            meta = recording.metadata
+            self.compare.result = None
+            self.compare.set_rows(results, f"{Path(str(meta.get('model', ''))).name} - n_ctx "
+                                           f"{meta.get('n_ctx', '?')}, depth {meta.get('depth', '?')} - "
+                                           f"{recording.device_name or recording.probe_name}")
+        self.set_source("file")
+        return recording
+
+    def save_recording(self, path: str | Path) -> Path:
+        recording = self.shown_recording()
+        if recording is None:
+            raise AppError("There is no recording to save yet.")
+        return recording.save(path)
+
+    def _on_source_chosen(self, index: int) -> None:
+        if SOURCES[index] != self.source:
+            self.set_source(SOURCES[index])
+
+    def _on_open_clicked(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open memory recording", "", "Recordings (*.json)")
+        if path:
+            try:
+                self.open_recording(path)
+            except AppError as error:
+                self.compare.set_status(f"<span style='color:#b91c1c'>{error}</span>")
+
+    def _on_save_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save memory recording", "memory.json", "Recordings (*.json)")
+        if path:
+            try:
+                self.save_recording(path)
+            except (AppError, OSError) as error:
+                self.compare.set_status(f"<span style='color:#b91c1c'>{error}</span>")
+
+    def shutdown(self) -> None:
+        """Stop sampling and any comparison (window closing)."""
+        self.redraw_timer.stop()
+        self.runner.cancel()
+        self.sampler.stop()
