@@ -119,14 +119,14 @@ class Faults:
             self.wrong_sha_paths.clear()
 
 
-@dataclass(frozen=True)
+@dataclass
 class LoggedRequest:
     method: str
     path: str
     range: str | None
     status: int
-    sent: int  # body bytes written to the socket
     authorized: bool
+    sent: int = 0  # body bytes written to the socket so far
 
 
 class HubServer:
@@ -140,6 +140,8 @@ class HubServer:
         self.tokens: set[str] = {"hf_test_token_with_access"}
         self.log: list[LoggedRequest] = []
         self._log_lock = threading.Lock()
+        self._active = 0
+        self._idle = threading.Condition(self._log_lock)
         self._by_sha: dict[str, HubFile] = {}
         self._hub = _Server(("127.0.0.1", 0), _Handler, self, cdn=False)
         self._cdn = _Server(("127.0.0.1", 0), _Handler, self, cdn=True)
@@ -211,14 +213,30 @@ class HubServer:
         self.repos[repo_id] = repo
         return repo
 
-    def bytes_sent(self, path_suffix: str = "") -> int:
-        """Body bytes sent by the CDN for files whose request path ends with `path_suffix`."""
+    def bytes_sent(self, sha256: str = "") -> int:
+        """Body bytes the CDN sent (for one file when its sha256 is given), once requests end."""
+        self.wait_idle()
         with self._log_lock:
-            return sum(r.sent for r in self.log if r.method == "GET" and "/cdn/" in r.path and r.path.endswith(path_suffix))
+            return sum(r.sent for r in self.log if r.method == "GET" and f"/cdn/{sha256}" in r.path)
 
-    def record(self, entry: LoggedRequest) -> None:
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Wait until no request is being served (the client may finish reading first)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._active == 0, timeout)
+
+    def record(self, entry: LoggedRequest) -> LoggedRequest:
         with self._log_lock:
             self.log.append(entry)
+        return entry
+
+    def _request_started(self) -> None:
+        with self._idle:
+            self._active += 1
+
+    def _request_ended(self) -> None:
+        with self._idle:
+            self._active -= 1
+            self._idle.notify_all()
 
     def file_by_sha(self, sha: str) -> HubFile | None:
         return self._by_sha.get(sha)
@@ -269,9 +287,9 @@ class _Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         return auth[7:].strip() if auth.lower().startswith("bearer ") else None
 
-    def _finish(self, status: int, sent: int) -> None:
-        self.hub.record(LoggedRequest(
-            self.command, self.path, self.headers.get("Range"), status, sent, self._token() is not None
+    def _finish(self, status: int, sent: int) -> LoggedRequest:
+        return self.hub.record(LoggedRequest(
+            self.command, self.path, self.headers.get("Range"), status, self._token() is not None, sent
         ))
 
     def _json(self, status: int, payload: object, headers: dict[str, str] | None = None) -> None:
@@ -296,6 +314,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._route()
 
     def _route(self) -> None:
+        self.hub._request_started()
+        try:
+            self._dispatch()
+        finally:
+            self.hub._request_ended()
+
+    def _dispatch(self) -> None:
         url = urlsplit(self.path)
         path = unquote(url.path)
         query = parse_qs(url.query)
@@ -460,38 +485,38 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in headers.items():
             self.send_header(k, v)
         self.end_headers()
+        entry = self._finish(206 if partial else 200, 0)
         if self.command == "HEAD":
-            return self._finish(206 if partial else 200, 0)
+            return
         cut = faults.take(faults.cut_after, f.path)
         rate = faults.rate_limit.get(f.path)
         to_send = announced if cut is None else min(announced, cut)
-        sent = self._send_body(f.source, start, to_send, rate)
-        self._finish(206 if partial else 200, sent)
+        self._send_body(f.source, start, to_send, rate, entry)
         if cut is not None and cut < announced:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)  # a dropped connection mid-body
 
-    def _send_body(self, source: Path, offset: int, count: int, rate: float | None) -> int:
-        sent = 0
+    def _send_body(self, source: Path, offset: int, count: int, rate: float | None, entry: LoggedRequest) -> None:
+        """Send count bytes from offset, counting them in entry.sent as they go."""
         with open(source, "rb") as src:
             if rate is None:
                 self.wfile.flush()
-                while sent < count:  # zero-copy, like a real CDN would
-                    n = os.sendfile(self.connection.fileno(), src.fileno(), offset + sent, count - sent)
+                while entry.sent < count:  # zero-copy, like a real CDN would
+                    n = os.sendfile(self.connection.fileno(), src.fileno(), offset + entry.sent,
+                                    min(count - entry.sent, 8 * _SEND_CHUNK))
                     if n == 0:
                         break
-                    sent += n
-                return sent
+                    entry.sent += n
+                return
             src.seek(offset)
             began = time.monotonic()
             step = max(4096, int(rate / 20))
-            while sent < count:
-                chunk = src.read(min(step, count - sent))
+            while entry.sent < count:
+                chunk = src.read(min(step, count - entry.sent))
                 if not chunk:
                     break
                 self.wfile.write(chunk)
-                sent += len(chunk)
-                ahead = sent / rate - (time.monotonic() - began)
+                entry.sent += len(chunk)
+                ahead = entry.sent / rate - (time.monotonic() - began)
                 if ahead > 0:
                     time.sleep(ahead)
-        return sent

@@ -261,7 +261,7 @@ def _starter_model() -> LibraryModel | None:
             header = parse_gguf_header(f.read(16 * 1024 * 1024), total)
         model = _model_from(target, header, None, None, SOURCE_STARTER, total, 1)
         return LibraryModel(**{**asdict(model), "name": "starter", "path": target})
-    except Exception:  # noqa: BLE001 - a broken starter package must not hide the library
+    except Exception:
         log.warning("starter model could not be listed", exc_info=True)
         return None
 

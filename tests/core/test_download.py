@@ -11,7 +11,8 @@ import pytest
 from app.core.errors import HubUnreachableError
 from app.core.hub import Downloader, JobState, download_entry, list_gguf_files
 from app.core.library import list_models
-from tests.hub_fixtures import hub, hub_env, tiny_gguf  # noqa: F401
+
+pytest_plugins = ["tests.hub_fixtures"]
 
 
 def _sha(path: Path) -> str:

@@ -15,7 +15,8 @@ from app.core.hub import (
     search_models,
     split_info,
 )
-from tests.hub_fixtures import hub, hub_env, tiny_gguf  # noqa: F401
+
+pytest_plugins = ["tests.hub_fixtures"]
 
 
 @pytest.mark.parametrize(
@@ -59,7 +60,7 @@ def test_search_sorts_and_carries_counts(hub_env) -> None:
     by_downloads = search_models("alpha", sort="downloads")
     assert [r.repo_id for r in by_downloads] == ["beta/alpha-mini-GGUF", "acme/alpha-GGUF"]
     assert by_downloads[0].author == "beta" and by_downloads[0].downloads == 500
-    assert [r.repo_id for r in search_models("alpha", sort="likes")][0] == "acme/alpha-GGUF"
+    assert search_models("alpha", sort="likes")[0].repo_id == "acme/alpha-GGUF"
     newest = search_models("alpha", sort="last_modified")[0]
     assert newest.repo_id == "beta/alpha-mini-GGUF"
     assert newest.last_modified == datetime(2025, 6, 1, tzinfo=UTC)

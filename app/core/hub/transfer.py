@@ -32,7 +32,8 @@ READ_TIMEOUT_S = 20.0
 MAX_ATTEMPTS_WITHOUT_PROGRESS = 6
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 8.0
-WRITE_BUFFER = 4 * 1024 * 1024  # bytes gathered before one write(): fewer syscalls
+WRITE_BUFFER = 1024 * 1024  # bytes gathered before one write(): fewer syscalls
+FLUSH_EVERY_S = 0.5  # ...and at least this often, so a crash loses little of a slow download
 HASH_READ = 8 * 1024 * 1024
 DISK_MARGIN = 64 * 1024 * 1024  # keep this much free beyond the file itself
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
@@ -168,37 +169,46 @@ def fetch(
     control = control or DownloadControl()
     target.incomplete.parent.mkdir(parents=True, exist_ok=True)
     try:
-        done, hasher = _hash_existing(target.incomplete, control)
-        if done > target.size:
+        state = _State(*_hash_existing(target.incomplete, control))
+        if state.done > target.size:
             log.warning("%s: partial file larger than expected; starting over", target.display_name)
             target.incomplete.unlink()
-            done, hasher = 0, hashlib.sha256()
+            state = _State(0, hashlib.sha256())
         if on_progress:
-            on_progress(done)
-        check_free_space(target.incomplete.parent, target.size - done)
+            on_progress(state.done)
+        check_free_space(target.incomplete.parent, target.size - state.done)
         attempts = 0
-        while done < target.size:
+        while state.done < target.size:
             control.check()
-            before = done
+            before = state.done
             try:
-                done, hasher = _stream_once(target, token, control, done, hasher, on_progress)
+                _stream_once(target, token, control, state, on_progress)
             except _Retry as retry:
-                attempts = 0 if done > before else attempts + 1
+                attempts = 0 if state.done > before else attempts + 1
                 if attempts >= MAX_ATTEMPTS_WITHOUT_PROGRESS:
                     raise DownloadError(
                         f"Downloading {target.display_name} failed after {attempts} tries "
                         f"({retry.reason}); the partial file is kept, so retrying resumes it."
                     ) from None
                 wait = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** max(attempts - 1, 0))
-                log.info("%s: %s; retrying in %.1f s from byte %d", target.display_name, retry.reason, wait, done)
+                log.info(
+                    "%s: %s; retrying in %.2f s from byte %d",
+                    target.display_name, retry.reason, wait, state.done,
+                )
                 control.sleep(wait)
-                continue
-            if done == before:  # an empty successful body: count it as a failed try
-                attempts += 1
-        _verify(target, hasher)
+        _verify(target, state.hasher)
     except DownloadCancelled:
         target.incomplete.unlink(missing_ok=True)
         raise
+
+
+class _State:
+    """Bytes in the partial file and their running hash. Always what is on disk, also after
+    an exception: the body writer flushes what it received before giving up."""
+
+    def __init__(self, done: int, hasher: hashlib._Hash) -> None:
+        self.done = done
+        self.hasher = hasher
 
 
 class _Retry(Exception):
@@ -211,110 +221,107 @@ def _stream_once(
     target: FetchTarget,
     token: str | None,
     control: DownloadControl,
-    done: int,
-    hasher: hashlib._Hash,
+    state: _State,
     on_progress: ProgressFn | None,
-) -> tuple[int, hashlib._Hash]:
-    """One GET from `done`; returns the new (done, hasher). Raises _Retry for transient faults."""
+) -> None:
+    """One GET from state.done, appended to the partial file. Raises _Retry for transient faults."""
     timeout = httpx2.Timeout(READ_TIMEOUT_S, connect=10.0)
+    headers = _headers(target, token, state.done)
     try:
         with get_session().stream(
-            "GET", target.url, headers=_headers(target, token, done), timeout=timeout, follow_redirects=True
+            "GET", target.url, headers=headers, timeout=timeout, follow_redirects=True
         ) as response:
             status = response.status_code
             if status in _RETRY_STATUS:
                 raise _Retry(f"server answered {status}")
             if status in (401, 403):
                 raise GatedRepoError(gated_message(target.repo_id, status))
-            if status == 416 and done > 0:
+            if status == 416 and state.done > 0:
                 # Our partial file does not fit the server's file: start over.
                 target.incomplete.unlink(missing_ok=True)
+                state.done, state.hasher = 0, hashlib.sha256()
                 raise _Retry("range not satisfiable; restarting from zero")
             if status >= 400:
                 response.read()
-                raise translate(httpx2.HTTPStatusError(
-                    f"HTTP {status}", request=response.request, response=response
-                ), target.repo_id, target.display_name)
-            mode = "ab"
-            if done > 0 and (status != 206 or _content_range_start(response) != done):
+                error = httpx2.HTTPStatusError(f"HTTP {status}", request=response.request, response=response)
+                raise translate(error, target.repo_id, target.display_name)
+            if state.done > 0 and (status != 206 or _content_range_start(response) != state.done):
                 # The server ignored our Range and sends the whole file: rewrite from zero.
                 log.info("%s: server ignored Range; downloading from the start", target.display_name)
-                done, hasher, mode = 0, hashlib.sha256(), "wb"
-            elif done == 0:
-                mode = "wb"
-            done = _write_body(response, target, control, done, hasher, mode, on_progress)
+                state.done, state.hasher = 0, hashlib.sha256()
+            _write_body(response, target, control, state, on_progress)
     except _TRANSIENT as error:
         raise _Retry(f"{type(error).__name__}: {error}") from None
-    if done < target.size:
-        raise _Retry(f"connection ended at byte {done:,} of {target.size:,}")
-    return done, hasher
+    if state.done < target.size:
+        control.check()
+        raise _Retry(f"connection ended at byte {state.done:,} of {target.size:,}")
 
 
 def _write_body(
     response: httpx2.Response,
     target: FetchTarget,
     control: DownloadControl,
-    done: int,
-    hasher: hashlib._Hash,
-    mode: str,
+    state: _State,
     on_progress: ProgressFn | None,
-) -> int:
-    """Append the body to the partial file; gathers ~4 MiB per write and hashes as it goes."""
-    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    flags |= os.O_APPEND if mode == "ab" else os.O_TRUNC
-    fd = os.open(target.incomplete, flags, 0o644)
+) -> None:
+    """Write the body after the state.done bytes already in the partial file (truncating
+    anything beyond), gathering ~WRITE_BUFFER per write() and hashing as it goes."""
+    fd = os.open(target.incomplete, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     pending: list[bytes] = []
     pending_bytes = 0
+    written_to = state.done  # bytes of the file that are on disk
     last_report = 0.0
+    last_flush = time.monotonic()
 
     def flush() -> None:
-        nonlocal pending, pending_bytes
+        nonlocal pending, pending_bytes, written_to
         if not pending:
             return
-        data = b"".join(pending)
+        view = memoryview(b"".join(pending))
         pending, pending_bytes = [], 0
-        view = memoryview(data)
         try:
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
+                n = os.write(fd, view)
+                view = view[n:]
+                written_to += n
         except OSError as error:
             if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                 raise DiskFullError(
-                    f"The disk filled up while downloading {target.display_name}; "
-                    f"free some space and resume (the {_human(done - len(view))} already "
-                    f"downloaded are kept)."
+                    f"The disk filled up while downloading {target.display_name}; free some space "
+                    f"and resume (the {_human(written_to)} already downloaded are kept)."
                 ) from None
             raise
 
     try:
+        os.ftruncate(fd, state.done)
+        os.lseek(fd, state.done, os.SEEK_SET)
         try:
             for chunk in response.iter_raw():
-                if done + len(chunk) > target.size:
+                if state.done + len(chunk) > target.size:
                     raise DownloadError(
                         f"The server sent more data than {target.display_name}'s "
                         f"{target.size:,} bytes; the download was stopped."
                     )
-                hasher.update(chunk)
+                state.hasher.update(chunk)
+                state.done += len(chunk)
                 pending.append(chunk)
                 pending_bytes += len(chunk)
-                done += len(chunk)
-                if pending_bytes >= WRITE_BUFFER:
+                now = time.monotonic()
+                if pending_bytes >= WRITE_BUFFER or now - last_flush >= FLUSH_EVERY_S:
                     flush()
+                    last_flush = now
                 if control.stop_requested:
                     break
-                now = time.monotonic()
                 if on_progress and now - last_report >= 0.1:
                     last_report = now
-                    on_progress(done)
+                    on_progress(state.done)
         finally:
             flush()  # keep what arrived before a pause, a cut or an error
     finally:
         os.close(fd)
     if on_progress:
-        on_progress(done)
+        on_progress(state.done)
     control.check()
-    return done
 
 
 def _verify(target: FetchTarget, hasher: hashlib._Hash) -> None:
