@@ -1,10 +1,9 @@
 """One streamed generation inside the engine process.
 
-The prompt is evaluated in batches with llama.cpp's abort callback watching the cancel
-event (so Stop works during a long prompt too); the callback is removed before decoding
-so the per-token loop costs nothing extra. Between tokens the loop checks the cancel
-event, decodes UTF-8 incrementally, holds back text that might start a stop string,
-and sends one Token event per piece of text.
+While it runs, llama.cpp's abort callback watches the shared cancel flag (natively, see
+app.engine.cancel), so Stop cuts a token or a prompt batch short. Between tokens the
+loop checks the flag too, decodes UTF-8 incrementally, holds back text that might start
+a stop string, and sends one Token event per piece of text.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from typing import Any
 import llama_cpp
 
 from app.core.errors import EngineFailedError
+from app.engine.cancel import native_abort_callback
 from app.engine.chat_template import ChatTemplate
 from app.engine.messages import ChatMessage, Finished, Generate, Token
 
@@ -83,37 +83,49 @@ def run_generation(
     first_at = last_at = 0.0
     reason = "length"
 
-    if not _prefill(llm, tokens, cancel):
-        return _finished(command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens))
-
-    for token in llm.generate(
-        tokens,
-        top_k=s.top_k,
-        top_p=s.top_p,
-        min_p=s.min_p,
-        temp=s.temperature,
-        repeat_penalty=s.repeat_penalty,
-        reset=True,  # finds the prompt already evaluated by _prefill and samples at once
-    ):
-        last_at = time.perf_counter()
-        if not first_at:
-            first_at = last_at
-        if llama_cpp.llama_vocab_is_eog(vocab, token):
-            reason = "stop"
-            break
-        generated += 1
-        piece = stops.push(decoder.decode(llm.detokenize([token])))
-        if piece:
-            text_parts.append(piece)
-            emit(Token(command.request_id, piece, len(tokens) + generated))
-        if stops.stopped:
-            reason = "stop"
-            break
-        if cancel.is_set():
-            reason = "cancelled"
-            break
-        if generated >= max_new:
-            break
+    with _abort_on(llm, cancel):
+        if not _prefill(llm, tokens, cancel):
+            return _finished(command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens))
+        stream = llm.generate(
+            tokens,
+            top_k=s.top_k,
+            top_p=s.top_p,
+            min_p=s.min_p,
+            temp=s.temperature,
+            repeat_penalty=s.repeat_penalty,
+            reset=True,  # finds the prompt already evaluated by _prefill and samples at once
+        )
+        while True:
+            try:
+                token = next(stream)
+            except StopIteration:
+                break
+            except RuntimeError:
+                if not cancel.is_set():
+                    raise
+                # llama_decode returned 2: aborted mid-token. llama.cpp dropped that
+                # token's cache entries and llm.n_tokens never counted it.
+                reason = "cancelled"
+                break
+            last_at = time.perf_counter()
+            if not first_at:
+                first_at = last_at
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                reason = "stop"
+                break
+            generated += 1
+            piece = stops.push(decoder.decode(llm.detokenize([token])))
+            if piece:
+                text_parts.append(piece)
+                emit(Token(command.request_id, piece, len(tokens) + generated))
+            if stops.stopped:
+                reason = "stop"
+                break
+            if cancel.is_set():
+                reason = "cancelled"
+                break
+            if generated >= max_new:
+                break
     if not stops.stopped:
         tail = stops.flush() + decoder.decode(b"", final=True)
         if tail:
@@ -197,18 +209,16 @@ def _prefill(llm: Any, tokens: list[int], cancel: Any) -> bool:
         else:
             llm.n_tokens = cached
     rest = tokens[cached:]
-    with _abort_on(llm, cancel):
-        for i in range(0, len(rest), llm.n_batch):
-            if cancel.is_set():
+    for i in range(0, len(rest), llm.n_batch):
+        if cancel.is_set():
+            return False
+        try:
+            llm.eval(rest[i : i + llm.n_batch])
+        except RuntimeError:
+            if cancel.is_set():  # llama_decode returned 2: aborted by our callback
                 llm.reset()
                 return False
-            try:
-                llm.eval(rest[i : i + llm.n_batch])
-            except RuntimeError:
-                if cancel.is_set():  # llama_decode returned 2: aborted by our callback
-                    llm.reset()
-                    return False
-                raise
+            raise
     return True
 
 
@@ -227,15 +237,19 @@ _ABORT_TYPE = llama_cpp.ggml_abort_callback
 _set_abort = llama_cpp.llama_cpp._lib.llama_set_abort_callback
 _set_abort.argtypes = [ctypes.c_void_p, _ABORT_TYPE, ctypes.c_void_p]
 _set_abort.restype = None
+_NATIVE_ABORT = native_abort_callback()
 
 
 @contextmanager
 def _abort_on(llm: Any, cancel: Any) -> Iterator[None]:
     """While inside, llama.cpp's compute stops soon after `cancel` is set."""
-    callback = _ABORT_TYPE(lambda _data: bool(cancel.is_set()))
-    _set_abort(llm._ctx.ctx, callback, None)
+    address = getattr(cancel, "address", None)
+    if _NATIVE_ABORT is not None and address is not None:
+        callback, data = _NATIVE_ABORT, ctypes.c_void_p(address)
+    else:  # a Python callback after every graph node: slow, so only without a native one
+        callback, data = _ABORT_TYPE(lambda _data: bool(cancel.is_set())), None
+    _set_abort(llm._ctx.ctx, callback, data)
     try:
         yield
     finally:
         _set_abort(llm._ctx.ctx, _ABORT_TYPE(), None)
-        del callback

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.errors import EngineCrashedError
+from app.engine.cancel import CancelFlag
 from app.engine.messages import Generate, Shutdown
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ class EngineProcess:
 
     def __init__(self) -> None:
         self._ctx = multiprocessing.get_context("spawn")
-        self._cancel = self._ctx.Event()
+        self._cancel = CancelFlag(self._ctx)
         self._process: Any = None
         self._commands: Any = None  # our sending end
         self._events: Any = None  # our receiving end
@@ -138,7 +139,8 @@ class EngineProcess:
         raise self._crashed_error()
 
     def cancel(self) -> None:
-        """Stop the current generation between tokens (or the prompt, between batches)."""
+        """Stop the current generation: llama.cpp stops within its current token or prompt
+        batch, and no further token is generated."""
         self._cancel.set()
 
     # ---- crash reporting ------------------------------------------------------------

@@ -213,3 +213,29 @@ def test_reusing_a_prompt_prefix_past_the_sliding_window_gives_the_fresh_answer(
     engine.send(Generate("fresh", sampling, prompt=second))
     _, fresh = _wait(engine, (Finished, Failed))
     assert fresh.text == replies[1].text
+
+
+def test_cancel_during_a_long_prompt_stops_it_and_the_engine_goes_on(engine, loaded_q8):
+    prompt = " ".join(f"word{i}" for i in range(400))  # ~1800 tokens: seconds of prompt work
+    engine.send(Generate("long-prompt", SamplingSettings(max_tokens=4), prompt=prompt))
+    time.sleep(0.3)  # let the prompt evaluation start (no signal exists for it)
+    cancelled_at = time.perf_counter()
+    engine.cancel()
+    _, finished = _wait(engine, (Finished, Failed), timeout=30)
+    latency = time.perf_counter() - cancelled_at
+    assert isinstance(finished, Finished) and finished.stop_reason == "cancelled"
+    assert finished.generated_tokens == 0
+    print(f"prompt cancel latency {latency * 1000:.1f} ms")
+    assert latency < 0.5
+    engine.send(Generate("after-cancel", GREEDY, prompt="The capital of France is"))
+    _, finished = _wait(engine, (Finished, Failed))
+    assert isinstance(finished, Finished) and finished.generated_tokens == 8
+
+
+def test_stop_string_ends_the_reply_before_it(engine, loaded_q8):
+    sampling = SamplingSettings(temperature=0.0, max_tokens=40, stop=("7",))
+    engine.send(Generate("stop", sampling, prompt="1, 2, 3, 4,"))
+    tokens, finished = _wait(engine, (Finished, Failed))
+    assert isinstance(finished, Finished), finished
+    assert finished.stop_reason == "stop" and "7" not in finished.text
+    assert "6" in finished.text and "".join(t.text for t in tokens) == finished.text
