@@ -6,7 +6,8 @@ at call time):
     search_models(query, *, sort="downloads"|"likes"|"last_modified", limit=50) -> list[RepoSummary]
     list_gguf_files(repo_id, *, revision="main") -> RepoFiles   (.entries, .by_quantization(), .pick(sel))
     parse_model_spec("owner/name:Q4_K_M") -> ("owner/name", "Q4_K_M")
-    fetch_remote_header(repo_id, filename) -> GgufHeader        (range reads, a few MiB)
+    fetch_remote_header(repo_id, filename) -> GgufHeader        (range reads, a few MiB; cached)
+    clear_header_cache()
     estimate_fit(repo_id, file_or_entry, n_ctx, *, budget_bytes=None) -> fit estimate
     download_entry(entry, *, folder=None, control=None, on_progress=None) -> Path
     Downloader(max_parallel=2, on_progress=cb): enqueue/pause/resume/cancel/get/jobs/wait/close
@@ -36,7 +37,7 @@ from app.core.hub.downloader import (
     download_entry,
     partial_paths,
 )
-from app.core.hub.remote_header import estimate_fit, fetch_remote_header
+from app.core.hub.remote_header import clear_header_cache, estimate_fit, fetch_remote_header
 from app.core.hub.tokens import delete_token, describe_token, load_token, save_token, token_path
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "RemoteFile",
     "RepoFiles",
     "RepoSummary",
+    "clear_header_cache",
     "delete_token",
     "describe_token",
     "download_entry",

@@ -150,16 +150,17 @@ def estimate_fit(
 
 
 def default_budget_bytes() -> int:
-    """Free VRAM of the first GPU, or free RAM when there is none (via app.core.probes)."""
+    """Free VRAM of the GPU the probes find, or free RAM when there is none (app.core.probes)."""
+    from app.core.probes import detect_probe
+
+    probe = detect_probe()
     try:
-        from app.core import probes
+        return probe.sample().device_free
+    finally:
+        probe.close()
 
-        for name in ("free_budget_bytes", "memory_budget_bytes", "free_memory_bytes"):
-            fn = getattr(probes, name, None)
-            if callable(fn):
-                return int(fn())
-    except ImportError:
-        pass
-    import psutil
 
-    return int(psutil.virtual_memory().available)
+def clear_header_cache() -> None:
+    """Forget remote headers read so far (e.g. after a new token opens gated files)."""
+    with _cache_lock:
+        _cache.clear()

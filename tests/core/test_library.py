@@ -1,0 +1,104 @@
+"""The library: models found on disk (HF cache, download folders, user folders, starter)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.core.errors import BadInputError, ModelNotFoundError
+from app.core.hub import download_entry, list_gguf_files
+from app.core.library import delete_model, find_model, list_models
+
+pytest_plugins = ["tests.hub_fixtures"]
+
+
+@pytest.fixture
+def two_repos(hub_env, tiny_gguf):
+    hub_env.add_repo("acme/tiny-GGUF", {
+        "tiny-Q8_0.gguf": tiny_gguf("a.gguf", n_ctx_train=2048),
+        "tiny-Q4_K_M.gguf": tiny_gguf("b.gguf", seed=3, n_layer=3),
+    })
+    hub_env.add_repo("other/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf("c.gguf", seed=5, arch="gemma3")})
+    for repo, quant in (("acme/tiny-GGUF", "Q8_0"), ("acme/tiny-GGUF", "Q4_K_M"), ("other/tiny-GGUF", "Q8_0")):
+        download_entry(list_gguf_files(repo).pick(quant))
+    return hub_env
+
+
+def test_lists_hf_cache_models_with_header_fields(two_repos) -> None:
+    models = list_models(include_starter=False)
+    assert [(m.repo_id, m.name) for m in models] == [
+        ("acme/tiny-GGUF", "tiny-Q4_K_M"), ("acme/tiny-GGUF", "tiny-Q8_0"), ("other/tiny-GGUF", "tiny-Q8_0")]
+    q8 = models[1]
+    assert (q8.architecture, q8.context_length, q8.quantization, q8.source) == ("llama", 2048, "Q8_0", "hf-cache")
+    assert q8.parameter_count and q8.parameter_count > 0
+    assert q8.file_size == q8.path.stat().st_size
+    assert models[2].architecture == "gemma3"
+
+
+def test_user_folders_and_unreadable_files(hub_env, tiny_gguf, tmp_path) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    tiny_gguf("mine-Q8_0.gguf").rename(own / "mine-Q8_0.gguf")
+    (own / "broken.gguf").write_bytes(b"not a gguf at all")
+    (own / "half.gguf.incomplete").write_bytes(b"GGUF")
+    models = {m.name: m for m in list_models(extra_dirs=[own], include_starter=False)}
+    assert sorted(models) == ["broken", "mine-Q8_0"]
+    assert models["mine-Q8_0"].repo_id is None and models["mine-Q8_0"].error is None
+    assert "not a GGUF" in models["broken"].error
+
+
+def test_starter_model_is_listed_when_installed(hub_env) -> None:
+    from app.core import starter
+
+    if not starter.is_installed():
+        pytest.skip("the starter package is not installed")
+    (model,) = [m for m in list_models() if m.source == "starter"]
+    assert (model.name, model.architecture, model.quantization, model.ref) == ("starter", "gemma3", "Q4_K_M", "starter")
+    assert model.file_size == 253_113_024
+
+
+def test_find_by_name_repo_quant_and_path(two_repos) -> None:
+    models = list_models(include_starter=False)
+    assert find_model("tiny-Q4_K_M", models).quantization == "Q4_K_M"
+    assert find_model("acme/tiny-GGUF:Q8_0", models).repo_id == "acme/tiny-GGUF"
+    assert find_model("other/tiny-GGUF", models).repo_id == "other/tiny-GGUF"
+    path = models[0].path
+    assert find_model(str(path), models).path == path
+    with pytest.raises(BadInputError, match="matches 2 models"):
+        find_model("tiny-Q8_0", models)
+    with pytest.raises(BadInputError, match="matches 2 models"):
+        find_model("acme/tiny-GGUF", models)
+    with pytest.raises(ModelNotFoundError, match="No model named 'nothing'"):
+        find_model("nothing", models)
+
+
+def test_delete_removes_blob_and_links_and_keeps_the_rest(two_repos, tmp_path) -> None:
+    storage = tmp_path / "hf-cache" / "models--acme--tiny-GGUF"
+    q8 = find_model("acme/tiny-GGUF:Q8_0")
+    blob = q8.path.resolve()
+    delete_model(q8)
+    assert not blob.exists() and not q8.path.exists()
+    assert [m.name for m in list_models(include_starter=False) if m.repo_id == "acme/tiny-GGUF"] == ["tiny-Q4_K_M"]
+    delete_model(find_model("acme/tiny-GGUF:Q4_K_M"))
+    assert not storage.exists()  # nothing left of the repo: its folder goes too
+    assert [m.repo_id for m in list_models(include_starter=False)] == ["other/tiny-GGUF"]
+
+
+def test_delete_from_a_download_folder(hub_env, tiny_gguf, tmp_path) -> None:
+    hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf()})
+    path = download_entry(list_gguf_files("acme/tiny-GGUF").entries[0], folder=tmp_path / "lib")
+    folders = json.loads((tmp_path / "kvstudio-data" / "library_folders.json").read_text())
+    assert folders == [str((tmp_path / "lib").resolve())]
+    delete_model(find_model("tiny-Q8_0"))
+    assert not path.exists()
+    assert list_models(include_starter=False) == []
+
+
+def test_starter_cannot_be_deleted(hub_env) -> None:
+    from app.core import starter
+
+    if not starter.is_installed():
+        pytest.skip("the starter package is not installed")
+    with pytest.raises(BadInputError, match="starter"):
+        delete_model(find_model("starter"))
