@@ -161,6 +161,7 @@ class DownloadManager(QObject):
         self._max_parallel = max_parallel
         self._items: dict[str, DownloadItem] = {}
         self._remove_when_stopped: set[str] = set()
+        self._closed = False  # after shutdown() nothing new starts
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(max_parallel)
         self._signals = _JobSignals(self)
@@ -249,6 +250,7 @@ class DownloadManager(QObject):
 
     def shutdown(self, timeout_ms: int = 10000) -> None:
         """Pause running jobs (partial files kept), wait for them, save the queue."""
+        self._closed = True
         resume_later = [i.key for i in self._items.values() if i.is_active]
         for item in self._items.values():
             if item._control is not None:
@@ -313,6 +315,8 @@ class DownloadManager(QObject):
         self.download_changed.emit(item.key)
 
     def _schedule(self) -> None:
+        if self._closed:
+            return
         running = self.running_count()
         for item in self._items.values():
             if running >= self._max_parallel:
@@ -386,6 +390,8 @@ class DownloadManager(QObject):
         """Write the unfinished downloads (atomically) so a restart can continue them."""
         if not self._state_file or not self._codec:
             return
+        if self._closed and resume_keys is None:
+            return  # shutdown() wrote the final queue; late job events must not overwrite it
         records = []
         for item in self._items.values():
             if item.state in (DownloadState.FINISHED, DownloadState.CANCELLED):

@@ -47,25 +47,18 @@ class FitEstimate:
 
 
 def free_memory() -> tuple[int, str, bool]:
-    """(bytes, label, on_gpu) of the memory a model would load into: free VRAM on the first
-    NVIDIA GPU when NVML answers, else available RAM."""
+    """(bytes, label, on_gpu) of the memory a model would load into: free VRAM of the GPU the
+    core's probes find (NVML, amdsmi, AMD sysfs), else free system RAM."""
+    from app.core.probes import detect_probe
+
+    probe = detect_probe()
     try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-            info = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            name = pynvml.nvmlDeviceGetName(handle)
-            name = name.decode() if isinstance(name, bytes) else name
-            return int(info.free), f"free VRAM ({name})", True
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no NVIDIA driver: fall back to RAM
-        log.debug("NVML not available; using RAM for the fit estimate", exc_info=True)
-    import psutil
-
-    return int(psutil.virtual_memory().available), "free RAM", False
+        sample = probe.sample()
+    finally:
+        probe.close()
+    if probe.kind == "gpu":
+        return sample.device_free, f"free VRAM ({probe.device})", True
+    return sample.device_free, "free RAM", False
 
 
 def estimate(header: GgufHeader, file_size: int, n_ctx: int, budget: tuple[int, str, bool],

@@ -107,6 +107,7 @@ class ModelsPage(QWidget):
         discover.setStretchFactor(0, 2)
         discover.setStretchFactor(1, 3)
         discover.setChildrenCollapsible(False)
+        discover.setSizes([460, 820])
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(discover, "Discover")

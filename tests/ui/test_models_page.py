@@ -1,0 +1,444 @@
+"""The Models page against the local Hub server (tests/hub_server.py) through HF_ENDPOINT.
+
+Real widgets offscreen, a real HTTP server on 127.0.0.1, a temporary HF cache; waits
+are on signals and conditions with timeouts, never sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+
+from app.services.downloads import DownloadState  # noqa: E402
+from tests.gguf_factory import write_tiny_gguf  # noqa: E402
+from tests.hub_server import HubServer  # noqa: E402
+
+REPO = "acme/tiny-llama-GGUF"
+OTHER = "zeta/tiny-gemma-GGUF"
+GATED = "acme/gated-tiny-GGUF"
+Q8 = "tiny-llama-Q8_0.gguf"
+F16 = "tiny-llama-F16.gguf"
+SPLIT = ("tiny-llama-Q4_K_M-00001-of-00002.gguf", "tiny-llama-Q4_K_M-00002-of-00002.gguf")
+GIB = 1024**3
+WAIT = 20_000  # ms
+
+
+@pytest.fixture(scope="module")
+def gguf_files(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("ggufs")
+    return {
+        "q8": write_tiny_gguf(folder / "a.gguf", n_layer=4, seed=1, name="tiny-llama"),
+        "f16": write_tiny_gguf(folder / "b.gguf", n_layer=6, seed=2, name="tiny-llama"),
+        "gemma": write_tiny_gguf(folder / "c.gguf", arch="gemma3", n_layer=6, sliding_window=64, seed=3),
+        "split1": write_tiny_gguf(folder / "d.gguf", n_layer=2, seed=4),
+        # Every file distinct: the server finds a file by its sha256.
+        "gated": write_tiny_gguf(folder / "e.gguf", n_layer=2, seed=5),
+    }
+
+
+@pytest.fixture()
+def hub(gguf_files):
+    with HubServer() as server:
+        server.add_repo(
+            REPO,
+            {Q8: gguf_files["q8"], F16: gguf_files["f16"], SPLIT[0]: gguf_files["split1"],
+             SPLIT[1]: b"second part of a split model " * 1000, "README.md": b"# tiny\n"},
+            downloads=5000, likes=7, last_modified=datetime(2025, 3, 1, tzinfo=timezone.utc),
+        )
+        server.add_repo(OTHER, {"tiny-gemma-Q8_0.gguf": gguf_files["gemma"]}, downloads=100, likes=50,
+                        last_modified=datetime(2025, 6, 1, tzinfo=timezone.utc))
+        server.add_repo(GATED, {"gated-Q8_0.gguf": gguf_files["gated"]}, gated=True, downloads=1)
+        yield server
+
+
+@pytest.fixture()
+def env(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setenv("KVSTUDIO_DATA_DIR", str(tmp_path / "data"))
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_TOKEN_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    from app.ui.models import backend
+
+    backend.forget_headers()
+    return tmp_path
+
+
+class Budget:
+    """A memory budget the test controls (bytes, label, on_gpu)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __call__(self) -> tuple[int, str, bool]:
+        return self.n, "free RAM", False
+
+
+def make_page(qtbot, env, budget: int = 8 * GIB, engine_client=None, max_parallel: int = 2):
+    from app.ui.models.page import ModelsPage
+
+    page = ModelsPage(engine_client, data_dir=env / "data", budget_fn=Budget(budget),
+                      max_parallel=max_parallel)
+    qtbot.addWidget(page)
+    page.resize(1280, 760)
+    page.show()
+    return page
+
+
+def shut(page) -> None:
+    page.shutdown()
+
+
+def open_repo(qtbot, page, repo_id: str = REPO) -> None:
+    page.search(repo_id.split("/")[1])
+    qtbot.waitUntil(lambda: page.search_view.results.rowCount() >= 1, timeout=WAIT)
+    row = next(r for r in range(page.search_view.results.rowCount())
+               if page.search_view.results.repo_at(r).repo_id == repo_id)
+    page.search_view.table.selectRow(row)
+    qtbot.waitUntil(lambda: bool(page.repo_view.entry_names()), timeout=WAIT)
+    # Header range reads finish before a test slows the server down for downloads.
+    qtbot.waitUntil(lambda: not page.runner.is_busy(), timeout=WAIT)
+
+
+def sent_since(hub, mark: int, name: str) -> int:
+    """CDN body bytes of file `name` sent after request number `mark` of hub.log."""
+    sha = hub.repos[REPO].files[name].sha256
+    return sum(r.sent for r in hub.log[mark:] if r.method == "GET" and r.path.startswith(f"/cdn/{sha}"))
+
+
+def wait_fits(qtbot, page) -> None:
+    qtbot.waitUntil(
+        lambda: all(page.repo_view.fit_for(n) for n in page.repo_view.entry_names()), timeout=WAIT
+    )
+
+
+def start_download(qtbot, page, first_file: str) -> str:
+    entry = next(e for n, (e, _row) in page.repo_view._entries.items() if n == first_file)
+    page.repo_view.select_entry(first_file)
+    qtbot.mouseClick(page.repo_view.download_button, Qt.LeftButton)
+    return f"{entry.repo_id}/{entry.first_file}"
+
+
+# ---- search ---------------------------------------------------------------------------------
+
+
+def test_search_shows_results_with_author_downloads_likes_and_date(qtbot, env):
+    page = make_page(qtbot, env)
+    page.search("tiny")
+    qtbot.waitUntil(lambda: page.search_view.results.rowCount() == 3, timeout=WAIT)
+    model = page.search_view.results
+    rows = [[model.index(r, c).data() for c in range(model.columnCount())] for r in range(3)]
+    assert rows[0] == ["tiny-llama-GGUF", "acme", "5k", "7", "2025-03-01"]
+    assert "3 models found." == page.search_view.status_label.text()
+
+    # Sorting by likes puts the most liked first (the server sorts, as the Hub does).
+    page.search_view.sort_combo.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.repo_at(0).repo_id == OTHER, timeout=WAIT)
+    shut(page)
+
+
+def test_search_offline_says_so_in_one_sentence(qtbot, env, monkeypatch):
+    page = make_page(qtbot, env)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    page.search("tiny")
+    qtbot.waitUntil(lambda: "Offline mode is on" in page.search_view.status_label.text(), timeout=WAIT)
+    assert page.search_view.results.rowCount() == 0
+    shut(page)
+
+
+# ---- a repo and its fit ---------------------------------------------------------------------
+
+
+def _tree_rows(page) -> dict[str, list[str]]:
+    """Quantization group -> ['file name | size | verdicts...', ...]."""
+    m = page.repo_view.model
+    groups = {}
+    for g in range(m.rowCount()):
+        group = m.item(g, 0)
+        groups[group.text()] = [
+            [group.child(r, c).text() for c in range(m.columnCount())] for r in range(group.rowCount())
+        ]
+    return groups
+
+
+def test_open_repo_groups_files_by_quantization_with_sizes_and_fit(qtbot, env, gguf_files, hub):
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    wait_fits(qtbot, page)
+    groups = _tree_rows(page)
+    assert set(groups) == {"Q8_0", "F16", "Q4_K_M"}  # README.md is not a model
+    from app.ui.models import format as fmt
+
+    assert groups["Q8_0"][0][:2] == [Q8, fmt.size(gguf_files["q8"].stat().st_size)]
+    split_total = gguf_files["split1"].stat().st_size + len(b"second part of a split model " * 1000)
+    assert groups["Q4_K_M"][0][:2] == ["tiny-llama-Q4_K_M  (2 parts)", fmt.size(split_total)]
+    # A tiny model fits 8 GiB in every KV mode; the cell says so and the largest context.
+    for row in groups["Q8_0"] + groups["F16"]:
+        assert all(cell.startswith("fits · max ") for cell in row[2:]), row
+    fit = page.repo_view.fit_for(Q8)
+    f16, q8k, q8kv = (m.kv_bytes for m in fit.modes)
+    assert q8kv < q8k < f16 and q8k * 128 == f16 * (64 + 34)  # K at 34/64 of f16, V unchanged
+
+    # The header came from range requests, never the whole file.
+    gets = [r for r in hub.log if r.method == "GET" and "/cdn/" in r.path]
+    assert gets and all(r.sent <= 4 * 1024 * 1024 for r in gets)
+
+    # The detail table shows every KV mode with a verdict.
+    page.repo_view.select_entry(Q8)
+    detail = page.repo_view.detail
+    assert [detail.item(r, 0).text() for r in range(3)] == ["f16/f16", "q8_0/f16", "q8_0/q8_0"]
+    assert all(detail.item(r, 3).text() == "fits" for r in range(3))
+    shut(page)
+
+
+def test_small_budget_says_does_not_fit(qtbot, env):
+    page = make_page(qtbot, env, budget=1024 * 1024)
+    open_repo(qtbot, page)
+    wait_fits(qtbot, page)
+    for row in _tree_rows(page)["Q8_0"]:
+        assert row[2:] == ["does not fit"] * 3
+    # Changing the context re-estimates every file.
+    page.fit_estimator._budget_fn = Budget(8 * GIB)
+    page.fit_estimator.refresh_budget()
+    page.repo_view.context_spin.setValue(4096)
+    qtbot.waitUntil(lambda: _tree_rows(page)["Q8_0"][0][2].startswith("fits"), timeout=WAIT)
+    assert page.repo_view.fit_for(Q8).n_ctx == 4096
+    shut(page)
+
+
+# ---- downloads --------------------------------------------------------------------------------
+
+
+def test_download_pause_resume_finishes_without_refetching(qtbot, env, gguf_files, hub):
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    size = gguf_files["f16"].stat().st_size
+    hub.faults.rate_limit[F16] = size / 3  # about three seconds, so there is time to pause
+    mark = len(hub.log)
+    key = start_download(qtbot, page, F16)
+    assert page.tabs.currentIndex() == page.TAB_DOWNLOADS
+    manager, view = page.downloads, page.downloads_view
+    qtbot.waitUntil(lambda: manager.item(key).done_bytes > 0, timeout=WAIT)
+    assert manager.item(key).state is DownloadState.DOWNLOADING
+
+    with qtbot.waitSignal(manager.download_paused, timeout=WAIT):
+        qtbot.mouseClick(view.pause_button, Qt.LeftButton)
+    paused_at = manager.item(key).done_bytes
+    assert 0 < paused_at < size
+    row = view.model.row_of(key)
+    assert view.model.index(row, 5).data() == "Paused"
+
+    hub.faults.rate_limit.pop(F16)
+    with qtbot.waitSignal(manager.download_finished, timeout=WAIT) as finished:
+        qtbot.mouseClick(view.resume_button, Qt.LeftButton)
+    path = Path(finished.args[1])
+    assert path.read_bytes() == gguf_files["f16"].read_bytes()
+    # Resumed from the bytes on disk: the server sent the file about once, not twice.
+    assert size <= sent_since(hub, mark, F16) < size + size // 4
+    assert view.model.index(row, 5).data() == "Done"
+
+    # The finished model appears in My models.
+    lib = page.library_view
+    qtbot.waitUntil(lambda: any(Path(p).name == F16 for p in lib.model.paths()), timeout=WAIT)
+    shut(page)
+
+
+def test_cancel_removes_the_partial_file(qtbot, env, gguf_files, hub):
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    size = gguf_files["q8"].stat().st_size
+    hub.faults.rate_limit[Q8] = size / 4
+    key = start_download(qtbot, page, Q8)
+    manager = page.downloads
+    qtbot.waitUntil(lambda: manager.item(key).done_bytes > 0, timeout=WAIT)
+    from app.ui.models import backend
+
+    with qtbot.waitSignal(manager.download_cancelled, timeout=WAIT):
+        qtbot.mouseClick(page.downloads_view.cancel_button, Qt.LeftButton)
+    assert manager.item(key).state is DownloadState.CANCELLED
+    assert backend.partial_bytes(manager.item(key).entry, None) == 0
+    assert not list((env / "hf" / "hub").rglob(Q8))
+    shut(page)
+
+
+def test_at_most_two_downloads_run_at_once(qtbot, env, hub, gguf_files):
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    for name in (Q8, F16, SPLIT[0], SPLIT[1]):
+        hub.faults.rate_limit[name] = 50_000
+    keys = [start_download(qtbot, page, name) for name in (Q8, F16, SPLIT[0])]
+    manager = page.downloads
+    states = [manager.item(k).state for k in keys]
+    assert states.count(DownloadState.DOWNLOADING) == 2 and states[2] is DownloadState.QUEUED
+    assert page.tabs.tabText(page.TAB_DOWNLOADS) == "Downloads (3)"
+    shut(page)
+
+
+def test_quit_and_restart_resumes_from_bytes_on_disk(qtbot, env, hub, gguf_files):
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    size = gguf_files["f16"].stat().st_size
+    hub.faults.rate_limit[F16] = size / 3
+    mark = len(hub.log)
+    key = start_download(qtbot, page, F16)
+    qtbot.waitUntil(lambda: page.downloads.item(key).done_bytes > size // 10, timeout=WAIT)
+    page.shutdown()  # quitting: running downloads stop, partial files stay
+    page.close()
+    hub.faults.rate_limit.pop(F16)
+
+    page2 = make_page(qtbot, env)
+    manager = page2.downloads
+    assert [i.key for i in manager.items()] == [key]
+    restored_from = manager.item(key).done_bytes
+    assert restored_from > 0
+    with qtbot.waitSignal(manager.download_finished, timeout=WAIT) as finished:
+        pass
+    assert Path(finished.args[1]).read_bytes() == gguf_files["f16"].read_bytes()
+    assert size <= sent_since(hub, mark, F16) < size + size // 4
+    shut(page2)
+
+
+def test_checksum_mismatch_fails_in_words_and_keeps_library_clean(qtbot, env, hub):
+    hub.faults.wrong_sha256(Q8)
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    key = start_download(qtbot, page, Q8)
+    with qtbot.waitSignal(page.downloads.download_failed, timeout=WAIT) as failed:
+        pass
+    assert "checksum" in failed.args[1]
+    view = page.downloads_view
+    assert view.model.index(view.model.row_of(key), 5).data().startswith("Failed: ")
+    page.library_view.refresh()
+    qtbot.waitUntil(lambda: page.library_view.refresh_button.isEnabled(), timeout=WAIT)
+    assert not any(Path(p).name == Q8 for p in page.library_view.model.paths())
+    shut(page)
+
+
+def test_gated_repo_asks_for_a_token_then_downloads(qtbot, env, hub):
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page, GATED)
+    # The header cannot be read without a token: the repo view says so and offers the dialog.
+    qtbot.waitUntil(lambda: page.repo_view.gate_box.isVisible(), timeout=WAIT)
+    assert "token" in page.repo_view.gate_label.text()
+    key = start_download(qtbot, page, "gated-Q8_0.gguf")
+    with qtbot.waitSignal(page.downloads.download_failed, timeout=WAIT):
+        pass
+    assert page.downloads.item(key).error_kind == "GatedRepoError"
+    dialog = page.token_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=WAIT)
+    dialog.token_edit.setText("hf_test_token_with_access")
+    dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
+    token_file = env / "hf" / "token"
+    assert token_file.read_text() == "hf_test_token_with_access"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+
+    view = page.downloads_view
+    view.select(key)
+    with qtbot.waitSignal(page.downloads.download_finished, timeout=WAIT):
+        qtbot.mouseClick(view.resume_button, Qt.LeftButton)
+    # The repo view re-reads the header with the token: verdicts, no more gate message.
+    qtbot.waitUntil(lambda: page.repo_view.fit_for("gated-Q8_0.gguf") is not None, timeout=WAIT)
+    shut(page)
+
+
+# ---- library ----------------------------------------------------------------------------------
+
+
+def _download_q8(qtbot, page) -> Path:
+    open_repo(qtbot, page)
+    start_download(qtbot, page, Q8)
+    with qtbot.waitSignal(page.downloads.download_finished, timeout=WAIT) as finished:
+        pass
+    lib = page.library_view
+    qtbot.waitUntil(lambda: lib.select_path(finished.args[1]), timeout=WAIT)
+    return Path(finished.args[1])
+
+
+def test_library_lists_header_facts_and_deletes_with_confirmation(qtbot, env, monkeypatch):
+    page = make_page(qtbot, env)
+    path = _download_q8(qtbot, page)
+    lib = page.library_view
+    model = lib.model
+    row = model.paths().index(str(path))
+    cells = [model.index(row, c).data() for c in range(model.columnCount())]
+    assert cells[0] == "tiny-llama-Q8_0" and cells[1] == "llama" and cells[3] == "Q8_0"
+    assert cells[4] == "4k" and str(env / "hf" / "hub") in cells[6]
+
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.No)
+    qtbot.mouseClick(lib.delete_button, Qt.LeftButton)
+    assert path.exists()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)
+    qtbot.mouseClick(lib.delete_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: str(path) not in model.paths(), timeout=WAIT)
+    assert not path.exists()
+    shut(page)
+
+
+def test_user_folder_models_are_listed(qtbot, env, gguf_files):
+    folder = env / "my-models"
+    folder.mkdir()
+    (folder / "mine-F16.gguf").write_bytes(gguf_files["gemma"].read_bytes())
+    page = make_page(qtbot, env)
+    from app.ui.models import backend
+
+    backend.add_folder(folder)
+    page.library_view.refresh()
+    qtbot.waitUntil(lambda: page.library_view.select_path(str(folder / "mine-F16.gguf")), timeout=WAIT)
+    assert backend.user_folders() == [folder.resolve()]
+    shut(page)
+
+
+def test_load_into_chat_emits_load_requested(qtbot, env):
+    page = make_page(qtbot, env)
+    path = _download_q8(qtbot, page)
+    with qtbot.waitSignal(page.load_requested, timeout=WAIT) as requested:
+        qtbot.mouseClick(page.library_view.load_button, Qt.LeftButton)
+    assert requested.args == [str(path)]
+    options = page.load_options(str(path))
+    assert (options.type_k, options.type_v, options.flash_attn) == ("q8_0", "f16", True)
+    shut(page)
+
+
+@pytest.mark.slow
+def test_load_into_chat_loads_the_model_in_the_engine(qtbot, env):
+    engine_client = pytest.importorskip("app.services.engine_client")
+    pytest.importorskip("llama_cpp")
+    client = engine_client.EngineClient()
+    page = make_page(qtbot, env, engine_client=client)
+    path = _download_q8(qtbot, page)
+    try:
+        with qtbot.waitSignal(client.model_loaded, timeout=120_000) as loaded:
+            qtbot.mouseClick(page.library_view.load_button, Qt.LeftButton)
+        assert loaded.args[0].model_path == str(path)
+        assert {c.k_type for c in loaded.args[0].kv_caches} == {"q8_0"}
+    finally:
+        client.shutdown()
+        shut(page)
+
+
+@pytest.mark.slow
+def test_starter_model_from_the_hub(qtbot, env, hub, starter_model_path):
+    hub.add_repo("kvstudio/gemma-3-270m-GGUF", {"gemma-3-270m-Q4_K_M.gguf": starter_model_path},
+                 downloads=10)
+    page = make_page(qtbot, env, budget=2 * GIB)
+    open_repo(qtbot, page, "kvstudio/gemma-3-270m-GGUF")
+    wait_fits(qtbot, page)
+    fit = page.repo_view.fit_for("gemma-3-270m-Q4_K_M.gguf")
+    assert fit.n_ctx_train == 32768
+    assert [m.verdict for m in fit.modes] == ["fits"] * 3
+    # Only the header was read: a few MiB of a 253 MB file.
+    assert hub.bytes_sent() < 16 * 1024 * 1024
+    start_download(qtbot, page, "gemma-3-270m-Q4_K_M.gguf")
+    with qtbot.waitSignal(page.downloads.download_finished, timeout=120_000) as finished:
+        pass
+    assert os.path.getsize(finished.args[1]) == starter_model_path.stat().st_size
+    shut(page)
