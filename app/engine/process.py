@@ -23,7 +23,7 @@ from typing import Any
 
 from app.core.errors import EngineCrashedError
 from app.engine.cancel import CancelFlag
-from app.engine.messages import Generate, Shutdown
+from app.engine.messages import Shutdown
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,10 @@ class EngineProcess:
         """Send a command from app.engine.messages, starting a fresh engine if needed."""
         if not self.is_alive():
             self.start()
-        if isinstance(command, Generate):
-            self._cancel.clear()  # here, not in the child, so a cancel() after send() holds
+        if getattr(command, "request_id", None) is not None:
+            # Work that can be cancelled (Generate, Evaluate, Bench) starts uncancelled;
+            # cleared here, not in the child, so a cancel() right after send() holds.
+            self._cancel.clear()
         try:
             self._commands.send(command)
         except (BrokenPipeError, ConnectionResetError, OSError) as error:

@@ -7,6 +7,7 @@ first, before anything that pulls in numpy (FACTS.md: numpy first made loads seg
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import traceback
@@ -56,10 +57,8 @@ class Engine:
                 self._load(command)
             elif isinstance(command, Generate):
                 self._generate(command)
-            elif isinstance(command, Evaluate):
-                self._evaluate(command)
-            elif isinstance(command, Bench):
-                self._bench(command)
+            elif isinstance(command, (Evaluate, Bench)):
+                self._measure(command)
             elif isinstance(command, Unload):
                 self.unload()
             else:
@@ -93,31 +92,26 @@ class Engine:
         self._send_new_warnings()
         self.emit(finished)
 
-    def _evaluate(self, command: Evaluate) -> None:
+    def _measure(self, command: Evaluate | Bench) -> None:
+        """Evaluate (app.engine.quality) and Bench (app.engine.bench), written elsewhere
+        and imported only when asked for."""
         if self.model is None:
             self.emit(Failed("No model is loaded.", request_id=command.request_id))
             return
+        module, function = _MEASURES[type(command).__name__]
         try:
-            from app.engine import quality
-        except ImportError:
-            self.emit(Failed("Quality evaluation is not available in this build.", command.request_id))
+            handler = getattr(importlib.import_module(module), function)
+        except (ImportError, AttributeError):
+            log.exception("%s is not available", module)
+            what = "Quality evaluation" if isinstance(command, Evaluate) else "Benchmarking"
+            self.emit(Failed(f"{what} is not available in this build.", command.request_id))
             return
         try:
-            self.emit(quality.evaluate(self.model.llm, command, self.cancel))
+            result = handler(self.model.llm, command, self.cancel)
         finally:
-            self.model.llm.reset()  # evaluation used the context; the next reply re-reads its prompt
-
-    def _bench(self, command: Bench) -> None:
-        from app.engine.bench import run_bench
-
-        if self.model is None:
-            self.emit(Failed("No model is loaded.", request_id=command.request_id))
-            return
-        try:
-            self.emit(run_bench(self.model.llm, command, self.cancel))
-        finally:
-            self.model.llm.reset()  # the bench filled the context with random tokens
+            self.model.llm.reset()  # it used the context; the next reply re-reads its prompt
         self._send_new_warnings()
+        self.emit(result)
 
     def _send_new_warnings(self) -> None:
         """Warnings llama.cpp logs only on first use (e.g. the CUDA K/V conversion)."""
@@ -133,6 +127,12 @@ class Engine:
         if self.model is not None:
             llm, self.model = self.model.llm, None
             llm.close()
+
+
+_MEASURES = {
+    "Evaluate": ("app.engine.quality", "evaluate"),
+    "Bench": ("app.engine.bench", "run_bench"),
+}
 
 
 def _sentence(command: object, error: Exception) -> str:

@@ -239,3 +239,20 @@ def test_stop_string_ends_the_reply_before_it(engine, loaded_q8):
     assert isinstance(finished, Finished), finished
     assert finished.stop_reason == "stop" and "7" not in finished.text
     assert "6" in finished.text and "".join(t.text for t in tokens) == finished.text
+
+
+def test_evaluate_and_bench_are_dispatched_and_generation_still_works(engine, loaded_q8):
+    from app.engine.messages import Bench, BenchDone, Evaluate, Evaluated
+
+    text = " ".join(f"The number {i} comes after {i - 1}." for i in range(1, 80))
+    engine.send(Evaluate("ppl", text, chunk_tokens=128, n_chunks=1))
+    _, evaluated = _wait(engine, (Evaluated, Failed))
+    assert isinstance(evaluated, Evaluated), evaluated
+    assert evaluated.perplexity > 1 and evaluated.scored_tokens > 0
+    engine.send(Bench("bench", depth=0, n_prompt=32, n_gen=4))
+    _, done = _wait(engine, (BenchDone, Failed))
+    assert isinstance(done, BenchDone), done
+    assert done.decode_tokens_per_second > 0
+    engine.send(Generate("after-measures", GREEDY, prompt="The capital of France is"))
+    _, finished = _wait(engine, (Finished, Failed))
+    assert isinstance(finished, Finished) and finished.generated_tokens == 8
