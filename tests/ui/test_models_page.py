@@ -442,3 +442,110 @@ def test_starter_model_from_the_hub(qtbot, env, hub, starter_model_path):
         pass
     assert os.path.getsize(finished.args[1]) == starter_model_path.stat().st_size
     shut(page)
+
+
+def write_shaped_gguf(path, ftype, n_layer=32, n_embd=4096, n_head=32, n_head_kv=8, n_ff=14336,
+                      n_vocab=128256, n_ctx_train=131072, split_max_size=0):
+    """A GGUF with Llama-3.1-8B shapes and zero weights: a real header, sparse data.
+
+    Only for showing the fit estimate on realistic sizes; nothing can be learned from its
+    weights. Returns the paths written (one, or the parts of a split model)."""
+    import gguf
+    import numpy as np
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType as T
+
+    big = {"Q4_K_M": T.Q4_K, "Q8_0": T.Q8_0, "F16": T.F16}[ftype]
+    file_type = {"Q4_K_M": gguf.LlamaFileType.MOSTLY_Q4_K_M, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+                 "F16": gguf.LlamaFileType.MOSTLY_F16}[ftype]
+    w = gguf.GGUFWriter(path, "llama", split_max_size=split_max_size)
+    w.add_name("Llama-3.1-8B shapes (zero weights)")
+    w.add_file_type(file_type)
+    w.add_context_length(n_ctx_train)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_rope_freq_base(500000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"t{i}" for i in range(n_vocab)])
+    hd = n_embd // n_head
+
+    def tensor(name, shape, qtype):  # shape in numpy order (rows, row length)
+        values, nbytes = GGML_QUANT_SIZES[qtype]
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        w.add_tensor_info(name, shape, np.float32, rows * shape[-1] // values * nbytes, raw_dtype=qtype)
+
+    tensor("token_embd.weight", (n_vocab, n_embd), big)
+    for i in range(n_layer):
+        tensor(f"blk.{i}.attn_norm.weight", (n_embd,), T.F32)
+        tensor(f"blk.{i}.attn_q.weight", (n_embd, n_embd), big)
+        tensor(f"blk.{i}.attn_k.weight", (n_head_kv * hd, n_embd), big)
+        tensor(f"blk.{i}.attn_v.weight", (n_head_kv * hd, n_embd), big)
+        tensor(f"blk.{i}.attn_output.weight", (n_embd, n_embd), big)
+        tensor(f"blk.{i}.ffn_norm.weight", (n_embd,), T.F32)
+        tensor(f"blk.{i}.ffn_gate.weight", (n_ff, n_embd), big)
+        tensor(f"blk.{i}.ffn_up.weight", (n_ff, n_embd), big)
+        tensor(f"blk.{i}.ffn_down.weight", (n_embd, n_ff), big)
+    tensor("output_norm.weight", (n_embd,), T.F32)
+    tensor("output.weight", (n_vocab, n_embd), T.Q6_K if ftype == "Q4_K_M" else big)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    paths = []
+    for fout, tensors in zip(w.fout, w.tensors):
+        fout.flush()
+        header_end = fout.tell()
+        data = sum(w.ggml_pad(ti.nbytes, w.data_alignment) for ti in tensors.values())
+        fout.truncate(w.ggml_pad(header_end, w.data_alignment) + data)  # sparse: no disk used
+        paths.append(fout.name)
+    w.close()
+    return [Path(p) for p in paths]
+
+
+DEMO = "demo/Llama-3.1-8B-shapes-GGUF"
+
+
+@pytest.mark.slow
+def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
+    """Renders the Discover tab to a PNG: search results and, for a repo of zero-weight GGUFs
+    with Llama-3.1-8B shapes (real headers, sparse files), the fit verdicts at 128k context
+    against this machine's free memory. KVSTUDIO_SCREENSHOTS=1 refreshes
+    docs/screenshots/models.png."""
+    hub.add_repo("kvstudio/gemma-3-270m-GGUF", {"gemma-3-270m-Q4_K_M.gguf": starter_model_path},
+                 downloads=48211, likes=312, last_modified=datetime(2025, 8, 14, tzinfo=timezone.utc))
+    files: dict[str, Path] = {}
+    for ftype, split in (("Q4_K_M", 0), ("Q8_0", 0), ("F16", 8 * 10**9)):
+        for part in write_shaped_gguf(tmp_path / f"Llama-3.1-8B-shapes-{ftype}.gguf", ftype,
+                                      split_max_size=split):
+            files[part.name] = part
+    # Hashing 28 GB of zeros would take a while; these files are never downloaded here.
+    fake_sha = {name: f"{i + 1:064x}" for i, name in enumerate(files)}
+    hub.add_repo(DEMO, files, sha256=fake_sha, downloads=131072, likes=640,
+                 last_modified=datetime(2025, 9, 2, tzinfo=timezone.utc))
+    from app.ui.models.fit import free_memory
+
+    page = make_page(qtbot, env)
+    page.fit_estimator._budget_fn = free_memory  # this machine's real free memory
+    page.resize(1440, 600)
+    page.repo_view.context_spin.setValue(131072)
+    page.search_view.query_edit.setText("GGUF")
+    page.search_view.search()
+    qtbot.waitUntil(lambda: page.search_view.results.rowCount() == 5, timeout=WAIT)
+    page.search_view.table.selectRow(0)
+    qtbot.waitUntil(lambda: len(page.repo_view.entry_names()) == 3, timeout=WAIT)
+    wait_fits(qtbot, page)
+    fit = page.repo_view.fit_for("Llama-3.1-8B-shapes-Q4_K_M.gguf")
+    assert fit.n_ctx == 131072 and fit.n_ctx_train == 131072
+    kv = [m.kv_bytes for m in fit.modes]
+    assert kv[0] == 16 * GIB  # 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 131072
+    assert kv[1] == 16 * GIB * (64 + 34) // 128 and kv[2] == 16 * GIB * 34 // 64
+    page.repo_view.select_entry("Llama-3.1-8B-shapes-Q4_K_M.gguf")
+    out = tmp_path / "models.png"
+    assert page.grab().save(str(out)) and out.stat().st_size > 10_000
+    if os.environ.get("KVSTUDIO_SCREENSHOTS") == "1":
+        target = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "models.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        assert page.grab().save(str(target))
+    shut(page)

@@ -47,10 +47,9 @@ def entry_header(entry: GgufEntry) -> GgufHeader:
 
 def forget_headers() -> None:
     """Drop cached remote headers (a new token may open files that failed before)."""
-    from app.core.hub import remote_header
+    from app.core.hub.remote_header import clear_header_cache
 
-    with remote_header._cache_lock:
-        remote_header._cache.clear()
+    clear_header_cache()
 
 
 def downloader_for(folder: Path | None) -> Callable[[Any, DownloadControl, Callable[[int], None]], Path]:

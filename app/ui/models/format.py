@@ -37,6 +37,13 @@ def tokens(n: int | None) -> str:
     return f"{n:,}"
 
 
+def tokens_short(n: int | None) -> str:
+    """Rounded down to whole k for tight table cells: 58112 -> '56k' (never overstated)."""
+    if n is None:
+        return "?"
+    return f"{n // 1024}k" if n >= 1024 else str(n)
+
+
 def speed(bytes_per_s: float | None) -> str:
     return "" if not bytes_per_s else f"{size(bytes_per_s)}/s"
 

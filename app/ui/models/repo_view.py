@@ -18,6 +18,8 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSpinBox,
+    QStyle,
+    QStyledItemDelegate,
     QTableWidget,
     QTableWidgetItem,
     QTreeView,
@@ -49,8 +51,16 @@ def paint_verdict(item: QStandardItem | QTableWidgetItem, verdict: str) -> None:
     item.setForeground(QBrush(foreground))
 
 
+class _VerdictDelegate(QStyledItemDelegate):
+    """Keeps a verdict cell's colours on a selected row (the name column shows the selection)."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
+        super().initStyleOption(option, index)
+        option.state &= ~QStyle.State_Selected
+
+
 def verdict_text(fit: ModeFit) -> str:
-    return f"{fit.verdict} · max {fmt.tokens(fit.max_context)}" if fit.max_context else fit.verdict
+    return f"{fit.verdict} · max {fmt.tokens_short(fit.max_context)}" if fit.max_context else fit.verdict
 
 
 class RepoView(QWidget):
@@ -110,6 +120,9 @@ class RepoView(QWidget):
         self.tree.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
+        self.tree.setTextElideMode(Qt.ElideMiddle)  # keep the quantization at the name's end visible
+        for col in range(_MODE_COLUMN0, len(self.HEADERS)):
+            self.tree.setItemDelegateForColumn(col, _VerdictDelegate(self.tree))
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.Stretch)
         for col in range(1, len(self.HEADERS)):
