@@ -188,9 +188,11 @@ def test_open_repo_groups_files_by_quantization_with_sizes_and_fit(qtbot, env, g
     f16, q8k, q8kv = (m.kv_bytes for m in fit.modes)
     assert q8kv < q8k < f16 and q8k * 128 == f16 * (64 + 34)  # K at 34/64 of f16, V unchanged
 
-    # The header came from range requests, never the whole file.
+    # The header came from range requests, never the whole file, and one header served every
+    # quantization of the model (the smallest file's: split part 1).
     gets = [r for r in hub.log if r.method == "GET" and "/cdn/" in r.path]
     assert gets and all(r.sent <= 4 * 1024 * 1024 for r in gets)
+    assert {r.path.split("?")[0] for r in gets} == {f"/cdn/{hub.repos[REPO].files[SPLIT[0]].sha256}"}
 
     # The detail table shows every KV mode with a verdict.
     page.repo_view.select_entry(Q8)

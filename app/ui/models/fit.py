@@ -84,12 +84,32 @@ def estimate(header: GgufHeader, file_size: int, n_ctx: int, budget: tuple[int, 
     )
 
 
+def model_family(entry: Any) -> str:
+    """The entry's name without its quantization: quantizations of one model share it.
+
+    'gemma-3-1b-it-Q4_K_M.gguf', 'gemma-3-1b-it-Q8_0.gguf' and the split set
+    'gemma-3-1b-it-BF16' (parts -0000N-of-0000M.gguf) -> 'owner/repo/gemma-3-1b-it-'.
+    """
+    name = entry.name.removesuffix(".gguf").removesuffix(".GGUF")
+    quant = entry.quantization
+    if quant:
+        at = name.upper().rfind(quant.upper())
+        if at >= 0:
+            name = name[:at] + name[at + len(quant):]
+    return f"{entry.repo_id}/{name}"
+
+
 class FitEstimator:
     """fit(entry, n_ctx) for Hub entries (thread-safe).
 
-    `header_fn(entry)` returns the GgufHeader of the entry's first file (a range request,
-    cached by the core); `budget_fn()` returns (bytes, label, on_gpu) of the memory to fit
-    into, read once per estimator so every row compares against the same figure.
+    Quantizations of one model share their hyperparameters, so one header per model family
+    (that of its smallest file) serves every quantization: the KV bytes and buffers come
+    from it and the weights from each file's own size. A repo with 25 quantizations then
+    costs one header's range reads, not 25.
+
+    `header_fn(entry)` returns the GgufHeader of an entry's first file (range requests);
+    `budget_fn()` returns (bytes, label, on_gpu) of the memory to fit into, read once until
+    refresh_budget() so every row compares against the same figure.
     """
 
     def __init__(self, header_fn: Callable[[Any], GgufHeader],
@@ -98,6 +118,9 @@ class FitEstimator:
         self._budget_fn = budget_fn
         self._budget: tuple[int, str, bool] | None = None
         self._lock = threading.Lock()
+        self._representative: dict[str, Any] = {}  # family -> its smallest entry
+        self._headers: dict[str, GgufHeader] = {}  # family -> header
+        self._family_locks: dict[str, threading.Lock] = {}
 
     def budget(self) -> tuple[int, str, bool]:
         with self._lock:
@@ -109,5 +132,34 @@ class FitEstimator:
         with self._lock:
             self._budget = None
 
+    def set_entries(self, entries: Any) -> None:
+        """The entries of the repo being shown (to pick one header per model family)."""
+        with self._lock:
+            for entry in entries:
+                family = model_family(entry)
+                current = self._representative.get(family)
+                if current is None or entry.total_size < current.total_size:
+                    self._representative[family] = entry
+                    self._headers.pop(family, None)
+
+    def forget_headers(self) -> None:
+        with self._lock:
+            self._headers.clear()
+
+    def header(self, entry: Any) -> GgufHeader:
+        family = model_family(entry)
+        with self._lock:
+            source = self._representative.get(family, entry)
+            family_lock = self._family_locks.setdefault(family, threading.Lock())
+        with family_lock:  # the first task reads it; the others wait and reuse it
+            with self._lock:
+                cached = self._headers.get(family)
+            if cached is not None:
+                return cached
+            header = self._header_fn(source)
+            with self._lock:
+                self._headers[family] = header
+            return header
+
     def __call__(self, entry: Any, n_ctx: int) -> FitEstimate:
-        return estimate(self._header_fn(entry), entry.total_size, n_ctx, self.budget())
+        return estimate(self.header(entry), entry.total_size, n_ctx, self.budget())

@@ -186,6 +186,7 @@ class ModelsPage(QWidget):
         if self.bridge is not None:
             self.bridge.info("Hugging Face token saved.")
         backend.forget_headers()
+        self.fit_estimator.forget_headers()
         self.repo_view.reload()
 
     def _on_library_load_requested(self, path: str) -> None:

@@ -214,6 +214,9 @@ class RepoView(QWidget):
         if repo.repo_id != self._repo_id:
             return
         self._clear()
+        set_entries = getattr(self._fit_fn, "set_entries", None)
+        if set_entries is not None:
+            set_entries(repo.entries)
         groups = repo.by_quantization()
         for quant, entries in groups.items():
             total = sum(e.total_size for e in entries)
