@@ -5,13 +5,13 @@ need(n_ctx) = weights + KV cache + compute buffer + output buffer, where
   caller passes the total size);
 - KV cache: exact, from app.core.kv_cache (llama.cpp's own allocation);
 - compute buffer: an ESTIMATE. llama.cpp only reports it after creating the context
-  ("compute buffer size = ..."); its graph allocator reuses memory, so the peak is roughly
-  the larger of two peaks: the output layer (the logits of one ubatch, n_vocab x n_ubatch
-  floats, and the hidden states) and attention (the f16 KQ mask, n_kv x n_ubatch, the
-  ubatch's activations and, on a GPU, one layer's K/V converted to f16 when they are
-  quantized), plus 5%. Checked against the CPU build in tests/core/test_fit.py: starter model
-  514.5-515.75 MiB reported vs 540 estimated; a tiny llama 10.0-41.1 MiB vs 10.5-43.1 MiB.
-  The GPU scratch term is not verified here (no GPU in CI);
+  ("compute buffer size = ..."); its graph allocator reuses memory, so the buffer is the
+  largest of three peaks (compute_buffer_estimate), plus 5%. Checked against what llama.cpp
+  reported (tests/core/test_fit.py on the CPU; docs/kv-accounting-h200.json on an H200, CUDA):
+  Llama-3-8B widths at n_ctx 131072, CUDA0: f16/f16 258.5 MiB reported vs 271 estimated,
+  q8_0/f16 416.1 vs 441, q8_0/q8_0 672.1 vs 710; the starter model on the CPU 515.8 vs 539.
+  On CUDA the KQ mask also has a pinned host copy (CUDA_Host, n_kv x n_ubatch x 2 bytes):
+  system RAM, not counted against VRAM here;
 - output buffer: n_vocab floats per sequence.
 Verdicts leave a MARGIN of 10% of the budget for the estimate's error and what no formula
 sees (the GPU runtime's own context, fragmentation): need <= 90% of the budget 'fits',
@@ -103,22 +103,23 @@ def compute_buffer_estimate(
     n_head = max(heads) if isinstance(heads, list) else heads
     n_kv = max(c.cells for c in kv.caches)
     n_q = n_head * header.key_length
-    # Peak 1: the output layer, with the logits of one ubatch and the last hidden states.
-    output_peak = n_vocab * n_ub * 4 + 2 * n_ub * n_embd * 4
-    # Peak 2: attention, with the KQ mask (f16 with Flash Attention, f32 and the KQ scores
-    # without), the layer's activations and, on a GPU, quantized K/V converted to f16.
-    if flash_attn:
-        attention = n_kv * n_ub * 2
-    else:
-        attention = n_kv * n_ub * 4 + n_kv * n_ub * n_head * 4
-    if on_gpu and kv.layout is not None and kv.layout.layers:
-        widest = max(layer.n_embd_k_gqa for layer in kv.layout.layers)
-        if kv.mode.k.block_values > 1:
-            attention += n_kv * widest * 2
-        if kv.mode.v.block_values > 1:
-            attention += n_kv * widest * 2
-    activations = n_ub * 4 * (3 * n_embd + 2 * n_ff + n_q)
-    return int(_COMPUTE_SAFETY * max(output_peak, attention + activations))
+    widest = max((layer.n_embd_k_gqa for layer in kv.layout.layers), default=0) if kv.layout else 0
+    # The KQ mask is a graph input, alive through every layer (f16 with Flash Attention).
+    mask = n_kv * n_ub * (2 if flash_attn else 4)
+    # Peak 1, the output layer: one ubatch's logits and its hidden states.
+    output_peak = n_vocab * n_ub * 4 + n_ub * n_embd * 4
+    # Peak 2, a feed-forward block: gate/up/product, the residual stream and Q.
+    ffn_peak = mask + n_ub * 4 * (3 * n_ff + 4 * n_embd + n_q)
+    # Peak 3, attention: Q/K/V of the ubatch, the KQ scores without Flash Attention and, on a
+    # GPU, the layer's whole K (and V) converted to f16 when quantized (prompt kernels do that).
+    attention_peak = mask + n_ub * 4 * (2 * n_q + 2 * widest + 2 * n_embd)
+    if not flash_attn:
+        attention_peak += n_kv * n_ub * n_head * 4
+    if on_gpu and flash_attn:
+        attention_peak += sum(
+            n_kv * widest * 2 for kv_type in (kv.mode.k, kv.mode.v) if kv_type.block_values > 1
+        )
+    return int(_COMPUTE_SAFETY * max(output_peak, ffn_peak, attention_peak))
 
 
 def memory_need(
