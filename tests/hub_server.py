@@ -219,6 +219,11 @@ class HubServer:
         with self._log_lock:
             return sum(r.sent for r in self.log if r.method == "GET" and f"/cdn/{sha256}" in r.path)
 
+    def bytes_sent_now(self) -> int:
+        """CDN body bytes sent so far, without waiting for requests to end."""
+        with self._log_lock:
+            return sum(r.sent for r in self.log if r.method == "GET" and "/cdn/" in r.path)
+
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Wait until no request is being served (the client may finish reading first)."""
         with self._idle:
@@ -330,6 +335,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._cdn(match.group(1)) if match else self._error(404, "NotFound", "no such object")
             if path == "/api/models":
                 return self._search(query)
+            if path == "/_fake/stats":  # not a Hub route: lets a benchmark in another process count bytes
+                return self._json(200, {"cdn_bytes_sent": self.hub.bytes_sent_now()})
             match = re.fullmatch(r"/api/models/([^/]+/[^/]+)/tree/([^/]+)(?:/(.*))?", path)
             if match:
                 return self._tree(match.group(1), match.group(2), match.group(3) or "", query)
@@ -520,3 +527,26 @@ class _Handler(BaseHTTPRequestHandler):
                 ahead = entry.sent / rate - (time.monotonic() - began)
                 if ahead > 0:
                     time.sleep(ahead)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve files as one repo until stdin closes: `python -m tests.hub_server REPO FILE...`.
+
+    Prints one JSON line {"url": ..., "files": {name: {"size", "sha256"}}} when ready.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("repo")
+    parser.add_argument("files", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    with HubServer() as hub:
+        repo = hub.add_repo(args.repo, {f.name: f for f in args.files})
+        info = {n: {"size": f.size, "sha256": f.sha256} for n, f in repo.files.items()}
+        print(json.dumps({"url": hub.url, "files": info}), flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

@@ -9,7 +9,6 @@ and HTTP session, and does the GET itself with a Range from the bytes already on
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import logging
 import os
@@ -24,6 +23,7 @@ import httpx2
 from huggingface_hub.utils import build_hf_headers, get_session
 
 from app.core.errors import ChecksumMismatchError, DiskFullError, DownloadError, GatedRepoError
+from app.core.hub.disk_writer import DiskWriter, use_large_reads
 from app.core.hub.hub_errors import gated_message, translate
 
 log = logging.getLogger(__name__)
@@ -32,12 +32,12 @@ READ_TIMEOUT_S = 20.0
 MAX_ATTEMPTS_WITHOUT_PROGRESS = 6
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 8.0
-WRITE_BUFFER = 1024 * 1024  # bytes gathered before one write(): fewer syscalls
-FLUSH_EVERY_S = 0.5  # ...and at least this often, so a crash loses little of a slow download
 HASH_READ = 8 * 1024 * 1024
 DISK_MARGIN = 64 * 1024 * 1024  # keep this much free beyond the file itself
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _TRANSIENT = (httpx2.TransportError, httpx2.TimeoutException)
+
+use_large_reads()
 
 
 class DownloadPaused(Exception):
@@ -264,59 +264,35 @@ def _write_body(
     state: _State,
     on_progress: ProgressFn | None,
 ) -> None:
-    """Write the body after the state.done bytes already in the partial file (truncating
-    anything beyond), gathering ~WRITE_BUFFER per write() and hashing as it goes."""
+    """Write the body after the state.done bytes already in the partial file (anything beyond
+    is cut off). Chunks go to a DiskWriter thread that writes and hashes them."""
     fd = os.open(target.incomplete, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    pending: list[bytes] = []
-    pending_bytes = 0
-    written_to = state.done  # bytes of the file that are on disk
-    last_report = 0.0
-    last_flush = time.monotonic()
-
-    def flush() -> None:
-        nonlocal pending, pending_bytes, written_to
-        if not pending:
-            return
-        view = memoryview(b"".join(pending))
-        pending, pending_bytes = [], 0
-        try:
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-                written_to += n
-        except OSError as error:
-            if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                raise DiskFullError(
-                    f"The disk filled up while downloading {target.display_name}; free some space "
-                    f"and resume (the {_human(written_to)} already downloaded are kept)."
-                ) from None
-            raise
-
     try:
         os.ftruncate(fd, state.done)
         os.lseek(fd, state.done, os.SEEK_SET)
+        writer = DiskWriter(fd, state.hasher, state.done, target.display_name)
+        received = state.done
+        last_report = 0.0
         try:
             for chunk in response.iter_raw():
-                if state.done + len(chunk) > target.size:
+                received += len(chunk)
+                if received > target.size:
                     raise DownloadError(
                         f"The server sent more data than {target.display_name}'s "
                         f"{target.size:,} bytes; the download was stopped."
                     )
-                state.hasher.update(chunk)
-                state.done += len(chunk)
-                pending.append(chunk)
-                pending_bytes += len(chunk)
-                now = time.monotonic()
-                if pending_bytes >= WRITE_BUFFER or now - last_flush >= FLUSH_EVERY_S:
-                    flush()
-                    last_flush = now
+                writer.put(chunk)
                 if control.stop_requested:
                     break
+                now = time.monotonic()
                 if on_progress and now - last_report >= 0.1:
                     last_report = now
-                    on_progress(state.done)
+                    on_progress(received)
         finally:
-            flush()  # keep what arrived before a pause, a cut or an error
+            try:
+                writer.close()  # keep what arrived before a pause, a cut or an error
+            finally:
+                state.done, state.hasher = writer.written, writer.hasher
     finally:
         os.close(fd)
     if on_progress:
