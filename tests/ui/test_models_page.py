@@ -231,12 +231,18 @@ def test_download_pause_resume_finishes_without_refetching(qtbot, env, gguf_file
     manager, view = page.downloads, page.downloads_view
     qtbot.waitUntil(lambda: manager.item(key).done_bytes > 0, timeout=WAIT)
     assert manager.item(key).state is DownloadState.DOWNLOADING
+    # Bytes, speed and time left show while it runs.
+    row = view.model.row_of(key)
+    cell = lambda col: view.model.index(row, col).data()  # noqa: E731
+    qtbot.waitUntil(lambda: cell(3).endswith("/s") and cell(4).endswith(" s"), timeout=WAIT)
+    from app.ui.models import format as fmt
+
+    assert cell(2) == f"{fmt.size(manager.item(key).done_bytes)} of {fmt.size(size)}"
 
     with qtbot.waitSignal(manager.download_paused, timeout=WAIT):
         qtbot.mouseClick(view.pause_button, Qt.LeftButton)
     paused_at = manager.item(key).done_bytes
     assert 0 < paused_at < size
-    row = view.model.row_of(key)
     assert view.model.index(row, 5).data() == "Paused"
 
     hub.faults.rate_limit.pop(F16)
@@ -352,6 +358,70 @@ def test_gated_repo_asks_for_a_token_then_downloads(qtbot, env, hub):
     shut(page)
 
 
+@pytest.fixture()
+def small_disk(env, monkeypatch):
+    """A 4 MiB tmpfs as the HF cache (needs root and mount permission, else skipped)."""
+    import subprocess
+
+    mount_point = env / "small-disk"
+    mount_point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
+                          capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()})")
+    monkeypatch.setenv("HF_HUB_CACHE", str(mount_point / "hub"))
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_disk_full_mid_download_fails_in_words_and_resumes(qtbot, env, hub, gguf_files, small_disk):
+    import shutil
+
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    size = gguf_files["f16"].stat().st_size
+    hub.faults.rate_limit[F16] = size / 3
+    key = start_download(qtbot, page, F16)
+    manager = page.downloads
+    qtbot.waitUntil(lambda: manager.item(key).done_bytes > size // 10, timeout=WAIT)
+    # Something else fills the disk while the model downloads.
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * (shutil.disk_usage(small_disk).free - 64 * 1024))
+    with qtbot.waitSignal(manager.download_failed, timeout=WAIT) as failed:
+        pass
+    assert manager.item(key).error_kind == "DiskFullError", failed.args[1]
+    view = page.downloads_view
+    assert view.model.index(view.model.row_of(key), 5).data() == f"Failed: {failed.args[1]}"
+    kept = manager.item(key).done_bytes
+    assert kept > 0  # the partial file stays for a resume
+
+    filler.unlink()
+    hub.faults.rate_limit.pop(F16)
+    mark = len(hub.log)
+    view.select(key)
+    with qtbot.waitSignal(manager.download_finished, timeout=WAIT) as finished:
+        qtbot.mouseClick(view.resume_button, Qt.LeftButton)
+    assert Path(finished.args[1]).read_bytes() == gguf_files["f16"].read_bytes()
+    assert sent_since(hub, mark, F16) <= size - kept
+    shut(page)
+
+
+def test_not_enough_disk_space_refuses_before_downloading(qtbot, env, hub, small_disk):
+    import shutil
+
+    (small_disk / "filler").write_bytes(b"\0" * (shutil.disk_usage(small_disk).free - 1024 * 1024))
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    mark = len(hub.log)
+    key = start_download(qtbot, page, F16)
+    with qtbot.waitSignal(page.downloads.download_failed, timeout=WAIT) as failed:
+        pass
+    assert failed.args[1].startswith("Not enough disk space")
+    assert page.downloads.item(key).state is DownloadState.FAILED
+    assert sent_since(hub, mark, F16) == 0
+    shut(page)
+
+
 # ---- library ----------------------------------------------------------------------------------
 
 
@@ -374,6 +444,25 @@ def test_library_lists_header_facts_and_deletes_with_confirmation(qtbot, env, mo
     cells = [model.index(row, c).data() for c in range(model.columnCount())]
     assert cells[0] == "tiny-llama-Q8_0" and cells[1] == "llama" and cells[3] == "Q8_0"
     assert cells[4] == "4k" and str(env / "hf" / "hub") in cells[6]
+
+    # Reveal opens the model's folder through the desktop's URL handler.
+    from PySide6.QtCore import QObject, QUrl, Slot
+    from PySide6.QtGui import QDesktopServices
+
+    class Opener(QObject):
+        urls: list[QUrl] = []
+
+        @Slot(QUrl)
+        def open(self, url: QUrl) -> None:
+            self.urls.append(url)
+
+    opener = Opener()
+    QDesktopServices.setUrlHandler("file", opener, "open")
+    try:
+        qtbot.mouseClick(lib.reveal_button, Qt.LeftButton)
+    finally:
+        QDesktopServices.unsetUrlHandler("file")
+    assert [u.toLocalFile() for u in opener.urls] == [str(path.parent)]
 
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.No)
     qtbot.mouseClick(lib.delete_button, Qt.LeftButton)
