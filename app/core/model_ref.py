@@ -1,11 +1,13 @@
-"""Turn what a user typed (a .gguf path, or `starter`) into a checked model file.
+"""Turn what a user typed (a .gguf path, `starter`, a library name or a Hub OWNER/REPO:QUANT)
+into a checked model file.
 
-`resolve_model` is the one place that does this for the CLI and the GUI; other kinds of
-reference (library names, Hub REPO:QUANT) are added as further branches here.
+`resolve_model` is the one place that does this for the CLI and the GUI.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 from app.core import starter
@@ -15,16 +17,53 @@ from app.core.gguf_header import GgufHeader, read_gguf_header
 STARTER_WORD = "starter"
 
 
-def resolve_model(text: str) -> Path:
+def resolve_model(
+    text: str,
+    *,
+    allow_pull: bool = True,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Path:
     """The GGUF file `text` names, validated (header and size). Raises
-    ModelFileMissingError, NotAGgufError or TruncatedGgufError with one sentence."""
+    ModelFileMissingError, NotAGgufError or TruncatedGgufError with one sentence.
+
+    `text` is a path, `starter`, a library model's name (`kvstudio ls`), or a Hub model
+    OWNER/REPO[:QUANT|FILE]: taken from the library when it is there, else downloaded
+    (when `allow_pull`; `on_progress(done, total)` follows the download).
+    """
     text = text.strip()
     if text.lower() == STARTER_WORD:
         path = starter.starter_path()
     else:
         path = Path(text).expanduser()
+        if not path.exists():
+            path = _from_library_or_hub(text, allow_pull, on_progress) or path
     check_gguf(path)
-    return path.resolve()
+    # Absolute, but symlinks kept: an HF cache snapshot link must not become blobs/<sha256>,
+    # or llama.cpp cannot find a split model's other parts next to the first.
+    return Path(os.path.abspath(path))
+
+
+def _from_library_or_hub(
+    text: str, allow_pull: bool, on_progress: Callable[[int, int], None] | None
+) -> Path | None:
+    """A library model named `text`, else the Hub model it names pulled into the cache;
+    None when `text` is neither (the caller then reports a missing file)."""
+    from app.core.errors import ModelNotFoundError
+    from app.core.library import find_model, list_models
+
+    models = list_models()
+    try:
+        return find_model(text, models).path
+    except ModelNotFoundError:
+        pass
+    looks_like_repo = text.count("/") == 1 and not text.startswith(("/", ".", "~")) and not text.endswith(".gguf")
+    if not (allow_pull and looks_like_repo):
+        return None
+    from app.core.hub import download_entry, list_gguf_files, parse_model_spec
+
+    repo_id, selector = parse_model_spec(text)
+    entry = list_gguf_files(repo_id).pick(selector)
+    return download_entry(entry, on_progress=on_progress)
 
 
 def check_gguf(path: Path) -> GgufHeader:

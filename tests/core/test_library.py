@@ -102,3 +102,32 @@ def test_starter_cannot_be_deleted(hub_env) -> None:
         pytest.skip("the starter package is not installed")
     with pytest.raises(BadInputError, match="starter"):
         delete_model(find_model("starter"))
+
+
+def test_resolve_model_takes_library_names_and_pulls_hub_models(hub_env, tiny_gguf, tmp_path) -> None:
+    from app.core.errors import ModelFileMissingError
+    from app.core.model_ref import resolve_model
+
+    hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf()})
+    pulled = resolve_model("acme/tiny-GGUF:Q8_0")  # not on disk yet: downloaded
+    assert pulled.is_file() and pulled.is_relative_to(tmp_path / "hf-cache")
+    sent = hub_env.bytes_sent()
+    assert resolve_model("tiny-Q8_0") == pulled  # a library name
+    assert resolve_model("acme/tiny-GGUF:Q8_0") == pulled  # now from the library, no download
+    assert hub_env.bytes_sent() == sent
+    with pytest.raises(ModelFileMissingError):
+        resolve_model(str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelFileMissingError):
+        resolve_model("acme/other-GGUF:Q8_0", allow_pull=False)
+
+
+def test_resolve_model_keeps_the_snapshot_path_of_a_split_model(hub_env, tiny_gguf) -> None:
+    from app.core.model_ref import resolve_model
+
+    hub_env.add_repo("acme/big-GGUF", {
+        "big-Q8_0-00001-of-00002.gguf": tiny_gguf("p1.gguf").read_bytes(),
+        "big-Q8_0-00002-of-00002.gguf": b"second part",
+    })
+    path = resolve_model("acme/big-GGUF:Q8_0")
+    assert path.name == "big-Q8_0-00001-of-00002.gguf"  # not blobs/<sha256>
+    assert path.with_name("big-Q8_0-00002-of-00002.gguf").read_bytes() == b"second part"
