@@ -3,11 +3,15 @@ next to app.core.kv_cache / app.core.fit's numbers. Writes $OUT/gpu_kv_check.jso
 docs/kv-accounting-h200.json). Run after `scripts/gpu_reference_run.sh build`:
     PYTHONPATH=$PWD/.device-build/llama:/tmp/site:$PWD python3 scripts/gpu_kv_check.py
 """
-import json, os, sys, time
+import json
+import os
+import time
+
 import llama_cpp  # before numpy (FACTS: import order)
+
+from app.core.fit import memory_need
 from app.core.gguf_header import read_gguf_header
 from app.core.kv_cache import kv_cache_bytes
-from app.core.fit import memory_need
 from app.core.kv_types import KvMode
 from app.engine.llama_log import install
 from app.engine.log_parse import parse_log
@@ -43,15 +47,15 @@ for name, path in models.items():
             parsed = parse_log(router.take_lines())
             est = kv_cache_bytes(header, n_ctx, mode)
             need = memory_need(header, n_ctx, mode, on_gpu=True)
-            row = dict(model=name, n_ctx=n_ctx, kv=label,
-                kv_lines_equal=[c.line for c in parsed.kv_caches] == [c.log_line() for c in est.caches],
-                kv_lines=[c.line for c in parsed.kv_caches], kv_devices=[list(c.devices) for c in parsed.kv_caches],
-                compute_buffers={c.device: c.bytes for c in parsed.compute_buffers},
-                compute_estimate=need.compute_bytes,
-                warnings=[w.text for w in parsed.warnings])
+            row = {"model": name, "n_ctx": n_ctx, "kv": label,
+                "kv_lines_equal": [c.line for c in parsed.kv_caches] == [c.log_line() for c in est.caches],
+                "kv_lines": [c.line for c in parsed.kv_caches], "kv_devices": [list(c.devices) for c in parsed.kv_caches],
+                "compute_buffers": {c.device: c.bytes for c in parsed.compute_buffers},
+                "compute_estimate": need.compute_bytes,
+                "warnings": [w.text for w in parsed.warnings]}
             rows.append(row)
             print(name, n_ctx, label, row["kv_lines_equal"], {k: round(v / 2**20, 2) for k, v in row["compute_buffers"].items()},
                   round(need.compute_bytes / 2**20, 2), flush=True)
     llama_cpp.llama_model_free(model)
-json.dump(dict(system_info=llama_cpp.llama_print_system_info().decode(), rows=rows),
-          open(os.path.join(OUT, "gpu_kv_check.json"), "w"), indent=1)
+with open(os.path.join(OUT, "gpu_kv_check.json"), "w") as f:
+    json.dump({"system_info": llama_cpp.llama_print_system_info().decode(), "rows": rows}, f, indent=1)

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     path = resolve_model(args.model)
     header = read_gguf_header(path)
-    options = dict(n_ubatch=args.ubatch, swa_full=args.swa_full, on_gpu=on_gpu)
+    options = {"n_ubatch": args.ubatch, "swa_full": args.swa_full, "on_gpu": on_gpu}
     fits = fit_estimate(header, path.stat().st_size, args.ctx, budget, modes, **options)
     report = _report(path, header, args.ctx, budget, source, on_gpu, fits)
     report["margin"] = MARGIN
@@ -124,12 +124,12 @@ def _text(r: dict[str, Any]) -> str:
     m = r["model"]
     params = m["parameters"]
     lines = [
-        f"{m['name'] or 'model'}  ({m['architecture']}, {m['quantization'] or '?'}, "
-        f"{params / 1e9:.2f}B parameters, trained context {m['context_length'] or '?':,})",
+        (f"{m['name'] or 'model'}  ({m['architecture']}, {m['quantization'] or '?'}, "
+        f"{params / 1e9:.2f}B parameters, trained context {m['context_length'] or '?':,})"),
         f"  {m['path']}",
         f"Budget {_size(r['budget_bytes'])} ({r['budget_source']}); verdicts keep {r['margin']:.0%} spare.",
-        f"Weights {_size(r['weights_bytes'])}, output buffer {_size(r['output_bytes'])}, "
-        f"compute buffer estimated (llama.cpp reports it only at load).",
+        (f"Weights {_size(r['weights_bytes'])}, output buffer {_size(r['output_bytes'])}, "
+        f"compute buffer estimated (llama.cpp reports it only at load)."),
     ]
     caches = r["modes"][0]["caches"]
     shape = "; ".join(f"{c['cache']}: {c['layers']} layers x {c['cells']:,} cells" for c in caches)

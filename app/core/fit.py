@@ -153,8 +153,17 @@ def verdict(need_bytes: int, budget_bytes: int) -> str:
 
 
 def fit_context_length(
-    header: GgufHeader, budget_bytes: int, kv_mode: KvMode | str, *, max_ctx: int | None = None,
-    **options: object,
+    header: GgufHeader,
+    budget_bytes: int,
+    kv_mode: KvMode | str,
+    *,
+    max_ctx: int | None = None,
+    file_size: int | None = None,
+    n_ubatch: int = 512,
+    n_seq: int = 1,
+    swa_full: bool = False,
+    flash_attn: bool = True,
+    on_gpu: bool = True,
 ) -> int:
     """The largest n_ctx (a multiple of 256, at most `max_ctx`, default the trained context)
     whose need fits in `budget_bytes`; 0 when not even 256 tokens fit."""
@@ -162,7 +171,11 @@ def fit_context_length(
     hi = max(1, limit // _CTX_STEP)
 
     def fits(steps: int) -> bool:
-        return memory_need(header, steps * _CTX_STEP, kv_mode, **options).total_bytes <= budget_bytes  # type: ignore[arg-type]
+        need = memory_need(
+            header, steps * _CTX_STEP, kv_mode, file_size=file_size, n_ubatch=n_ubatch, n_seq=n_seq,
+            swa_full=swa_full, flash_attn=flash_attn, on_gpu=on_gpu,
+        )
+        return need.total_bytes <= budget_bytes
 
     if not fits(1):
         return 0
@@ -184,23 +197,31 @@ def fit_estimate(
     n_ctx: int,
     budget_bytes: int,
     modes: tuple[KvMode, ...] = COMPARE_MODES,
-    **options: object,
+    *,
+    n_ubatch: int = 512,
+    n_seq: int = 1,
+    swa_full: bool = False,
+    flash_attn: bool = True,
+    on_gpu: bool = True,
 ) -> tuple[ModeFit, ...]:
     """Per KV mode: the memory needed at `n_ctx`, the verdict against `budget_bytes`, and
     the largest context that fits (for the Hub's file list and `kvstudio fit`).
 
-    `options` are memory_need's: n_ubatch, n_seq, swa_full, flash_attn, on_gpu.
+    `file_size`: the whole model's bytes (all parts of a split model), or None for the
+    header's own tensors; `on_gpu`: the budget is VRAM (counts the GPU-only scratch).
     """
     if n_ctx <= 0:
         raise BadInputError(f"The context size must be a positive number of tokens, not {n_ctx}.")
     if budget_bytes <= 0:
         raise BadInputError("The memory budget must be more than zero.")
+    options = {"file_size": file_size, "n_ubatch": n_ubatch, "n_seq": n_seq, "swa_full": swa_full,
+                   "flash_attn": flash_attn, "on_gpu": on_gpu}
     results = []
     for mode in modes:
-        need = memory_need(header, n_ctx, mode, file_size=file_size, **options)  # type: ignore[arg-type]
-        largest = fit_context_length(header, budget_bytes, mode, file_size=file_size, **options)
+        need = memory_need(header, n_ctx, mode, **options)  # type: ignore[arg-type]
+        largest = fit_context_length(header, budget_bytes, mode, **options)  # type: ignore[arg-type]
         largest_margin = fit_context_length(
-            header, int(budget_bytes * (1 - MARGIN)), mode, file_size=file_size, **options
+            header, int(budget_bytes * (1 - MARGIN)), mode, **options  # type: ignore[arg-type]
         )
         results.append(ModeFit(mode, n_ctx, need, budget_bytes, verdict(need.total_bytes, budget_bytes),
                                largest, largest_margin))

@@ -198,10 +198,10 @@ def kv_cache_bytes(
     if layout.has_swa:
         swa_cells = ggml_pad(min(n_ctx_seq, layout.n_swa * (n_seq if kv_unified else 1) + eff_ubatch), 256)
         sizes.append((True, n_ctx_seq if swa_full else swa_cells))
-    options: dict[str, object] = dict(
-        n_seq=n_seq, n_ubatch=n_ubatch, swa_full=swa_full, n_batch=n_batch,
-        flash_attn=flash_attn, kv_unified=kv_unified,
-    )
+    options: dict[str, object] = {
+        "n_seq": n_seq, "n_ubatch": n_ubatch, "swa_full": swa_full, "n_batch": n_batch,
+        "flash_attn": flash_attn, "kv_unified": kv_unified,
+    }
     return KvCacheEstimate(
         mode=mode, n_ctx_requested=requested,
         n_ctx=padded if kv_unified else n_ctx_seq * n_seq,

@@ -104,9 +104,7 @@ def kv_layout(header: GgufHeader) -> KvLayout:
     n_swa = 0
     swa = [False] * n_layer
     if rule is not None:
-        if rule.needs_key and not (window or 0) > 0:
-            n_swa = 0
-        elif arch == "llama4" and window == 0:
+        if rule.needs_key and not (window or 0) > 0 or arch == "llama4" and window == 0:
             n_swa = 0
         else:
             n_swa = window if (window and not rule.chunked) else (rule.default_window or window or 0)

@@ -16,28 +16,28 @@ import pytest
 
 llama_cpp = pytest.importorskip("llama_cpp")
 
-from app.core.errors import BadInputError  # noqa: E402
-from app.core.gguf_header import read_gguf_header  # noqa: E402
-from app.core.kv_cache import kv_cache_bytes  # noqa: E402
-from app.core.kv_types import KV_TYPES, KvMode  # noqa: E402
-from app.engine.llama_log import install as install_llama_log  # noqa: E402
-from app.engine.log_parse import parse_log  # noqa: E402
-from tests.core.llama_lab import LlamaContextLab  # noqa: E402
-from tests.gguf_factory import write_tiny_gguf  # noqa: E402
+from app.core.errors import BadInputError
+from app.core.gguf_header import read_gguf_header
+from app.core.kv_cache import kv_cache_bytes
+from app.core.kv_types import KV_TYPES, KvMode
+from app.engine.llama_log import install as install_llama_log
+from app.engine.log_parse import parse_log
+from tests.core.llama_lab import LlamaContextLab
+from tests.gguf_factory import write_tiny_gguf
 
 TYPES = ("f16", "q8_0", "q4_0")
 ALL_PAIRS = [KvMode(KV_TYPES[k], KV_TYPES[v]) for k, v in itertools.product(TYPES, TYPES)]
 
 TINY_MODELS = {
-    "llama_gqa_h64": dict(arch="llama", n_layer=2, n_head=4, n_head_kv=2, head_dim=64),
-    "llama_mqa_h128": dict(arch="llama", n_layer=3, n_head=4, n_head_kv=1, head_dim=128),
-    "llama_mha_h256": dict(arch="llama", n_layer=2, n_head=2, n_head_kv=2, head_dim=256),
-    "gemma3_swa_h256": dict(arch="gemma3", n_layer=8, n_head=4, n_head_kv=1, head_dim=256, sliding_window=128),
-    "gemma3_swa_h128": dict(arch="gemma3", n_layer=7, n_head=4, n_head_kv=2, head_dim=128, sliding_window=1024),
-    "gemma3_swa_pattern": dict(
-        arch="gemma3", n_layer=5, n_head=2, n_head_kv=1, head_dim=64, sliding_window=300,
-        sliding_window_pattern=[True, False, True, True, False],
-    ),
+    "llama_gqa_h64": {"arch": "llama", "n_layer": 2, "n_head": 4, "n_head_kv": 2, "head_dim": 64},
+    "llama_mqa_h128": {"arch": "llama", "n_layer": 3, "n_head": 4, "n_head_kv": 1, "head_dim": 128},
+    "llama_mha_h256": {"arch": "llama", "n_layer": 2, "n_head": 2, "n_head_kv": 2, "head_dim": 256},
+    "gemma3_swa_h256": {"arch": "gemma3", "n_layer": 8, "n_head": 4, "n_head_kv": 1, "head_dim": 256, "sliding_window": 128},
+    "gemma3_swa_h128": {"arch": "gemma3", "n_layer": 7, "n_head": 4, "n_head_kv": 2, "head_dim": 128, "sliding_window": 1024},
+    "gemma3_swa_pattern": {
+        "arch": "gemma3", "n_layer": 5, "n_head": 2, "n_head_kv": 1, "head_dim": 64, "sliding_window": 300,
+        "sliding_window_pattern": [True, False, True, True, False],
+    },
 }
 
 
@@ -73,12 +73,12 @@ def test_tiny_models_match_llama_cpp(lab, tiny_models, model, n_ctx, mode):
 @pytest.mark.parametrize(
     "options",
     [
-        dict(n_ubatch=128),
-        dict(n_ubatch=64, n_batch=128),
-        dict(swa_full=True),
-        dict(n_seq=2),
-        dict(n_seq=3, kv_unified=True),
-        dict(n_seq=2, n_ubatch=256),
+        {"n_ubatch": 128},
+        {"n_ubatch": 64, "n_batch": 128},
+        {"swa_full": True},
+        {"n_seq": 2},
+        {"n_seq": 3, "kv_unified": True},
+        {"n_seq": 2, "n_ubatch": 256},
     ],
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()),
 )
@@ -108,7 +108,7 @@ def test_starter_model_matches_llama_cpp(lab, starter_model_path, mode):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("options", [dict(swa_full=True), dict(swa_full=False)], ids=["swa_full", "swa_small"])
+@pytest.mark.parametrize("options", [{"swa_full": True}, {"swa_full": False}], ids=["swa_full", "swa_small"])
 def test_starter_model_8192_matches_llama_cpp(lab, starter_model_path, options):
     assert_same_as_llama(lab, starter_model_path, 8192, KvMode.parse("q8_0/f16"), **options)
 

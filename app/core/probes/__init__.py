@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from app.core.probes.amd_sysfs import AmdSysfsProbe, AmdSysfsUnavailableError
 from app.core.probes.amdsmi_probe import AmdSmiProbe, AmdSmiUnavailableError
@@ -29,13 +30,15 @@ def detect_probe(sysfs_root: str = "/sys/class/drm", gpu: bool = True) -> Memory
     `gpu=False` (a CPU-only llama.cpp build, or n_gpu_layers=0) goes straight to psutil,
     since the model then lives in system RAM. The returned probe's `why` says what was tried.
     """
-    tried = []
+    tried: list[str] = []
+    probe: MemoryProbe
     if gpu:
-        for make, errors in (
+        candidates: tuple[tuple[Callable[[], MemoryProbe], type[Exception]], ...] = (
             (NvmlProbe, NvmlUnavailableError),
             (AmdSmiProbe, AmdSmiUnavailableError),
             (lambda: AmdSysfsProbe(root=sysfs_root), AmdSysfsUnavailableError),
-        ):
+        )
+        for make, errors in candidates:
             try:
                 probe = make()
             except errors as error:

@@ -60,8 +60,8 @@ class AmdSmiProbe(MemoryProbe):
             gtt = smi.AmdSmiMemoryType.GTT
             gtt_used = int(smi.amdsmi_get_gpu_memory_usage(self._handle, gtt))
             gtt_total = int(smi.amdsmi_get_gpu_memory_total(self._handle, gtt))
-        except Exception:  # noqa: BLE001 - GTT is optional
-            pass
+        except Exception as error:  # noqa: BLE001 - GTT is optional
+            log.debug("amdsmi has no GTT figures: %s", error)
         return MemorySample(now(), used, total, self._process_used(pid), gtt_used, gtt_total)
 
     def _process_used(self, pid: int | None) -> int | None:
