@@ -87,8 +87,9 @@ def main() -> int:
                           type_k=mode.k.name, type_v=mode.v.name, n_threads=args.threads, seed=1)
     quiet = llama_cpp.llama_log_callback(lambda *_: None)  # must outlive every llama.cpp call
     llama_cpp.llama_log_set(quiet, None)
-    kwargs = dict(n_ctx=args.ctx, n_gpu_layers=args.gpu_layers, flash_attn=True, type_k=mode.k.ggml_id,
-                  type_v=mode.v.ggml_id, swa_full=False, seed=1, verbose=False)
+    kwargs = {"n_ctx": args.ctx, "n_gpu_layers": args.gpu_layers, "flash_attn": True,
+              "type_k": mode.k.ggml_id, "type_v": mode.v.ggml_id, "swa_full": False, "seed": 1,
+              "verbose": False}
     if args.threads:
         kwargs.update(n_threads=args.threads, n_threads_batch=args.threads)
     llm = llama_cpp.Llama(str(path), **kwargs)

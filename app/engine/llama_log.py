@@ -75,7 +75,7 @@ class LlamaLogRouter:
         # Never raise into C: an exception here would only be printed and lost.
         try:
             self.feed(int(level), (text or b"").decode("utf-8", errors="replace"))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110 - logging must never break llama.cpp's thread
             pass
 
 

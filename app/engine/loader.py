@@ -44,22 +44,22 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
     router.flush()
     router.take_lines()  # only this load's lines are parsed below
     started = time.perf_counter()
-    kwargs: dict[str, Any] = dict(
-        model_path=str(path),
-        n_ctx=options.n_ctx,
-        n_gpu_layers=options.n_gpu_layers,
-        flash_attn=options.flash_attn,
-        type_k=k.ggml_id,
-        type_v=v.ggml_id,
-        n_batch=options.n_batch,
-        n_ubatch=options.n_ubatch,
-        swa_full=options.swa_full,
-        seed=options.seed if options.seed >= 0 else llama_cpp.LLAMA_DEFAULT_SEED,
-        logits_all=False,
+    kwargs: dict[str, Any] = {
+        "model_path": str(path),
+        "n_ctx": options.n_ctx,
+        "n_gpu_layers": options.n_gpu_layers,
+        "flash_attn": options.flash_attn,
+        "type_k": k.ggml_id,
+        "type_v": v.ggml_id,
+        "n_batch": options.n_batch,
+        "n_ubatch": options.n_ubatch,
+        "swa_full": options.swa_full,
+        "seed": options.seed if options.seed >= 0 else llama_cpp.LLAMA_DEFAULT_SEED,
+        "logits_all": False,
         # verbose=False would point fd 2 at /dev/null while loading, hiding an abort's
         # message from the crash report; the log itself goes through our callback anyway.
-        verbose=True,
-    )
+        "verbose": True,
+    }
     if options.n_threads:
         kwargs["n_threads"] = options.n_threads
         kwargs["n_threads_batch"] = options.n_threads

@@ -19,7 +19,7 @@ import os
 import signal
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from app.core.errors import EngineCrashedError
 from app.engine.cancel import CancelFlag
@@ -41,7 +41,6 @@ class EngineProcess:
         self._commands: Any = None  # our sending end
         self._events: Any = None  # our receiving end
         self._stderr_path: Path | None = None
-        self._crash_reported = False
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -69,7 +68,6 @@ class EngineProcess:
         command_out.close()
         event_in.close()
         self._commands, self._events = command_in, event_out
-        self._crash_reported = False
         log.info("engine process started (pid %s)", self._process.pid)
 
     def stop(self, timeout: float = _STOP_GRACE_S) -> None:
@@ -175,7 +173,6 @@ class EngineProcess:
         message = f"The engine process {how}; the next request starts a fresh one."
         if tail:
             message += f" Last lines of its output:\n{tail}"
-        self._crash_reported = True
         self._close_pipes()
         log.warning("%s", message)
         return EngineCrashedError(message)
@@ -201,7 +198,7 @@ class EngineProcess:
             self._stderr_path.unlink(missing_ok=True)
             self._stderr_path = None
 
-    def __enter__(self) -> EngineProcess:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
