@@ -69,3 +69,27 @@ def small_fs(tmp_path: Path) -> Iterator[Callable[[int], Path]]:
     yield make
     for point in mounts:
         subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)
+
+
+def write_split_gguf(source: Path, target: Path, max_tensors: int) -> list[Path]:
+    """Rewrite a GGUF as llama.cpp split parts (`<target stem>-0000i-of-0000N.gguf`), as
+    gguf-split does: every part carries split.* metadata, part 1 all the model's keys."""
+    import gguf
+
+    reader = gguf.GGUFReader(source)
+    arch = reader.fields["general.architecture"].contents()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    writer = gguf.GGUFWriter(target, arch, split_max_tensors=max_tensors)
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name == "general.architecture":
+            continue
+        sub_type = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), field.types[0], sub_type=sub_type)
+    for tensor in reader.tensors:
+        writer.add_tensor(tensor.name, tensor.data, raw_shape=tuple(reversed(tensor.shape.tolist())),
+                          raw_dtype=tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return writer.format_shard_names(target)

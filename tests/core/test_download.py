@@ -102,3 +102,24 @@ def _state_at(events: list, job_id: int, k: int) -> JobState | None:
         if event.job_id == job_id:
             state = event.state
     return state
+
+
+def test_downloaded_split_model_loads_in_llama_cpp_from_part_one(hub_env, tiny_gguf, tmp_path) -> None:
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from app.core.model_ref import resolve_model
+    from tests.hub_fixtures import write_split_gguf
+
+    parts = write_split_gguf(tiny_gguf("whole.gguf"), tmp_path / "split" / "tiny-Q8_0.gguf", max_tensors=6)
+    assert len(parts) == 4
+    hub_env.add_repo("acme/split-GGUF", {f"Q8_0/{p.name}": p for p in parts})
+    entry = list_gguf_files("acme/split-GGUF").pick("Q8_0")
+    assert entry.n_parts == 4 and entry.total_size == sum(p.stat().st_size for p in parts)
+    path = resolve_model(str(download_entry(entry)))
+    (model,) = list_models(include_starter=False)
+    assert (model.path, model.n_parts, model.architecture) == (path, 4, "llama")
+    llm = llama_cpp.Llama(str(path), n_ctx=64, verbose=False)
+    try:
+        assert llm.n_vocab() == 283
+        assert llm.create_completion("Hello", max_tokens=3)["usage"]["completion_tokens"] >= 1
+    finally:
+        llm.close()
