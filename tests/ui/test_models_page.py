@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import os
 import stat
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pytestqt")
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
-from app.services.downloads import DownloadState  # noqa: E402
-from tests.gguf_factory import write_tiny_gguf  # noqa: E402
-from tests.hub_server import HubServer  # noqa: E402
+from app.services.downloads import DownloadState
+from tests.gguf_factory import write_tiny_gguf
+from tests.hub_server import HubServer
 
 REPO = "acme/tiny-llama-GGUF"
 OTHER = "zeta/tiny-gemma-GGUF"
@@ -51,10 +51,10 @@ def hub(gguf_files):
             REPO,
             {Q8: gguf_files["q8"], F16: gguf_files["f16"], SPLIT[0]: gguf_files["split1"],
              SPLIT[1]: b"second part of a split model " * 1000, "README.md": b"# tiny\n"},
-            downloads=5000, likes=7, last_modified=datetime(2025, 3, 1, tzinfo=timezone.utc),
+            downloads=5000, likes=7, last_modified=datetime(2025, 3, 1, tzinfo=UTC),
         )
         server.add_repo(OTHER, {"tiny-gemma-Q8_0.gguf": gguf_files["gemma"]}, downloads=100, likes=50,
-                        last_modified=datetime(2025, 6, 1, tzinfo=timezone.utc))
+                        last_modified=datetime(2025, 6, 1, tzinfo=UTC))
         server.add_repo(GATED, {"gated-Q8_0.gguf": gguf_files["gated"]}, gated=True, downloads=1)
         yield server
 
@@ -233,7 +233,7 @@ def test_download_pause_resume_finishes_without_refetching(qtbot, env, gguf_file
     assert manager.item(key).state is DownloadState.DOWNLOADING
     # Bytes, speed and time left show while it runs.
     row = view.model.row_of(key)
-    cell = lambda col: view.model.index(row, col).data()  # noqa: E731
+    cell = lambda col: view.model.index(row, col).data()
     qtbot.waitUntil(lambda: cell(3).endswith("/s") and cell(4).endswith(" s"), timeout=WAIT)
     from app.ui.models import format as fmt
 
@@ -366,7 +366,7 @@ def small_disk(env, monkeypatch):
     mount_point = env / "small-disk"
     mount_point.mkdir()
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
-                          capture_output=True)
+                          capture_output=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()})")
     monkeypatch.setenv("HF_HUB_CACHE", str(mount_point / "hub"))
@@ -450,7 +450,9 @@ def test_library_lists_header_facts_and_deletes_with_confirmation(qtbot, env, mo
     from PySide6.QtGui import QDesktopServices
 
     class Opener(QObject):
-        urls: list[QUrl] = []
+        def __init__(self) -> None:
+            super().__init__()
+            self.urls: list[QUrl] = []
 
         @Slot(QUrl)
         def open(self, url: QUrl) -> None:
@@ -543,7 +545,8 @@ def write_shaped_gguf(path, ftype, n_layer=32, n_embd=4096, n_head=32, n_head_kv
     weights. Returns the paths written (one, or the parts of a split model)."""
     import gguf
     import numpy as np
-    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType as T
+    from gguf.constants import GGML_QUANT_SIZES
+    from gguf.constants import GGMLQuantizationType as T
 
     big = {"Q4_K_M": T.Q4_K, "Q8_0": T.Q8_0, "F16": T.F16}[ftype]
     file_type = {"Q4_K_M": gguf.LlamaFileType.MOSTLY_Q4_K_M, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
@@ -605,7 +608,7 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
     against this machine's free memory. KVSTUDIO_SCREENSHOTS=1 refreshes
     docs/screenshots/models.png."""
     hub.add_repo("kvstudio/gemma-3-270m-GGUF", {"gemma-3-270m-Q4_K_M.gguf": starter_model_path},
-                 downloads=48211, likes=312, last_modified=datetime(2025, 8, 14, tzinfo=timezone.utc))
+                 downloads=48211, likes=312, last_modified=datetime(2025, 8, 14, tzinfo=UTC))
     files: dict[str, Path] = {}
     for ftype, split in (("Q4_K_M", 0), ("Q8_0", 0), ("F16", 8 * 10**9)):
         for part in write_shaped_gguf(tmp_path / f"Llama-3.1-8B-shapes-{ftype}.gguf", ftype,
@@ -614,7 +617,7 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
     # Hashing 28 GB of zeros would take a while; these files are never downloaded here.
     fake_sha = {name: f"{i + 1:064x}" for i, name in enumerate(files)}
     hub.add_repo(DEMO, files, sha256=fake_sha, downloads=131072, likes=640,
-                 last_modified=datetime(2025, 9, 2, tzinfo=timezone.utc))
+                 last_modified=datetime(2025, 9, 2, tzinfo=UTC))
     from app.ui.models.fit import free_memory
 
     page = make_page(qtbot, env)

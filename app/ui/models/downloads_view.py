@@ -27,8 +27,9 @@ from app.services.downloads import DownloadItem, DownloadManager, DownloadState
 from app.ui.models import format as fmt
 
 _Index = QModelIndex | QPersistentModelIndex
-PROGRESS_ROLE = Qt.UserRole + 1
-KEY_ROLE = Qt.UserRole + 2
+_ROOT = QModelIndex()  # the invisible root: these models are flat
+PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
+KEY_ROLE = Qt.ItemDataRole.UserRole + 2
 
 _STATE_TEXT = {
     DownloadState.QUEUED: "Queued",
@@ -57,18 +58,18 @@ class DownloadsModel(QAbstractTableModel):
     def row_of(self, key: str) -> int:
         return self._keys.index(key)
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802 (Qt API)
+    def rowCount(self, parent: _Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self._keys)
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent: _Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self.HEADERS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole):  # noqa: N802
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.HEADERS[section]
         return None
 
-    def data(self, index: _Index, role: int = Qt.DisplayRole):
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         item = self._manager.item(self._keys[index.row()])
@@ -77,13 +78,13 @@ class DownloadsModel(QAbstractTableModel):
             return item.key
         if role == PROGRESS_ROLE:
             return _percent(item)
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return self._text(item, col)
-        if role == Qt.ToolTipRole:
+        if role == Qt.ItemDataRole.ToolTipRole:
             if item.state is DownloadState.FAILED:
                 return item.message
             return f"{item.entry.repo_id}: {item.entry.first_file}"
-        if role == Qt.ForegroundRole and col == 5:
+        if role == Qt.ItemDataRole.ForegroundRole and col == 5:
             if item.state is DownloadState.FAILED:
                 return QColor("#b3261e")
             if item.state is DownloadState.FINISHED:
@@ -147,7 +148,7 @@ class _ProgressDelegate(QStyledItemDelegate):
         bar.textVisible = True
         bar.state = option.state
         style = option.widget.style() if option.widget else QApplication.style()
-        style.drawControl(QStyle.CE_ProgressBar, bar, painter, option.widget)
+        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
 
 
 class DownloadsView(QWidget):
@@ -160,16 +161,16 @@ class DownloadsView(QWidget):
         self.table = QTableView()
         self.table.setModel(self.model)
         self.table.setItemDelegateForColumn(1, _ProgressDelegate(self.table))
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
         self.table.setShowGrid(False)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.Fixed)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Fixed)
         header.resizeSection(1, 140)
         header.setStretchLastSection(False)
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
-def size(n: int | float | None) -> str:
+def size(n: float | None) -> str:
     if n is None:
         return "?"
     value = float(n)
@@ -51,7 +51,7 @@ def speed(bytes_per_s: float | None) -> str:
 def duration(seconds: float | None) -> str:
     if seconds is None or seconds < 0:
         return ""
-    s = int(round(seconds))
+    s = round(seconds)
     if s >= 3600:
         return f"{s // 3600} h {s % 3600 // 60:02d} min"
     if s >= 60:
@@ -65,12 +65,12 @@ def when(value: datetime | str | None) -> str:
         return ""
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = datetime.fromisoformat(value)
         except ValueError:
-            return value
+            return str(value)
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    days = (datetime.now(timezone.utc) - value).days
+        value = value.replace(tzinfo=UTC)
+    days = (datetime.now(UTC) - value).days
     if days <= 0:
         return "today"
     if days == 1:

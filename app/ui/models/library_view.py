@@ -28,6 +28,7 @@ from app.ui.models import format as fmt
 from app.ui.models.tasks import TaskRunner, user_message
 
 _Index = QModelIndex | QPersistentModelIndex
+_ROOT = QModelIndex()  # the invisible root: these models are flat
 
 
 def parameters(n: int | None) -> str:
@@ -62,22 +63,22 @@ class LibraryModel(QAbstractTableModel):
     def paths(self) -> list[str]:
         return [str(m.path) for m in self._rows]
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802 (Qt API)
+    def rowCount(self, parent: _Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent: _Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self.HEADERS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole):  # noqa: N802
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.HEADERS[section]
         return None
 
-    def data(self, index: _Index, role: int = Qt.DisplayRole):
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         m = self._rows[index.row()]
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             return (
                 m.name,
                 m.architecture or "?",
@@ -87,11 +88,11 @@ class LibraryModel(QAbstractTableModel):
                 fmt.size(m.file_size),
                 _location(m),
             )[index.column()]
-        if role == Qt.ToolTipRole:
+        if role == Qt.ItemDataRole.ToolTipRole:
             problem = getattr(m, "error", None)
             return f"{m.path}\n{problem}" if problem else str(m.path)
-        if role == Qt.TextAlignmentRole and index.column() in (2, 4, 5):
-            return int(Qt.AlignRight | Qt.AlignVCenter)
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (2, 4, 5):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
 
@@ -123,18 +124,18 @@ class LibraryView(QWidget):
         self.model = LibraryModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
         self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
-        self.table.setTextElideMode(Qt.ElideMiddle)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
-        header.setSectionResizeMode(6, QHeaderView.Interactive)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(6, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(6, 260)
 
         self.load_button = QPushButton("Load into chat")
@@ -224,10 +225,10 @@ class LibraryView(QWidget):
             self,
             "Delete model",
             f"Delete {model.name} ({fmt.size(model.file_size)}) from this computer?\n\n{model.path}",
-            QMessageBox.Yes | QMessageBox.No,
-            QMessageBox.No,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
         )
-        if answer != QMessageBox.Yes:
+        if answer != QMessageBox.StandardButton.Yes:
             return
         try:
             self._delete_fn(model)

@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from app.core.hub import GgufEntry, RemoteFile
@@ -72,13 +72,15 @@ class ModelsPage(QWidget):
         """`engine_client`: app.services.engine_client.EngineClient (or None: only emit
         load_requested). `bridge`: MessageBridge for errors (optional). `data_dir`: where the
         download queue is saved (None: not saved). `settings`: app.core.settings.Settings,
-        for the n_ctx / K / V / GPU layers of 'Load into chat'. `budget_fn() -> (bytes,
+        or a SettingsFile (read at each load, so later changes count), for the n_ctx / K / V /
+        GPU layers of 'Load into chat'. `budget_fn() -> (bytes,
         label)`: memory to fit into (default: free VRAM, else free RAM).
         `download_folder`: a library folder for downloads (None: the HF cache)."""
         super().__init__(parent)
         self.engine_client = engine_client
         self.bridge = bridge
         self.settings = settings
+        self._shut_down = False
         self.runner = TaskRunner(self)
         backend.set_data_dir(Path(data_dir) if data_dir else None)
         fit_kwargs = {"budget_fn": budget_fn} if budget_fn is not None else {}
@@ -101,7 +103,7 @@ class ModelsPage(QWidget):
             backend.list_library, backend.delete_model, backend.add_folder, self.runner
         )
 
-        discover = QSplitter(Qt.Horizontal)
+        discover = QSplitter(Qt.Orientation.Horizontal)
         discover.addWidget(self.search_view)
         discover.addWidget(self.repo_view)
         discover.setStretchFactor(0, 2)
@@ -129,6 +131,9 @@ class ModelsPage(QWidget):
         self.downloads.restore()
         self.library_view.refresh()
         self._update_tab_titles()
+        app = QCoreApplication.instance()
+        if app is not None:  # quitting pauses downloads (kept on disk) instead of waiting for them
+            app.aboutToQuit.connect(self.shutdown)
 
     # ---- public ------------------------------------------------------------------------
 
@@ -138,13 +143,17 @@ class ModelsPage(QWidget):
         self.search_view.search()
 
     def shutdown(self) -> None:
-        """Pause running downloads (kept on disk, continued at the next start) and wait."""
+        """Pause running downloads (kept on disk, continued at the next start) and wait.
+        Called on QApplication.aboutToQuit; safe to call more than once."""
+        if self._shut_down:
+            return
+        self._shut_down = True
         self.downloads.shutdown()
         self.runner.wait(5000)
 
     def load_options(self, path: str) -> LoadOptions:
         """Options for 'Load into chat': the user's n_ctx / GPU layers, K=q8_0, V=f16 by default."""
-        s = self.settings
+        s = getattr(self.settings, "settings", self.settings)  # a SettingsFile or a Settings
         if s is None:
             return LoadOptions(model_path=path, type_k="q8_0", type_v="f16")
         return LoadOptions(
@@ -177,7 +186,7 @@ class ModelsPage(QWidget):
 
     def _on_token_requested(self, reason: str = "") -> None:
         dialog = TokenDialog(reason or "", self)
-        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.accepted.connect(self._on_token_saved)
         dialog.open()
         self.token_dialog = dialog  # tests reach it here

@@ -7,6 +7,7 @@ the tree fills in as answers arrive, and a new context length re-estimates every
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
@@ -28,13 +29,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import GatedRepoError
+from app.core.fit import MARGIN
 from app.core.kv_types import COMPARE_MODES
 from app.ui.models import format as fmt
-from app.core.fit import MARGIN
 from app.ui.models.fit import FITS, NO_FIT, TIGHT, FitEstimate, ModeFit
 from app.ui.models.tasks import TaskRunner
 
-ENTRY_ROLE = Qt.UserRole + 1
+ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 # Background / text colours per verdict: readable on light and dark palettes.
 VERDICT_COLOURS = {
     FITS: (QColor("#d7f5dd"), QColor("#11602a")),
@@ -54,9 +55,9 @@ def paint_verdict(item: QStandardItem | QTableWidgetItem, verdict: str) -> None:
 class _VerdictDelegate(QStyledItemDelegate):
     """Keeps a verdict cell's colours on a selected row (the name column shows the selection)."""
 
-    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
+    def initStyleOption(self, option, index) -> None:
         super().initStyleOption(option, index)
-        option.state &= ~QStyle.State_Selected
+        option.state &= ~QStyle.StateFlag.State_Selected
 
 
 def verdict_text(fit: ModeFit) -> str:
@@ -89,7 +90,7 @@ class RepoView(QWidget):
         self.title_label = QLabel("Pick a model on the left to see its files.")
         self.title_label.setObjectName("repoTitle")
         self.title_label.setStyleSheet("font-size: 15px; font-weight: 600;")
-        self.title_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.context_spin = QSpinBox()
         self.context_spin.setRange(256, 1 << 21)
         self.context_spin.setSingleStep(1024)
@@ -116,26 +117,26 @@ class RepoView(QWidget):
         self.model.setHorizontalHeaderLabels(list(self.HEADERS))
         self.tree = QTreeView()
         self.tree.setModel(self.model)
-        self.tree.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.tree.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
-        self.tree.setTextElideMode(Qt.ElideMiddle)  # keep the quantization at the name's end visible
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # keep the quantization at the name's end visible
         for col in range(_MODE_COLUMN0, len(self.HEADERS)):
             self.tree.setItemDelegateForColumn(col, _VerdictDelegate(self.tree))
         header = self.tree.header()
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col in range(1, len(self.HEADERS)):
-            header.setSectionResizeMode(col, QHeaderView.ResizeToContents)
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
 
         self.detail = QTableWidget(0, 5)
         self.detail.setHorizontalHeaderLabels(
             ["KV mode", "KV at context", "Total needed", "Verdict", "Largest context"]
         )
         self.detail.verticalHeader().hide()
-        self.detail.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.detail.setSelectionMode(QAbstractItemView.NoSelection)
-        self.detail.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.detail.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.detail.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.detail.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.detail.setMaximumHeight(130)
         self.detail_label = QLabel()
         self.detail_label.setWordWrap(True)
@@ -234,7 +235,7 @@ class RepoView(QWidget):
                 row += [QStandardItem("estimating…") for _ in COMPARE_MODES]
                 row[0].setData(entry, ENTRY_ROLE)
                 row[0].setToolTip(entry.first_file)
-                row[1].setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                row[1].setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 group[0].appendRow(row)
                 self._entries[entry.first_file] = (entry, row[0])
             self.model.appendRow(group)
@@ -266,8 +267,8 @@ class RepoView(QWidget):
             self._set_mode_cells(first_file, None, "estimating…")
             self._runner.submit(
                 f"fit:{self._repo_id}:{first_file}", self._fit_fn, entry, n_ctx,
-                on_done=lambda fit, f=first_file, r=self._repo_id: self._on_fit_done(r, f, fit),
-                on_error=lambda msg, err, f=first_file, r=self._repo_id: self._on_fit_failed(r, f, msg, err),
+                on_done=partial(self._on_fit_done, self._repo_id, first_file),
+                on_error=partial(self._on_fit_failed, self._repo_id, first_file),
             )
 
     def _mode_items(self, first_file: str) -> list[QStandardItem]:

@@ -30,6 +30,7 @@ from app.ui.models.tasks import TaskRunner
 SORTS = (("Most downloads", "downloads"), ("Most likes", "likes"), ("Recently updated", "last_modified"))
 
 _Index = QModelIndex | QPersistentModelIndex
+_ROOT = QModelIndex()  # the invisible root: these models are flat
 
 
 class SearchResultsModel(QAbstractTableModel):
@@ -49,23 +50,23 @@ class SearchResultsModel(QAbstractTableModel):
     def repo_at(self, row: int) -> Any:
         return self._rows[row]
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802 (Qt API)
+    def rowCount(self, parent: _Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent: _Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self.HEADERS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole):  # noqa: N802
-        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.HEADERS[section]
         return None
 
-    def data(self, index: _Index, role: int = Qt.DisplayRole):
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         repo = self._rows[index.row()]
         col = index.column()
-        if role == Qt.DisplayRole:
+        if role == Qt.ItemDataRole.DisplayRole:
             name = repo.repo_id.split("/", 1)[-1]
             return (
                 name,
@@ -74,11 +75,11 @@ class SearchResultsModel(QAbstractTableModel):
                 fmt.count(repo.likes),
                 fmt.when(repo.last_modified),
             )[col]
-        if role == Qt.ToolTipRole:
+        if role == Qt.ItemDataRole.ToolTipRole:
             return repo.repo_id
-        if role == Qt.TextAlignmentRole and col in (2, 3):
-            return int(Qt.AlignRight | Qt.AlignVCenter)
-        if role == Qt.UserRole:
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (2, 3):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.UserRole:
             return repo.repo_id
         return None
 
@@ -111,17 +112,17 @@ class SearchView(QWidget):
         self.results = SearchResultsModel(self)
         self.table = QTableView()
         self.table.setModel(self.results)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().hide()
         self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col in range(1, len(SearchResultsModel.HEADERS)):
-            header.setSectionResizeMode(col, QHeaderView.ResizeToContents)
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
 
         row = QHBoxLayout()
         row.addWidget(self.query_edit, 1)

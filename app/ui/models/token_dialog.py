@@ -47,20 +47,20 @@ class TokenDialog(QDialog):
         )
         intro.setWordWrap(True)
         intro.setOpenExternalLinks(True)
-        intro.setTextFormat(Qt.RichText)
+        intro.setTextFormat(Qt.TextFormat.RichText)
         current = describe_fn()
         self.current_label = QLabel(
             f"A token is saved ({current}); a new one replaces it." if current else "No token is saved yet."
         )
         self.current_label.setStyleSheet("color: palette(mid);")
         self.token_edit = QLineEdit()
-        self.token_edit.setEchoMode(QLineEdit.Password)
+        self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.token_edit.setPlaceholderText("hf_…")
         self.error_label = QLabel()
         self.error_label.setStyleSheet("color: #b3261e;")
         self.error_label.setWordWrap(True)
         self.error_label.hide()
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Save | QDialogButtonBox.Cancel)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self._on_save_clicked)
         self.buttons.rejected.connect(self.reject)
 
