@@ -139,7 +139,7 @@ class GgufHeader:
     def data_end(self) -> int:
         """File offset where the last tensor's data ends (the minimum valid file size)."""
         if not self.tensors:
-            return self.data_offset
+            return self.header_bytes  # nothing follows (vocab-only files end unpadded)
         return self.data_offset + max(t.offset + t.n_bytes for t in self.tensors)
 
     @property

@@ -154,3 +154,17 @@ def test_errors_are_bad_input(tmp_path, tiny_llama):
     shutil.copy(tiny_llama, tmp_path / "ok.gguf")
     for cls in (ModelFileMissingError, NotAGgufError, TruncatedGgufError, GgufHeaderIncompleteError):
         assert issubclass(cls, BadInputError)
+
+
+VOCAB_DIR = Path("/work/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/models")
+
+
+@pytest.mark.skipif(not VOCAB_DIR.is_dir(), reason="llama.cpp's vocab-only GGUFs are in the sdist, not here")
+def test_llama_cpp_vocab_only_files(tmp_path):
+    # Real files from llama.cpp's converters, many tokenizers; no tensors, so no padding at the end.
+    files = sorted(VOCAB_DIR.glob("ggml-vocab-*.gguf"))
+    assert files
+    for path in files:
+        header = read_gguf_header(path)
+        assert header.tensors == () and header.vocab_size and header.vocab_size > 30_000, path
+        assert header.data_end == header.header_bytes == path.stat().st_size, path

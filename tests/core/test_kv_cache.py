@@ -174,3 +174,60 @@ def test_llama_cpp_python_default_is_full_size_swa_cache(starter_model_path):
     logged = parse_log(router.take_lines()).kv_caches
     estimate = kv_cache_bytes(read_gguf_header(starter_model_path), 2048, "q8_0/f16", swa_full=True)
     assert [c.line for c in logged] == [c.log_line() for c in estimate.caches]
+
+
+# ---- layouts of architectures the tiny factory cannot load (metadata-only GGUFs) ---------
+
+
+def _metadata_only(path: Path, arch: str, n_layer: int, **keys: object) -> Path:
+    import gguf
+
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_block_count(n_layer)
+    writer.add_context_length(8192)
+    writer.add_embedding_length(512)
+    writer.add_head_count(8)
+    writer.add_head_count_kv(2)
+    writer.add_key_length(64)
+    writer.add_value_length(64)
+    for key, value in keys.items():
+        writer.add_uint32(f"{arch}.{key}", int(value))  # type: ignore[call-overload]
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    "arch, keys, swa_layers, window, exact",
+    [
+        # models/gemma2.cpp: every 2nd layer global, window 4096 unless the GGUF says otherwise.
+        ("gemma2", {}, [0, 2, 4], 4096, True),
+        ("gemma2", {"attention.sliding_window": 1024}, [0, 2, 4], 1024, True),
+        # models/cohere2moe.cpp: dense_first pattern 4 -> layers 0 and 4 global.
+        ("cohere2moe", {}, [1, 2, 3, 5], 0, True),
+        # gemma3 without a window key: no SWA at all.
+        ("gemma3", {}, [], 0, True),
+        # An architecture whose SWA layout is not mirrored: counted in full, flagged inexact.
+        ("mystery", {"attention.sliding_window": 512}, [], 0, False),
+        # A recurrent-hybrid architecture: flagged inexact.
+        ("jamba", {}, [], 0, False),
+    ],
+)
+def test_swa_layouts_of_other_architectures(tmp_path, arch, keys, swa_layers, window, exact):
+    from app.core.kv_layout import kv_layout
+
+    header = read_gguf_header(_metadata_only(tmp_path / "m.gguf", arch, 6, **keys))
+    layout = kv_layout(header)
+    assert [layer.index for layer in layout.layers if layer.swa] == swa_layers
+    assert layout.exact == exact
+    if window:
+        assert layout.n_swa == window and layout.has_swa
+    assert not layout.exact or not layout.note
+
+
+def test_nextn_layers_are_not_in_the_main_cache(tmp_path):
+    from app.core.kv_layout import kv_layout
+
+    header = read_gguf_header(_metadata_only(tmp_path / "m.gguf", "glm4moe", 5, nextn_predict_layers=1))
+    assert [layer.index for layer in kv_layout(header).layers] == [0, 1, 2, 3]
