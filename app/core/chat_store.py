@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 _MIGRATIONS = (
     """
     CREATE TABLE conversations (
-        id INTEGER PRIMARY KEY,
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
         title TEXT NOT NULL,
         created_at REAL NOT NULL,
         updated_at REAL NOT NULL,
@@ -30,7 +30,7 @@ _MIGRATIONS = (
         model TEXT
     );
     CREATE TABLE messages (
-        id INTEGER PRIMARY KEY,
+        id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: views cache rows by id
         conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
         role TEXT NOT NULL,
         content TEXT NOT NULL,

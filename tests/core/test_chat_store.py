@@ -176,3 +176,10 @@ def test_settings_roundtrip_and_reset(tmp_path: Path) -> None:
 def test_settings_with_bad_values_reset(tmp_path: Path) -> None:
     (tmp_path / "settings.json").write_text(json.dumps({"version": 1, "type_k": "q9_9"}))
     assert load_settings(tmp_path).notice
+
+
+def test_message_ids_are_never_reused(store: ChatStore) -> None:
+    c = store.create_conversation()
+    first = store.add_message(c.id, "assistant", "old reply")
+    store.delete_messages_from(c.id, first.id)
+    assert store.add_message(c.id, "assistant", "new reply").id != first.id

@@ -255,6 +255,7 @@ class ChatPage(QWidget):
             self.bridge.error(message)
             self.model_resolve_failed.emit(message)
             self._show_current_model()
+            self._update_offer()
             return
         s = self.settings.settings
         options = LoadOptions(model_path=str(result), n_ctx=s.n_ctx, n_gpu_layers=s.n_gpu_layers,

@@ -33,6 +33,7 @@ class MessageListModel(QAbstractListModel):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._rows: list[_Row] = []
+        self._versions = 0  # one counter for all rows: a (message id, version) never repeats
         self._row_of: dict[int, int] = {}  # message id -> row
         self._pending: dict[int, str] = {}  # message id -> text not yet published
         self._publish_timer = QTimer(self)
@@ -63,7 +64,7 @@ class MessageListModel(QAbstractListModel):
 
     def set_messages(self, messages: list[Message]) -> None:
         self.beginResetModel()
-        self._rows = [_Row(m) for m in messages]
+        self._rows = [_Row(m, self._next_version()) for m in messages]
         self._row_of = {m.id: i for i, m in enumerate(messages)}
         self._pending.clear()
         self.endResetModel()
@@ -72,7 +73,7 @@ class MessageListModel(QAbstractListModel):
         n = len(self._rows)
         previous_last = n - 1
         self.beginInsertRows(QModelIndex(), n, n)
-        self._rows.append(_Row(message))
+        self._rows.append(_Row(message, self._next_version()))
         self._row_of[message.id] = n
         self.endInsertRows()
         if previous_last >= 0 and self._rows[previous_last].message.role == "assistant":
@@ -137,7 +138,11 @@ class MessageListModel(QAbstractListModel):
             return ""
         return self._rows[row].message.content + self._pending.get(message_id, "")
 
+    def _next_version(self) -> int:
+        self._versions += 1
+        return self._versions
+
     def _bump(self, row: int) -> None:
-        self._rows[row].version += 1
+        self._rows[row].version = self._next_version()
         index = self.index(row)
         self.dataChanged.emit(index, index)

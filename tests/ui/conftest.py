@@ -1,0 +1,51 @@
+"""Fixtures for the chat window tests: a fresh data folder per test (KVSTUDIO_DATA_DIR),
+the real app wiring (build_app), and the real engine with the starter model."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+LOAD_TIMEOUT_MS = 180_000
+REPLY_TIMEOUT_MS = 180_000  # 2 shared CPU cores: a few tokens can take a while
+
+
+@pytest.fixture
+def chat_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from app.core.settings import SettingsFile
+
+    folder = tmp_path / "kvstudio-data"
+    folder.mkdir()
+    monkeypatch.setenv("KVSTUDIO_DATA_DIR", str(folder))
+    SettingsFile(folder).update(n_ctx=2048, n_threads=2)  # small and quick on CI
+    return folder
+
+
+@pytest.fixture
+def chat_app(qtbot, chat_data_dir: Path) -> Iterator:
+    """The main window and its parts on a fresh data folder (engine not started yet)."""
+    from app.core.paths import data_dir
+    from app.gui import build_app
+
+    parts = build_app(data_dir())
+    parts.window.resize(1200, 800)
+    parts.window.show()
+    yield parts
+    parts.window.close()
+    parts.close()
+
+
+@pytest.fixture
+def loaded_chat_app(qtbot, chat_app):
+    """chat_app with the starter model loaded through the one-click offer."""
+    page = chat_app.window.chat
+    assert page.offer.isVisible() and page.offer_button.isVisible()
+    with qtbot.waitSignal(chat_app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        page.offer_button.click()
+    qtbot.waitUntil(lambda: not page.offer.isVisible(), timeout=5000)
+    return chat_app

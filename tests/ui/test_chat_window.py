@@ -1,0 +1,176 @@
+"""The chat window with the real engine and the real starter model (a base model, so
+the tests check that text streams in, not what it says)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.core.chat_store import DONE, STOPPED
+from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
+
+pytestmark = pytest.mark.slow
+
+
+def _new_chat(page, max_tokens: int = 12) -> None:
+    page.session.new_conversation()
+    page.session.update_settings("", {"max_tokens": max_tokens, "temperature": 0.0})
+
+
+def _reply(qtbot, app, text: str):
+    """Send `text` through the input box (Enter) and wait for the reply to finish."""
+    page = app.window.chat
+    with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
+        qtbot.keyClicks(page.input, text)
+        qtbot.keyClick(page.input, Qt.Key.Key_Return)
+    return blocker.args[0]
+
+
+def test_send_shows_streamed_reply(qtbot, loaded_chat_app) -> None:
+    app = loaded_chat_app
+    page = app.window.chat
+    _new_chat(page, max_tokens=16)
+    tokens, updates = [], []
+    app.engine.token_received.connect(tokens.append)
+    page.session.model.dataChanged.connect(lambda top, _b, _r=(): updates.append(top.row()))
+    finished = _reply(qtbot, app, "The capital of France is")
+    messages = page.session.model.messages()
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert page.input.toPlainText() == ""
+    reply = messages[-1]
+    assert reply.status == DONE and reply.content.strip()
+    assert len(tokens) >= 3 and finished.generated_tokens >= 3
+    assert updates.count(1) >= 2  # the reply grew on screen in several steps
+    stored = app.store.messages(page.session.conversation.id)[-1]
+    assert stored.content == reply.content and stored.generated_tokens == finished.generated_tokens
+    assert page.status.speed_label.text().endswith("tok/s")
+
+
+def test_stop_during_reply(qtbot, loaded_chat_app) -> None:
+    app = loaded_chat_app
+    page = app.window.chat
+    _new_chat(page, max_tokens=400)
+    tokens = []
+    app.engine.token_received.connect(tokens.append)
+    qtbot.keyClicks(page.input, "Once upon a time")
+    qtbot.keyClick(page.input, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(tokens) >= 2, timeout=REPLY_TIMEOUT_MS)
+    assert page.send_button.text() == "Stop"
+    with qtbot.waitSignal(app.engine.reply_finished, timeout=30_000) as blocker:
+        page.send_button.click()
+    assert blocker.args[0].stop_reason == "cancelled"
+    reply = page.session.model.messages()[-1]
+    assert reply.status == STOPPED and reply.content
+    assert reply.generated_tokens < 400
+    assert page.send_button.text() == "Send"
+
+
+def test_regenerate_replaces_last_reply(qtbot, loaded_chat_app) -> None:
+    app = loaded_chat_app
+    page = app.window.chat
+    _new_chat(page)
+    _reply(qtbot, app, "My favourite fruit is")
+    first = page.session.model.messages()[-1]
+    page.session.update_settings("", {"max_tokens": 12, "temperature": 1.0, "seed": 7})
+    with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS):
+        page.regenerate_button.click()
+    messages = page.session.model.messages()
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[-1].id != first.id and messages[-1].content
+    assert [m.id for m in app.store.messages(page.session.conversation.id)] == [m.id for m in messages]
+
+
+def test_edit_and_resend_truncates_later_messages(qtbot, loaded_chat_app) -> None:
+    app = loaded_chat_app
+    page = app.window.chat
+    _new_chat(page, max_tokens=8)
+    _reply(qtbot, app, "Question one:")
+    _reply(qtbot, app, "Question two:")
+    first_user = page.session.model.messages()[0]
+    page.start_edit(first_user.id)
+    assert page.input.toPlainText() == "Question one:" and page.edit_banner.isVisible()
+    page.input.clear()
+    _reply(qtbot, app, "An edited question:")
+    messages = page.session.model.messages()
+    assert [(m.role, m.content if m.role == "user" else "") for m in messages] == [
+        ("user", "An edited question:"), ("assistant", "")]
+    assert len(app.store.messages(page.session.conversation.id)) == 2
+    assert not page.edit_banner.isVisible()
+
+
+def test_context_meter_moves_after_reply(qtbot, loaded_chat_app) -> None:
+    app = loaded_chat_app
+    page = app.window.chat
+    _new_chat(page)
+    assert page.status.context_meter.value() == 0
+    finished = _reply(qtbot, app, "Hello there")
+    meter = page.status.context_meter
+    assert meter.maximum() == app.engine.loaded.n_ctx == 2048
+    assert meter.value() == finished.n_past > 0
+    assert "/ 2,048" in meter.format()
+    assert "q8_0" in page.status.kv_label.text() and "Flash Attention" in page.status.kv_label.text()
+
+
+def test_conversation_persists_across_restart(qtbot, chat_data_dir: Path, loaded_chat_app) -> None:
+    from app.core.paths import data_dir
+    from app.gui import build_app
+
+    app = loaded_chat_app
+    page = app.window.chat
+    _new_chat(page)
+    _reply(qtbot, app, "Remember this line")
+    before = [(m.role, m.content) for m in page.session.model.messages()]
+    title = page.session.conversation.title
+    app.window.close()
+    app.close()
+    again = build_app(data_dir())
+    try:
+        again.window.show()
+        chat = again.window.chat
+        assert [(m.role, m.content) for m in chat.session.model.messages()] == before
+        assert chat.conversations.titles()[0] == title == "Remember this line"
+        assert again.settings.settings.last_model == "starter"
+    finally:
+        again.window.close()
+        again.close()
+
+
+def test_load_failure_shows_message_and_window_survives(qtbot, tmp_path: Path, chat_app) -> None:
+    page = chat_app.window.chat
+    fake = tmp_path / "notes.gguf"
+    fake.write_text("this is a text file, not a model\n" * 50)
+    with qtbot.waitSignal(page.model_resolve_failed, timeout=30_000) as blocker:
+        page.load_model(str(fake))
+    assert "GGUF" in blocker.args[0]
+    box = chat_app.window.last_error_box
+    assert box is not None and box.isVisible() and "GGUF" in box.text()
+    box.accept()
+    assert chat_app.window.isVisible()
+    assert page.status.model_label.text() == "No model loaded"
+    assert page.offer.isVisible()  # still offers the starter model
+
+
+def test_engine_crash_is_reported_and_next_message_restarts_it(qtbot, loaded_chat_app) -> None:
+    app = loaded_chat_app
+    page = app.window.chat
+    _new_chat(page, max_tokens=6)
+    _reply(qtbot, app, "First")
+    pid = app.engine.engine_pid
+    with qtbot.waitSignal(app.engine.engine_crashed, timeout=30_000) as blocker:
+        os.kill(pid, signal.SIGKILL)
+    assert "SIGKILL" in blocker.args[0]
+    qtbot.waitUntil(lambda: app.window.last_error_box is not None, timeout=5000)
+    app.window.last_error_box.accept()
+    assert len(page.session.model.messages()) == 2  # nothing lost
+    with qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS, raising=False):
+            qtbot.keyClicks(page.input, "Second")
+            qtbot.keyClick(page.input, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not page.session.generating, timeout=REPLY_TIMEOUT_MS)
+    assert app.engine.engine_pid not in (None, pid)
+    messages = page.session.model.messages()
+    assert len(messages) == 4 and messages[-1].status == DONE and messages[-1].content
