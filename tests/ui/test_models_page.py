@@ -178,7 +178,7 @@ def test_open_repo_groups_files_by_quantization_with_sizes_and_fit(qtbot, env, g
     assert set(groups) == {"Q8_0", "F16", "Q4_K_M"}  # README.md is not a model
     from app.ui.models import format as fmt
 
-    assert groups["Q8_0"][0][:2] == [Q8, fmt.size(gguf_files["q8"].stat().st_size)]
+    assert groups["Q8_0"][0][:2] == ["tiny-llama-Q8_0", fmt.size(gguf_files["q8"].stat().st_size)]
     split_total = gguf_files["split1"].stat().st_size + len(b"second part of a split model " * 1000)
     assert groups["Q4_K_M"][0][:2] == ["tiny-llama-Q4_K_M  (2 parts)", fmt.size(split_total)]
     # A tiny model fits 8 GiB in every KV mode; the cell says so and the largest context.
@@ -620,6 +620,13 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
                  last_modified=datetime(2025, 9, 2, tzinfo=UTC))
     from app.ui.models.fit import free_memory
 
+    from PySide6.QtWidgets import QApplication
+
+    style = Path(__file__).resolve().parents[2] / "assets" / "style.qss"
+    app = QApplication.instance()
+    old_style = app.styleSheet()
+    if style.exists():  # as the app shows it
+        app.setStyleSheet(style.read_text(encoding="utf-8"))
     page = make_page(qtbot, env)
     page.fit_estimator._budget_fn = free_memory  # this machine's real free memory
     page.resize(1440, 600)
@@ -642,4 +649,5 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
         target = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "models.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         assert page.grab().save(str(target))
+    app.setStyleSheet(old_style)
     shut(page)

@@ -140,6 +140,7 @@ class LibraryView(QWidget):
 
         self.load_button = QPushButton("Load into chat")
         self.load_button.setDefault(True)
+        self.load_button.setObjectName("primaryButton")
         self.reveal_button = QPushButton("Show in folder")
         self.delete_button = QPushButton("Delete…")
         self.refresh_button = QPushButton("Refresh")

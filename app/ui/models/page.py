@@ -32,6 +32,16 @@ from app.ui.models.token_dialog import TokenDialog
 log = logging.getLogger(__name__)
 
 DOWNLOAD_QUEUE_FILE = "downloads.json"
+# The page's own touches on top of the app style (assets/style.qss): the primary actions
+# in the app's accent colour, a splitter gap instead of a hairline.
+PAGE_STYLE = """
+QPushButton#primaryButton { background: #2f6fdb; color: white; border: none; border-radius: 6px;
+    padding: 5px 16px; font-weight: 600; }
+QPushButton#primaryButton:hover { background: #285fc0; }
+QPushButton#primaryButton:disabled { background: #a9c1ee; }
+QSplitter::handle { background: transparent; }
+QLabel#repoTitle { font-size: 13pt; font-weight: 700; }
+"""
 
 
 def encode_entry(entry: GgufEntry) -> dict:
@@ -109,6 +119,7 @@ class ModelsPage(QWidget):
         discover.setStretchFactor(0, 2)
         discover.setStretchFactor(1, 3)
         discover.setChildrenCollapsible(False)
+        discover.setHandleWidth(12)
         discover.setSizes([460, 820])
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -116,8 +127,13 @@ class ModelsPage(QWidget):
         self.tabs.addTab(self.downloads_view, "Downloads")
         self.tabs.addTab(self.library_view, "My models")
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setContentsMargins(12, 10, 12, 10)
         layout.addWidget(self.tabs)
+        self.setStyleSheet(PAGE_STYLE)
+        for view in (self.downloads_view, self.library_view):
+            view.layout().setContentsMargins(0, 8, 0, 0)
+        self.search_view.layout().setContentsMargins(0, 8, 0, 0)
+        self.repo_view.layout().setContentsMargins(0, 8, 0, 0)
 
         self.search_view.repo_activated.connect(self._on_search_repo_activated)
         self.repo_view.download_requested.connect(self._on_repo_download_requested)

@@ -89,7 +89,6 @@ class RepoView(QWidget):
 
         self.title_label = QLabel("Pick a model on the left to see its files.")
         self.title_label.setObjectName("repoTitle")
-        self.title_label.setStyleSheet("font-size: 15px; font-weight: 600;")
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.context_spin = QSpinBox()
         self.context_spin.setRange(256, 1 << 21)
@@ -141,6 +140,7 @@ class RepoView(QWidget):
         self.detail_label = QLabel()
         self.detail_label.setWordWrap(True)
         self.download_button = QPushButton("Download")
+        self.download_button.setObjectName("primaryButton")
         self.download_button.setEnabled(False)
 
         top = QHBoxLayout()
@@ -230,7 +230,8 @@ class RepoView(QWidget):
             for item in group:
                 item.setSelectable(False)
             for entry in entries:
-                name = entry.name + (f"  ({entry.n_parts} parts)" if entry.is_split else "")
+                shown = entry.name[:-5] if entry.name.lower().endswith(".gguf") else entry.name
+                name = shown + (f"  ({entry.n_parts} parts)" if entry.is_split else "")
                 row = [QStandardItem(name), QStandardItem(fmt.size(entry.total_size))]
                 row += [QStandardItem("estimating…") for _ in COMPARE_MODES]
                 row[0].setData(entry, ENTRY_ROLE)
