@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from typing import Any
@@ -13,6 +14,7 @@ from app.core.errors import BadInputError, EngineFailedError
 NAME = "run"
 HELP = "generate once from a prompt, streamed to stdout (MODEL: a .gguf path or 'starter')"
 
+INTERRUPTED_EXIT = 130
 LOAD_TIMEOUT_S = 600.0
 TOKEN_TIMEOUT_S = 600.0
 
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             for warning in loaded.warnings:
                 print(f"kvstudio: warning: {warning.text}", file=sys.stderr)
         proc.send(Generate("run", sampling, prompt=args.prompt))
-        finished = _stream(proc, echo=not args.json)
+        finished, interrupted = _stream(proc, echo=not args.json)
     finally:
         proc.stop()
     if args.json:
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             f"KV cache {kv_mib:.2f} MiB ({mode.label})]",
             file=sys.stderr,
         )
-    return 0
+    return INTERRUPTED_EXIT if interrupted else 0
 
 
 def _until(proc: Any, kind: str, timeout: float) -> Any:
@@ -93,18 +95,28 @@ def _until(proc: Any, kind: str, timeout: float) -> Any:
     raise EngineFailedError(f"The engine did not answer within {timeout:.0f} seconds.")
 
 
-def _stream(proc: Any, echo: bool) -> Any:
-    """Print tokens as they come; Ctrl+C stops generating and keeps what came."""
-    interrupted = False
+def _stream(proc: Any, echo: bool) -> tuple[Any, bool]:
+    """Print tokens as they come; Ctrl+C stops generating and keeps what came (a second
+    Ctrl+C gives up at once). Returns (the Finished event, whether Ctrl+C stopped it)."""
+    interrupts = 0
+
+    def on_sigint(_signum: int, _frame: object) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1:
+            raise KeyboardInterrupt
+        proc.cancel()  # only sets a shared byte: safe inside a signal handler
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        return _stream_events(proc, echo), interrupts > 0
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stream_events(proc: Any, echo: bool) -> Any:
     while True:
-        try:
-            event = proc.recv(timeout=TOKEN_TIMEOUT_S)
-        except KeyboardInterrupt:
-            if interrupted:
-                raise
-            interrupted = True
-            proc.cancel()
-            continue
+        event = proc.recv(timeout=TOKEN_TIMEOUT_S)
         name = type(event).__name__
         if event is None:
             raise EngineFailedError(f"The engine sent nothing for {TOKEN_TIMEOUT_S:.0f} seconds.")

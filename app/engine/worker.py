@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
 import traceback
 from typing import Any
 
@@ -21,6 +22,9 @@ log = logging.getLogger(__name__)
 def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: int) -> None:
     """Entry point of the engine process: read commands until Shutdown or EOF."""
     _redirect_stderr(stderr_path)
+    # Ctrl+C in a terminal reaches the whole process group: the client decides what it
+    # means (cancel the reply), the engine must not die of it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import llama_cpp  # noqa: F401  # before numpy, see the module docstring
 
     logging.basicConfig(level=log_level, format="engine %(levelname)s %(name)s: %(message)s")

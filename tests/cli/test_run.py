@@ -88,3 +88,25 @@ def test_real_run_streams_text_to_stdout():
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     assert "6 tokens" in result.stderr and "f16/f16" in result.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_reply_and_keeps_what_came():
+    import signal
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "run", "starter", "-p", "Once upon a time", "-n", "2000", "--ctx", "4096"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, start_new_session=True,
+    )
+    try:
+        first = proc.stdout.read(1)  # the reply has started streaming
+        assert first
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl+C in a terminal does: the whole group
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "tokens" in err  # the summary line, not a crash
+    assert (first + out).strip()
