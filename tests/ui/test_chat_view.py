@@ -1,0 +1,172 @@
+"""Chat widgets without the engine: the 2,000-message view, input keys, conversation list,
+per-chat settings, settings reset notice."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from app.core.chat_store import DONE, STREAMING, ChatStore
+from app.ui.chat.input_box import InputBox
+from app.ui.chat.message_delegate import EDIT
+from app.ui.chat.message_model import MessageListModel
+from app.ui.chat.message_view import MessageView
+
+_REPLY = ("Here is **Markdown** with `inline code`, a list and a block:\n\n- one\n- two\n\n"
+          "```python\nfor i in range(3):\n    print(i)\n```\n")
+
+
+def _fill(store: ChatStore, n: int) -> int:
+    conversation = store.create_conversation("Long chat")
+    for i in range(n):
+        store.add_message(conversation.id, "user" if i % 2 == 0 else "assistant",
+                          f"Question {i}: what about this?" if i % 2 == 0 else f"Reply {i}. {_REPLY}")
+    return conversation.id
+
+
+def test_2000_messages_open_fast_and_tokens_touch_only_last_row(qtbot, tmp_path: Path) -> None:
+    store = ChatStore(tmp_path / "chat.sqlite3")
+    conversation_id = _fill(store, 2000)
+    model = MessageListModel()
+    view = MessageView(model)
+    qtbot.addWidget(view)
+    view.resize(1000, 800)
+    view.show()
+    started = time.perf_counter()
+    model.set_messages(store.messages(conversation_id))
+    qtbot.waitUntil(lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum() > 0,
+                    timeout=20_000)
+    opened_s = time.perf_counter() - started
+
+    reply = store.add_message(conversation_id, "assistant", "", status=STREAMING)
+    model.append_message(reply)
+    last_row = model.rowCount() - 1
+    built_before = dict(view.delegate.documents_built)
+    changed: list[tuple[int, int]] = []
+    model.dataChanged.connect(lambda top, bottom, _roles=(): changed.append((top.row(), bottom.row())))
+    started = time.perf_counter()
+    for i in range(200):
+        model.append_text(reply.id, f"token{i} ")
+        if i % 5 == 4:  # ~5 tokens per frame, like a fast GPU
+            model.publish_pending()
+            qtbot.wait(0)
+    model.publish_pending()
+    qtbot.wait(0)
+    stream_s = time.perf_counter() - started
+
+    assert changed and set(changed) == {(last_row, last_row)}
+    rebuilt = {mid for mid, n in view.delegate.documents_built.items() if n != built_before.get(mid)}
+    assert rebuilt == {reply.id}  # no other message was re-rendered
+    assert model.message_at(last_row).content.endswith("token199 ")
+    qtbot.waitUntil(lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum(),
+                    timeout=5000)
+    print(f"\n2,000 messages: view opened in {opened_s * 1000:.0f} ms; "
+          f"200 tokens streamed in {stream_s * 1000:.0f} ms "
+          f"({len(changed)} row updates, {len(view.delegate.documents_built)} documents built)")
+    store.close()
+
+
+def test_enter_sends_and_shift_enter_adds_a_line(qtbot) -> None:
+    box = InputBox()
+    qtbot.addWidget(box)
+    sent = []
+    box.submitted.connect(sent.append)
+    qtbot.keyClicks(box, "first line")
+    qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(box, "second line")
+    assert sent == []
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert sent == ["first line\nsecond line"]
+
+
+def test_conversation_list_new_search_rename_delete(qtbot, chat_app, monkeypatch) -> None:
+    page = chat_app.window.chat
+    qtbot.mouseClick(page.conversations.new_button, Qt.MouseButton.LeftButton)
+    first = page.session.conversation
+    chat_app.store.add_message(first.id, "user", "tell me about sourdough bread")
+    page.session.rename_conversation(first.id, "Baking")
+    qtbot.mouseClick(page.conversations.new_button, Qt.MouseButton.LeftButton)
+    page.session.rename_conversation(page.session.conversation.id, "Travel plans")
+    assert page.conversations.titles() == ["Travel plans", "Baking"]
+
+    page.conversations.search_box.setText("sourdough")  # matches message text
+    qtbot.waitUntil(lambda: page.conversations.titles() == ["Baking"], timeout=3000)
+    page.conversations.search_box.setText("travel")  # matches the title
+    qtbot.waitUntil(lambda: page.conversations.titles() == ["Travel plans"], timeout=3000)
+    page.conversations.search_box.clear()
+    qtbot.waitUntil(lambda: len(page.conversations.titles()) == 2, timeout=3000)
+
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Cancel)
+    page.conversations.ask_delete(first.id)
+    assert len(page.conversations.titles()) == 2  # cancelled: kept
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    page.conversations.ask_delete(first.id)
+    assert page.conversations.titles() == ["Travel plans"]
+    assert [c.title for c in chat_app.store.conversations()] == ["Travel plans"]
+
+
+def test_settings_are_kept_per_conversation(qtbot, chat_app) -> None:
+    page = chat_app.window.chat
+    panel = page.settings_panel
+    a = page.session.new_conversation()
+    page._open(a.id)
+    panel.system_prompt.setPlainText("You are terse.")
+    panel.temperature.setValue(0.2)
+    panel.stop_strings.setPlainText("\\n\\n\nEND")
+    panel.flush()
+    b = page.session.new_conversation()
+    page._open(b.id)
+    panel.temperature.setValue(1.3)
+    panel.flush()
+    page._open(a.id)
+    assert panel.temperature.value() == 0.2
+    assert panel.system_prompt.toPlainText() == "You are terse."
+    stored = chat_app.store.conversation(a.id)
+    assert stored.system_prompt == "You are terse."
+    assert stored.sampling["temperature"] == 0.2 and stored.sampling["stop"] == ["\n\n", "END"]
+    assert chat_app.store.conversation(b.id).sampling["temperature"] == 1.3
+
+
+def test_edit_link_puts_message_in_input(qtbot, chat_app) -> None:
+    page = chat_app.window.chat
+    conversation = page.session.new_conversation()
+    user = chat_app.store.add_message(conversation.id, "user", "Fix this sentence")
+    chat_app.store.add_message(conversation.id, "assistant", "Done.", status=DONE)
+    page._open(conversation.id)
+    index = page.session.model.index(0)
+    rect = page.view.delegate.link_rect(page.view.visualRect(index), index, EDIT)
+    qtbot.mouseClick(page.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert page.input.toPlainText() == "Fix this sentence"
+    assert page.edit_banner.isVisible() and page._editing == user.id
+    qtbot.keyClick(page.input, Qt.Key.Key_Escape)
+    assert not page.edit_banner.isVisible() and page.input.toPlainText() == ""
+
+
+def test_generate_without_a_model_says_so(qtbot, chat_app) -> None:
+    page = chat_app.window.chat
+    page.session.new_conversation()
+    with qtbot.waitSignal(chat_app.engine.reply_failed, timeout=5000) as blocker:
+        page.send("hello?")
+    assert "load a model" in blocker.args[0]
+    assert page.session.model.messages()[-1].status == "failed"
+    assert chat_app.engine.engine_pid is None  # no engine was started for nothing
+
+
+def test_newer_settings_file_is_reset_with_a_notice(qtbot, chat_data_dir: Path) -> None:
+    from app.core.paths import data_dir
+    from app.gui import build_app
+
+    (chat_data_dir / "settings.json").write_text(json.dumps({"version": 99}))
+    parts = build_app(data_dir())
+    try:
+        parts.window.show()
+        qtbot.waitUntil(lambda: "reset" in parts.window.statusBar().currentMessage(), timeout=3000)
+        assert parts.settings.settings.type_k == "q8_0" and parts.settings.settings.type_v == "f16"
+        assert list(chat_data_dir.glob("settings.json.bak-*"))
+    finally:
+        parts.window.close()
+        parts.close()
