@@ -21,7 +21,7 @@ import llama_cpp
 from app.core.errors import EngineFailedError
 from app.engine.cancel import native_abort_callback
 from app.engine.chat_template import ChatTemplate
-from app.engine.messages import ChatMessage, Finished, Generate, Token
+from app.engine.messages import ChatMessage, Finished, Generate, LogWarning, Token
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,10 @@ def run_generation(
     s = command.sampling
     n_ctx = llm.n_ctx()
     reserve = min(s.max_tokens if s.max_tokens > 0 else n_ctx // 4, n_ctx // 2)
-    tokens = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1))
+    tokens, dropped = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1))
+    if dropped:
+        emit(LogWarning("context_full", f"The conversation is longer than the {n_ctx}-token "
+                        f"context: its {dropped} oldest message(s) were left out of this reply."))
     room = n_ctx - len(tokens)
     if room <= 0:
         raise EngineFailedError(
@@ -156,20 +159,23 @@ def _finished(
     )
 
 
-def _prompt_tokens(llm: Any, command: Generate, template: ChatTemplate, budget: int) -> list[int]:
-    """The prompt's tokens; for chat, the oldest turns are dropped to fit `budget`."""
+def _prompt_tokens(
+    llm: Any, command: Generate, template: ChatTemplate, budget: int
+) -> tuple[list[int], int]:
+    """The prompt's tokens, and how many of the oldest chat messages were dropped to fit
+    `budget` (system messages and the last message are always kept)."""
     if not command.messages:
         text = command.prompt or ""
         tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
         if not tokens:
             raise EngineFailedError("The prompt is empty.")
-        return list(tokens)
+        return list(tokens), 0
     messages = list(command.messages)
     while True:
         tokens = _chat_tokens(llm, template, messages)
         droppable = [i for i, m in enumerate(messages) if m.role != "system"][:-1]
         if len(tokens) <= budget or not droppable:
-            return tokens
+            return tokens, len(command.messages) - len(messages)
         log.info("conversation is %d tokens, over %d: dropping its oldest turn", len(tokens), budget)
         del messages[droppable[0]]
 

@@ -139,7 +139,8 @@ class ComputeBufferInfo:
 @dataclass(frozen=True)
 class LogWarning:
     """A log line that means the int8-K kernel is not running as asked
-    (kind: "kv_converted_to_f16" | "assigned_to_cpu" | "fa_disabled" | "other")."""
+    (kind: "kv_converted_to_f16" | "assigned_to_cpu" | "fa_disabled" | "other"), or
+    "context_full": the oldest chat messages were left out to fit the context."""
 
     kind: str
     text: str

@@ -256,3 +256,19 @@ def test_evaluate_and_bench_are_dispatched_and_generation_still_works(engine, lo
     engine.send(Generate("after-measures", GREEDY, prompt="The capital of France is"))
     _, finished = _wait(engine, (Finished, Failed))
     assert isinstance(finished, Finished) and finished.generated_tokens == 8
+
+
+def test_a_conversation_longer_than_the_context_drops_its_oldest_turns(engine, loaded_q8):
+    from app.engine.messages import LogWarning
+
+    long_turn = " ".join(f"word{i}" for i in range(150))  # ~600 tokens each
+    messages = [ChatMessage("system", "Be brief.")]
+    for i in range(5):
+        messages += [ChatMessage("user", f"{i}: {long_turn}"), ChatMessage("assistant", "Noted.")]
+    messages.append(ChatMessage("user", "Say hi."))
+    engine.send(Generate("long-chat", SamplingSettings(temperature=0.0, max_tokens=4), messages=tuple(messages)))
+    seen, finished = _wait(engine, (Finished, Failed))
+    assert isinstance(finished, Finished), finished
+    warnings = [e for e in seen if isinstance(e, LogWarning)]
+    assert [w.kind for w in warnings] == ["context_full"] and "oldest" in warnings[0].text
+    assert finished.prompt_tokens + 4 <= N_CTX
