@@ -18,7 +18,8 @@ Use it through HF_ENDPOINT exactly like the real Hub:
 
 Fault knobs (`hub.faults`, keyed by file path in the repo; lists are consumed one per request):
     cut_after[path] = [n, ...]     close the connection after n body bytes
-    status_first[path] = [503, ...] answer these statuses before serving normally
+    status_first[path] = [503, ...] answer these statuses before serving normally (CDN GET)
+    resolve_status_first[path] = [503, ...]  the same for HEAD/GET /resolve on the Hub
     ignore_range(path)             answer 200 with the whole body even when a Range is asked
     truncate[path] = [n, ...]      a well-formed but short response: Content-Length n, n bytes
     wrong_sha256(path)             the tree (and X-Linked-Etag) report a wrong sha256
@@ -91,6 +92,7 @@ class HubRepo:
 class Faults:
     cut_after: dict[str, list[int]] = field(default_factory=dict)
     status_first: dict[str, list[int]] = field(default_factory=dict)
+    resolve_status_first: dict[str, list[int]] = field(default_factory=dict)
     truncate: dict[str, list[int]] = field(default_factory=dict)
     ignore_range_paths: set[str] = field(default_factory=set)
     wrong_sha_paths: set[str] = field(default_factory=set)
@@ -113,7 +115,8 @@ class Faults:
 
     def clear(self) -> None:
         with self.lock:
-            for table in (self.cut_after, self.status_first, self.truncate, self.rate_limit):
+            for table in (self.cut_after, self.status_first, self.resolve_status_first, self.truncate,
+                          self.rate_limit):
                 table.clear()
             self.ignore_range_paths.clear()
             self.wrong_sha_paths.clear()
@@ -439,6 +442,9 @@ class _Handler(BaseHTTPRequestHandler):
             message = (f"Access to model {repo_id} is restricted. You must have access to it and be "
                        f"authenticated to access it. Please log in.")
             return self._error(status, "GatedRepo", message, {"X-Repo-Commit": repo.commit})
+        status = self.hub.faults.take(self.hub.faults.resolve_status_first, filename)
+        if status is not None:
+            return self._error(status, "ServiceUnavailable", "try again later", {"Retry-After": "0"})
         f = repo.files.get(filename)
         if f is None:
             return self._error(404, "EntryNotFound", f"{filename} does not exist on \"{revision}\"",

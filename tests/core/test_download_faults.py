@@ -298,3 +298,31 @@ def test_quit_and_restart_resumes_from_the_partial_file(published) -> None:
     path = download_entry(_entry())
     assert _sha(path) == f.sha256
     assert _cdn_gets(hub)[-1].range == f"bytes={kept}-"
+
+
+def test_hub_errors_on_the_metadata_request_are_retried(published, fast_retries) -> None:
+    hub, f = published
+    hub.faults.resolve_status_first[NAME] = [503, 502]
+    assert _sha(download_entry(_entry())) == f.sha256
+    heads = [r.status for r in hub.log if r.method == "HEAD"]
+    assert heads == [503, 502, 302]
+
+
+def test_pause_acts_while_waiting_to_retry(published) -> None:
+    hub, _ = published
+    hub.faults.resolve_status_first[NAME] = [503] * 20
+    downloader = Downloader()
+    try:
+        job = downloader.enqueue(_entry())
+        deadline = time.monotonic() + 10
+        while not any(r.status == 503 for r in hub.log) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        t0 = time.monotonic()
+        downloader.pause(job)
+        assert downloader.wait(job, timeout=5).state is JobState.PAUSED
+        assert time.monotonic() - t0 < 1.0
+        hub.faults.clear()
+        downloader.resume(job)
+        assert downloader.wait(job, timeout=30).state is JobState.DONE
+    finally:
+        downloader.close()

@@ -20,13 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx2
 from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
 from app.core.errors import AppError, DownloadError, HubUnreachableError
-from app.core.hub import cache_layout
+from app.core.hub import cache_layout, transfer
 from app.core.hub.client import GgufEntry, RemoteFile
 from app.core.hub.env import hub_cache_dir, hub_endpoint, is_offline
-from app.core.hub.hub_errors import translate
+from app.core.hub.hub_errors import status_of, translate
 from app.core.hub.safe_paths import check_commit, check_relative_name, check_repo_id
 from app.core.hub.tokens import load_token
 from app.core.hub.transfer import (
@@ -114,14 +115,27 @@ class _Meta:
     etag: str | None
 
 
-def _metadata(repo_id: str, filename: str, revision: str, token: str | None) -> _Meta:
+def _metadata(
+    repo_id: str, filename: str, revision: str, token: str | None, control: DownloadControl
+) -> _Meta:
+    """HEAD the file (commit, ETag, CDN location). Retries 5xx and network errors with
+    backoff here rather than inside huggingface_hub, so pause and cancel act while waiting."""
     endpoint = hub_endpoint()
     url = hf_hub_url(repo_id, filename, revision=revision, endpoint=endpoint)
-    try:
-        meta = get_hf_file_metadata(url, token=token or False, endpoint=endpoint, retry_on_errors=True)
-    except Exception as error:
-        log.debug("HEAD %s failed", url, exc_info=True)
-        raise translate(error, repo_id, filename) from error
+    for attempt in range(transfer.MAX_ATTEMPTS_WITHOUT_PROGRESS):
+        control.check()
+        try:
+            meta = get_hf_file_metadata(url, token=token or False, endpoint=endpoint, retry_on_errors=False)
+            break
+        except Exception as error:
+            log.debug("HEAD %s failed", url, exc_info=True)
+            status = status_of(error)
+            transient = isinstance(error, (httpx2.TransportError, httpx2.TimeoutException)) or (
+                status is not None and (status >= 500 or status in (408, 429))
+            )
+            if not transient or attempt + 1 == transfer.MAX_ATTEMPTS_WITHOUT_PROGRESS:
+                raise translate(error, repo_id, filename) from error
+            control.sleep(min(transfer.BACKOFF_MAX_S, transfer.BACKOFF_START_S * 2**attempt))
     if meta.commit_hash is None or meta.etag is None:
         raise DownloadError(
             f"{endpoint} did not answer like the Hugging Face Hub (no commit id or ETag for {filename}); "
@@ -156,7 +170,7 @@ def _download_file(
         raise HubUnreachableError(
             f"Offline mode is on (HF_HUB_OFFLINE) and {f.path} is not downloaded yet."
         )
-    meta = _metadata(repo_id, f.path, revision, token)
+    meta = _metadata(repo_id, f.path, revision, token, control or DownloadControl())
     if storage is not None:
         blob_name = f.sha256 or _etag_as_sha256(meta.etag, f.path)
         placement = cache_layout.cache_placement(cache, repo_id, f.path, blob_name, meta.commit)
