@@ -618,9 +618,9 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
     fake_sha = {name: f"{i + 1:064x}" for i, name in enumerate(files)}
     hub.add_repo(DEMO, files, sha256=fake_sha, downloads=131072, likes=640,
                  last_modified=datetime(2025, 9, 2, tzinfo=UTC))
-    from app.ui.models.fit import free_memory
-
     from PySide6.QtWidgets import QApplication
+
+    from app.ui.models.fit import free_memory
 
     style = Path(__file__).resolve().parents[2] / "assets" / "style.qss"
     app = QApplication.instance()

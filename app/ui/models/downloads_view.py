@@ -6,18 +6,15 @@ is separate and only calls the manager's methods.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QRect, Qt
+from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QApplication,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
-    QStyle,
     QStyledItemDelegate,
-    QStyleOptionProgressBar,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -30,6 +27,7 @@ _Index = QModelIndex | QPersistentModelIndex
 _ROOT = QModelIndex()  # the invisible root: these models are flat
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
+STATE_ROLE = Qt.ItemDataRole.UserRole + 3
 
 _STATE_TEXT = {
     DownloadState.QUEUED: "Queued",
@@ -78,6 +76,8 @@ class DownloadsModel(QAbstractTableModel):
             return item.key
         if role == PROGRESS_ROLE:
             return _percent(item)
+        if role == STATE_ROLE:
+            return item.state
         if role == Qt.ItemDataRole.DisplayRole:
             return self._text(item, col)
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -137,18 +137,30 @@ def _percent(item: DownloadItem) -> int:
 
 
 class _ProgressDelegate(QStyledItemDelegate):
-    """Draws the Progress column as a progress bar."""
+    """Draws the Progress column as a rounded bar with the percentage on it."""
 
-    def paint(self, painter, option, index) -> None:
-        bar = QStyleOptionProgressBar()
-        bar.rect = option.rect.adjusted(4, 5, -4, -5)
-        bar.minimum, bar.maximum = 0, 100
-        bar.progress = int(index.data(PROGRESS_ROLE) or 0)
-        bar.text = f"{bar.progress}%"
-        bar.textVisible = True
-        bar.state = option.state
-        style = option.widget.style() if option.widget else QApplication.style()
-        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
+    TRACK, FILL, DONE, FAILED = QColor("#e6e9ef"), QColor("#2f6fdb"), QColor("#1b7f3b"), QColor("#d14343")
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        percent = int(index.data(PROGRESS_ROLE) or 0)
+        state = index.data(STATE_ROLE)
+        rect = option.rect.adjusted(6, 7, -6, -7)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(self.TRACK)
+        painter.drawRoundedRect(rect, 4, 4)
+        fill = self.DONE if state is DownloadState.FINISHED else (
+            self.FAILED if state is DownloadState.FAILED else self.FILL
+        )
+        if percent > 0:
+            done = QRect(rect)
+            done.setWidth(max(8, rect.width() * percent // 100))
+            painter.setBrush(fill)
+            painter.drawRoundedRect(done, 4, 4)
+        painter.setPen(QColor("#ffffff") if percent >= 50 else QColor("#1f2328"))
+        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, f"{percent}%")
+        painter.restore()
 
 
 class DownloadsView(QWidget):
@@ -169,26 +181,33 @@ class DownloadsView(QWidget):
         self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(0, 320)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Fixed)
-        header.resizeSection(1, 140)
-        header.setStretchLastSection(False)
+        header.resizeSection(1, 150)
+        header.setStretchLastSection(True)  # the status, with a failure's sentence
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
 
         self.pause_button = QPushButton("Pause")
         self.resume_button = QPushButton("Resume")
         self.cancel_button = QPushButton("Cancel")
         self.clear_button = QPushButton("Clear finished")
-        self.empty_label = QLabel("No downloads yet. Pick a file in Discover and press Download.")
+        self.empty_label = QLabel()
         self.empty_label.setStyleSheet("color: palette(mid);")
 
         buttons = QHBoxLayout()
-        buttons.addWidget(self.empty_label, 1)
+        buttons.addWidget(self.empty_label, 1)  # also keeps the buttons at their natural size
         for b in (self.pause_button, self.resume_button, self.cancel_button, self.clear_button):
             buttons.addWidget(b)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
+        self.detail_label = QLabel()  # the selected download's failure, in full
+        self.detail_label.setWordWrap(True)
+        self.detail_label.setStyleSheet("color: #b3261e;")
+        self.detail_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.detail_label)
 
         self.pause_button.clicked.connect(lambda: self._act(self.manager.pause))
         self.resume_button.clicked.connect(lambda: self._act(self.manager.resume))
@@ -229,4 +248,10 @@ class DownloadsView(QWidget):
         self.clear_button.setEnabled(
             any(i.state in (DownloadState.FINISHED, DownloadState.CANCELLED) for i in self.manager.items())
         )
-        self.empty_label.setVisible(self.model.rowCount() == 0)
+        # Cleared rather than hidden, so the label keeps pushing the buttons to the right.
+        self.empty_label.setText(
+            "" if self.model.rowCount() else "No downloads yet. Pick a file in Discover and press Download."
+        )
+        failed = key is not None and state is DownloadState.FAILED
+        self.detail_label.setText(self.manager.item(key).message if failed and key else "")
+        self.detail_label.setVisible(failed)
