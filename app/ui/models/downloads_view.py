@@ -200,7 +200,7 @@ class DownloadsView(QWidget):
         for b in (self.pause_button, self.resume_button, self.cancel_button, self.clear_button):
             buttons.addWidget(b)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(0, 8, 0, 0)
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
         self.detail_label = QLabel()  # the selected download's failure, in full

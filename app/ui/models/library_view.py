@@ -155,7 +155,7 @@ class LibraryView(QWidget):
                   self.add_folder_button):
             buttons.addWidget(b)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(0, 8, 0, 0)
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
 

@@ -130,10 +130,6 @@ class ModelsPage(QWidget):
         layout.setContentsMargins(12, 10, 12, 10)
         layout.addWidget(self.tabs)
         self.setStyleSheet(PAGE_STYLE)
-        for view in (self.downloads_view, self.library_view):
-            view.layout().setContentsMargins(0, 8, 0, 0)
-        self.search_view.layout().setContentsMargins(0, 8, 0, 0)
-        self.repo_view.layout().setContentsMargins(0, 8, 0, 0)
 
         self.search_view.repo_activated.connect(self._on_search_repo_activated)
         self.repo_view.download_requested.connect(self._on_repo_download_requested)

@@ -151,7 +151,7 @@ class RepoView(QWidget):
         bottom.addWidget(self.detail_label, 1)
         bottom.addWidget(self.download_button)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(0, 8, 0, 0)
         layout.addLayout(top)
         layout.addWidget(self.budget_label)
         layout.addWidget(self.gate_box)

@@ -129,7 +129,7 @@ class SearchView(QWidget):
         row.addWidget(self.sort_combo)
         row.addWidget(self.search_button)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(0, 8, 0, 0)
         layout.addLayout(row)
         layout.addWidget(self.status_label)
         layout.addWidget(self.table, 1)
