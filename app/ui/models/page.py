@@ -1,7 +1,8 @@
 """The Models page: Discover (search the Hub, open a repo, fit estimates), Downloads, My models.
 
-    page = ModelsPage(engine_client, bridge, data_dir=data_dir, settings=settings)
-    page.load_requested.connect(main_window.show_chat_page)
+    page = ModelsPage(engine_client, bridge, data_dir=data_dir, settings=settings_file,
+                      load_fn=chat_page.load_model)
+    page.load_requested.connect(lambda _ref: main_window.show_page("Chat"))
 
 Everything that touches the network or reads GGUF headers runs off the GUI thread
 (TaskRunner for short calls, DownloadManager's pool for downloads).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from app.core.hub import GgufEntry, RemoteFile
+from app.core.model_ref import resolve_model
 from app.engine.messages import LoadOptions
 from app.services.downloads import DownloadManager
 from app.ui.models import backend
@@ -57,8 +60,9 @@ class ModelsPage(QWidget):
     """Find, fit-check, download and manage GGUF models.
 
     Signals:
-        load_requested(str path): the user chose 'Load into chat' (the page has already
-            asked engine_client to load it, when one was given); switch to the chat page.
+        load_requested(str ref): the user chose 'Load into chat' on a model (ref: its path,
+            or 'starter'); the page has already started the load (load_fn, else
+            engine_client); switch to the chat page.
         download_finished(str path): a model finished downloading (it is in My models).
     """
 
@@ -77,6 +81,7 @@ class ModelsPage(QWidget):
         max_parallel: int = 2,
         budget_fn: Any = None,
         download_folder: Path | None = None,
+        load_fn: Callable[[str], None] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         """`engine_client`: app.services.engine_client.EngineClient (or None: only emit
@@ -85,9 +90,13 @@ class ModelsPage(QWidget):
         or a SettingsFile (read at each load, so later changes count), for the n_ctx / K / V /
         GPU layers of 'Load into chat'. `budget_fn() -> (bytes,
         label)`: memory to fit into (default: free VRAM, else free RAM).
-        `download_folder`: a library folder for downloads (None: the HF cache)."""
+        `download_folder`: a library folder for downloads (None: the HF cache).
+        `load_fn(ref)`: how 'Load into chat' loads (e.g. the chat page's load_model, which
+        also remembers the model); None: resolve the ref off the GUI thread and call
+        engine_client.load(self.load_options(path))."""
         super().__init__(parent)
         self.engine_client = engine_client
+        self.load_fn = load_fn
         self.bridge = bridge
         self.settings = settings
         self._shut_down = False
@@ -210,10 +219,22 @@ class ModelsPage(QWidget):
         self.fit_estimator.forget_headers()
         self.repo_view.reload()
 
-    def _on_library_load_requested(self, path: str) -> None:
-        if self.engine_client is not None:
-            self.engine_client.load(self.load_options(path))
-        self.load_requested.emit(path)
+    def _on_library_load_requested(self, ref: str) -> None:
+        if self.load_fn is not None:
+            self.load_fn(ref)
+        elif self.engine_client is not None:
+            # resolve_model checks the file (and assembles the starter model on first use).
+            self.runner.submit(
+                f"load:{ref}", resolve_model, ref,
+                on_done=lambda path: self.engine_client.load(self.load_options(str(path))),
+                on_error=self._on_load_resolve_failed,
+            )
+        self.load_requested.emit(ref)
+
+    def _on_load_resolve_failed(self, message: str, _error: BaseException) -> None:
+        self.library_view.status_label.setText(message)
+        if self.bridge is not None:
+            self.bridge.error(message)
 
     def _update_tab_titles(self) -> None:
         active = sum(1 for i in self.downloads.items() if i.is_active)
