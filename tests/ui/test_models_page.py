@@ -144,6 +144,10 @@ def test_search_shows_results_with_author_downloads_likes_and_date(qtbot, env):
     # Sorting by likes puts the most liked first (the server sorts, as the Hub does).
     page.search_view.sort_combo.setCurrentIndex(1)
     qtbot.waitUntil(lambda: model.rowCount() == 3 and model.repo_at(0).repo_id == OTHER, timeout=WAIT)
+    page.search_view.sort_combo.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.repo_at(0).repo_id == REPO, timeout=WAIT)
+    page.search_view.sort_combo.setCurrentIndex(2)  # recently updated: zeta's (June) first
+    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.repo_at(0).repo_id == OTHER, timeout=WAIT)
     shut(page)
 
 
@@ -356,6 +360,15 @@ def test_gated_repo_asks_for_a_token_then_downloads(qtbot, env, hub):
         qtbot.mouseClick(view.resume_button, Qt.LeftButton)
     # The repo view re-reads the header with the token: verdicts, no more gate message.
     qtbot.waitUntil(lambda: page.repo_view.fit_for("gated-Q8_0.gguf") is not None, timeout=WAIT)
+
+    # The saved token is never shown again: the dialog only names a masked form.
+    qtbot.mouseClick(page.token_button, Qt.MouseButton.LeftButton)
+    dialog = page.token_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=WAIT)
+    assert dialog.token_edit.text() == ""
+    assert "hf_test_token_with_access" not in dialog.current_label.text()
+    assert "hf_…cess" in dialog.current_label.text()
+    dialog.reject()
     shut(page)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
-from PySide6.QtWidgets import QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from app.core.hub import GgufEntry, RemoteFile
 from app.core.model_ref import resolve_model
@@ -135,6 +135,11 @@ class ModelsPage(QWidget):
         self.tabs.addTab(discover, "Discover")
         self.tabs.addTab(self.downloads_view, "Downloads")
         self.tabs.addTab(self.library_view, "My models")
+        self.token_button = QPushButton("Hugging Face token…")
+        self.token_button.setFlat(True)
+        self.token_button.setToolTip("Add or replace the access token for gated and private models")
+        self.token_button.clicked.connect(lambda: self._on_token_requested(""))
+        self.tabs.setCornerWidget(self.token_button, Qt.Corner.TopRightCorner)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 10, 12, 10)
         layout.addWidget(self.tabs)
