@@ -151,6 +151,14 @@ def test_search_shows_results_with_author_downloads_likes_and_date(qtbot, env):
     shut(page)
 
 
+def test_first_show_lists_the_most_downloaded_models(qtbot, env):
+    page = make_page(qtbot, env)
+    model = page.search_view.results
+    qtbot.waitUntil(lambda: model.rowCount() == 3, timeout=WAIT)
+    assert [model.repo_at(r).repo_id for r in range(3)] == [REPO, OTHER, GATED]
+    shut(page)
+
+
 def test_search_offline_says_so_in_one_sentence(qtbot, env, monkeypatch):
     page = make_page(qtbot, env)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -100,6 +100,7 @@ class ModelsPage(QWidget):
         self.bridge = bridge
         self.settings = settings
         self._shut_down = False
+        self._shown_once = False
         self.runner = TaskRunner(self)
         backend.set_data_dir(Path(data_dir) if data_dir else None)
         fit_kwargs = {"budget_fn": budget_fn} if budget_fn is not None else {}
@@ -186,6 +187,15 @@ class ModelsPage(QWidget):
             model_path=path, n_ctx=s.n_ctx, n_gpu_layers=s.n_gpu_layers, type_k=s.type_k,
             type_v=s.type_v, n_threads=s.n_threads,
         )
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        # The first time the page shows, list the most downloaded GGUF models (like a
+        # store's front page) instead of an empty table.
+        super().showEvent(event)
+        if not self._shown_once:
+            self._shown_once = True
+            if not self.search_view.results.rowCount() and not self.search_view.status_label.text():
+                self.search_view.search()
 
     # ---- slots -------------------------------------------------------------------------
 

@@ -137,6 +137,7 @@ class RepoView(QWidget):
         self.detail.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.detail.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.detail.setMaximumHeight(130)
+        self.detail.hide()  # until a file with an estimate is picked
         self.detail_label = QLabel()
         self.detail_label.setWordWrap(True)
         self.download_button = QPushButton("Download")
@@ -208,6 +209,7 @@ class RepoView(QWidget):
         self._entries.clear()
         self._fits.clear()
         self.detail.setRowCount(0)
+        self.detail.hide()
         self.detail_label.clear()
         self.download_button.setEnabled(False)
 
@@ -345,7 +347,9 @@ class RepoView(QWidget):
         if fit is None:
             self.detail_label.setText(f"{entry.name}: {fmt.size(entry.total_size)}{parts}.")
             self.detail.setRowCount(0)
+            self.detail.hide()
             return
+        self.detail.show()
         trained = f", trained for {fit.n_ctx_train:,} tokens" if fit.n_ctx_train else ""
         note = f" {fit.note}" if fit.note else ""
         self.detail_label.setText(
