@@ -188,7 +188,7 @@ class ModelsPage(QWidget):
             type_v=s.type_v, n_threads=s.n_threads,
         )
 
-    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+    def showEvent(self, event) -> None:
         # The first time the page shows, list the most downloaded GGUF models (like a
         # store's front page) instead of an empty table.
         super().showEvent(event)
