@@ -326,3 +326,19 @@ def test_pause_acts_while_waiting_to_retry(published) -> None:
         assert downloader.wait(job, timeout=30).state is JobState.DONE
     finally:
         downloader.close()
+
+
+def test_the_same_file_is_never_written_by_two_downloads_at_once(published) -> None:
+    hub, f = published
+    hub.faults.rate_limit[NAME] = 1_000_000
+    results: list[object] = []
+    first = threading.Thread(target=lambda: results.append(download_entry(_entry())))
+    first.start()
+    (partial,) = partial_paths(_entry())
+    deadline = time.monotonic() + 10
+    while not partial.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(DownloadError, match="already being downloaded"):
+        download_entry(_entry())
+    first.join(30)
+    assert _sha(results[0]) == f.sha256

@@ -75,6 +75,9 @@ def download_entry(
     token = token if token is not None else load_token()
     cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
     total = entry.total_size
+    # All parts of a split model must fit, not only the next one.
+    dest = Path(folder) / entry.repo_id if folder is not None else cache_layout.storage_folder(cache, entry.repo_id) / "blobs"
+    check_free_space(dest, total - _bytes_present(entry, folder, cache))
     finished = 0
     first: Path | None = None
     for f in entry.files:
@@ -106,6 +109,21 @@ def partial_paths(entry: GgufEntry, *, folder: Path | None = None, cache_dir: Pa
         elif f.sha256:
             paths.append(cache_layout.cache_incomplete(cache, entry.repo_id, f.sha256))
     return paths
+
+
+def _bytes_present(entry: GgufEntry, folder: Path | None, cache: Path) -> int:
+    """Bytes of the entry already on disk: complete files and partial ones."""
+    present = 0
+    for f, partial in zip(entry.files, partial_paths(entry, folder=folder, cache_dir=cache), strict=False):
+        if folder is not None:
+            final = partial.with_name(partial.name.removesuffix(".incomplete"))
+        else:
+            final = partial.with_name(f.sha256 or "")
+        if final.exists():
+            present += f.size
+        elif partial.exists():
+            present += min(partial.stat().st_size, f.size)
+    return present
 
 
 @dataclass(frozen=True)

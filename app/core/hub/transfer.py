@@ -168,6 +168,26 @@ def fetch(
     """
     control = control or DownloadControl()
     target.incomplete.parent.mkdir(parents=True, exist_ok=True)
+    key = os.path.realpath(target.incomplete)
+    with _active_lock:
+        if key in _active:
+            raise DownloadError(f"{target.display_name} is already being downloaded.")
+        _active.add(key)
+    try:
+        _fetch(target, token, control, on_progress)
+    finally:
+        with _active_lock:
+            _active.discard(key)
+
+
+# Partial files being written in this process: two writers would interleave their bytes.
+_active: set[str] = set()
+_active_lock = threading.Lock()
+
+
+def _fetch(
+    target: FetchTarget, token: str | None, control: DownloadControl, on_progress: ProgressFn | None
+) -> None:
     try:
         state = _State(*_hash_existing(target.incomplete, control))
         if state.done > target.size:
