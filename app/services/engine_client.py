@@ -194,6 +194,9 @@ class EngineClient(QObject):
         self._queued = None
         proc, self._proc = self._proc, None
         self._reader_stop.set()
+        if self._reader is not None:  # first, so it never reads the engine's exit as a crash
+            self._reader.join(timeout=2)
+            self._reader = None
         if proc is not None:
             try:
                 proc.cancel()
@@ -204,9 +207,6 @@ class EngineClient(QObject):
                     proc.kill()
                 except Exception:
                     log.exception("engine kill failed")
-        if self._reader is not None:
-            self._reader.join(timeout=5)
-            self._reader = None
         self._loaded = None
         self._loading = None
         self._generating = None

@@ -113,16 +113,16 @@ def test_settings_are_kept_per_conversation(qtbot, chat_app) -> None:
     page = chat_app.window.chat
     panel = page.settings_panel
     a = page.session.new_conversation()
-    page._open(a.id)
+    page.open_conversation(a.id)
     panel.system_prompt.setPlainText("You are terse.")
     panel.temperature.setValue(0.2)
     panel.stop_strings.setPlainText("\\n\\n\nEND")
     panel.flush()
     b = page.session.new_conversation()
-    page._open(b.id)
+    page.open_conversation(b.id)
     panel.temperature.setValue(1.3)
     panel.flush()
-    page._open(a.id)
+    page.open_conversation(a.id)
     assert panel.temperature.value() == 0.2
     assert panel.system_prompt.toPlainText() == "You are terse."
     stored = chat_app.store.conversation(a.id)
@@ -136,7 +136,7 @@ def test_edit_link_puts_message_in_input(qtbot, chat_app) -> None:
     conversation = page.session.new_conversation()
     user = chat_app.store.add_message(conversation.id, "user", "Fix this sentence")
     chat_app.store.add_message(conversation.id, "assistant", "Done.", status=DONE)
-    page._open(conversation.id)
+    page.open_conversation(conversation.id)
     index = page.session.model.index(0)
     rect = page.view.delegate.link_rect(page.view.visualRect(index), index, EDIT)
     qtbot.mouseClick(page.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())

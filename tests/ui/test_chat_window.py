@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 def _new_chat(page, max_tokens: int = 12) -> None:
     page.session.new_conversation()
-    page.session.update_settings("", {"max_tokens": max_tokens, "temperature": 0.0})
+    page.session.set_conversation_settings("", {"max_tokens": max_tokens, "temperature": 0.0})
 
 
 def _reply(qtbot, app, text: str):
@@ -75,7 +75,7 @@ def test_regenerate_replaces_last_reply(qtbot, loaded_chat_app) -> None:
     _new_chat(page)
     _reply(qtbot, app, "My favourite fruit is")
     first = page.session.model.messages()[-1]
-    page.session.update_settings("", {"max_tokens": 12, "temperature": 1.0, "seed": 7})
+    page.session.set_conversation_settings("", {"max_tokens": 12, "temperature": 1.0, "seed": 7})
     with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS):
         page.regenerate_button.click()
     messages = page.session.model.messages()

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core import starter
-from app.core.chat_store import ChatStore
+from app.core.chat_store import ChatStore, Conversation
 from app.core.model_ref import resolve_model
 from app.core.settings import SettingsFile
 from app.engine.messages import Finished, Loaded, LoadOptions, LogWarning
@@ -81,7 +81,7 @@ class ChatPage(QWidget):
         self.conversations.refresh()
         existing = store.conversations()
         if existing:
-            self._open(existing[0].id)
+            self.open_conversation(existing[0].id)
         self._update_offer()
         self._update_buttons()
 
@@ -161,10 +161,11 @@ class ChatPage(QWidget):
 
     def _connect(self) -> None:
         s, e = self.session, self.engine
-        self.conversations.conversation_selected.connect(self._open)
+        self.conversations.conversation_selected.connect(self.open_conversation)
         self.conversations.new_requested.connect(self._on_conversations_new_requested)
         self.conversations.rename_requested.connect(s.rename_conversation)
         self.conversations.delete_requested.connect(s.delete_conversation)
+        s.conversation_opened.connect(self._on_session_conversation_opened)
         s.conversations_changed.connect(self._on_session_conversations_changed)
         s.generating_changed.connect(lambda _g: self._update_buttons())
         s.context_used.connect(self.status.set_context_used)
@@ -274,20 +275,20 @@ class ChatPage(QWidget):
 
     # ---- handlers ---------------------------------------------------------------------
 
-    def _open(self, conversation_id: int) -> None:
+    def open_conversation(self, conversation_id: int) -> None:
         self.settings_panel.flush()
         self._leave_edit_mode()
         self.session.open_conversation(conversation_id)
-        conversation = self.session.conversation
-        assert conversation is not None
+
+    def _on_session_conversation_opened(self, conversation: Conversation) -> None:
         self.settings_panel.show_settings(conversation.system_prompt, conversation.sampling)
-        self.conversations.refresh(current=conversation_id)
+        self.conversations.refresh(current=conversation.id)
         self._update_stack()
-        self._update_buttons()
 
     def _on_conversations_new_requested(self) -> None:
-        conversation = self.session.new_conversation()
-        self._open(conversation.id)
+        self.settings_panel.flush()
+        self._leave_edit_mode()
+        self.session.new_conversation()
         self.input.setFocus()
 
     def _on_session_conversations_changed(self) -> None:

@@ -164,7 +164,7 @@ class MessageDelegate(QStyledItemDelegate):
         elif not text and message.status == STREAMING:
             doc.setPlainText("…")
         else:
-            doc.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+            doc.setMarkdown(hard_line_breaks(text), QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
             _style_code_blocks(doc)
         max_width = self._text_width(message, column_width)
         doc.setTextWidth(max_width)
@@ -243,6 +243,20 @@ class MessageDelegate(QStyledItemDelegate):
         lay = self._layout(rect, index.data(MessageRole), index.data(VersionRole),
                            bool(index.data(IsLastAssistantRole)))
         return next((r for name, r in lay.links if name == action), None)
+
+
+def hard_line_breaks(text: str) -> str:
+    """Keep the model's single line breaks (Markdown would join the lines), except inside
+    fenced code blocks, which keep their lines anyway."""
+    lines = text.split("\n")
+    in_fence = False
+    for i, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if not in_fence and line.strip() and lines[i + 1].strip() and not line.endswith("  "):
+            lines[i] = line + "  "
+    return "\n".join(lines)
 
 
 def _style_code_blocks(doc: QTextDocument) -> None:

@@ -35,6 +35,7 @@ class MessageView(QListView):
         self.setUniformItemSizes(False)
         self.setMouseTracking(True)
         self.setFrameShape(QListView.Shape.NoFrame)
+        self.setViewportMargins(0, 10, 0, 6)
         self._follow = True  # stay at the bottom while the user has not scrolled up
         # Row heights the layout was last told about (visualRect asks the delegate live,
         # so it cannot tell us whether the layout is stale).

@@ -119,6 +119,12 @@ class ChatSession(QObject):
         self.store.set_sampling(self.conversation.id, sampling)
         self.conversation = self.store.conversation(self.conversation.id)
 
+    def set_conversation_settings(self, system_prompt: str, sampling: dict) -> None:
+        """Change the open conversation's settings from code (the panel shows them)."""
+        self.update_settings(system_prompt, sampling)
+        if self.conversation is not None:
+            self.conversation_opened.emit(self.conversation)
+
     # ---- replies ---------------------------------------------------------------------
 
     def send(self, text: str) -> bool:
