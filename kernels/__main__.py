@@ -52,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    # llama_cpp before anything that imports numpy (gguf does): with numpy 2.5 imported
+    # first, every model load segfaulted on the GPU machine (FACTS.md).
+    import llama_cpp  # noqa: F401
+
     from app.core.kv_types import KvMode
     from app.core.model_ref import resolve_model
     from kernels.verify import format_report, verify
