@@ -170,3 +170,27 @@ def test_newer_settings_file_is_reset_with_a_notice(qtbot, chat_data_dir: Path) 
     finally:
         parts.window.close()
         parts.close()
+
+
+def test_loaded_warnings_are_visible(qtbot) -> None:
+    from app.engine.messages import KvCacheInfo, Loaded, LoadOptions, LogWarning
+    from app.ui.chat.status_bar import ChatStatus
+
+    status = ChatStatus()
+    qtbot.addWidget(status)
+    status.show()
+    warning = LogWarning("kv_converted_to_f16",
+                         "flash_attn_ext: K/V type pair not compiled, converting K and V to f16")
+    cache = KvCacheInfo(0, 2048, 18, 1, "q8_0", 0, "f16", 0, total_mib=10.0)
+    loaded = Loaded("/m/model.gguf", LoadOptions("/m/model.gguf", n_ctx=2048), 1.0, 2048, 32768,
+                    "gemma3", "gguf", (cache,), (), (warning,), "")
+    status.show_loaded(loaded)
+    assert status.warning_label.isVisible()
+    assert "int8-K kernel is not used" in status.warning_label.text()
+    assert warning.text in status.warning_label.toolTip()
+    assert status.kv_label.text() == "K q8_0 / V f16, Flash Attention"
+    assert status.model_label.text() == "model"
+    status.set_context_used(512)
+    assert status.context_meter.format() == "512 / 2,048 tokens"
+    status.show_unloaded()
+    assert not status.warning_label.isVisible()

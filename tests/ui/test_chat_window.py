@@ -174,3 +174,35 @@ def test_engine_crash_is_reported_and_next_message_restarts_it(qtbot, loaded_cha
     assert app.engine.engine_pid not in (None, pid)
     messages = page.session.model.messages()
     assert len(messages) == 4 and messages[-1].status == DONE and messages[-1].content
+
+
+def test_open_app_with_starter_opens_with_it_loaded(qtbot, chat_data_dir: Path) -> None:
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.gui import open_app
+    from app.ui.main_window import MainWindow
+
+    seen: dict[str, object] = {}
+    deadline = QTimer()
+    deadline.setSingleShot(True)
+    deadline.timeout.connect(QApplication.quit)  # never hang the suite
+    deadline.start(LOAD_TIMEOUT_MS)
+
+    def poll() -> None:
+        windows = [w for w in QApplication.topLevelWidgets()
+                   if isinstance(w, MainWindow) and w.isVisible()]
+        if windows and windows[0].engine_client.loaded is not None:
+            window = windows[0]
+            seen["model"] = window.engine_client.loaded.model_path
+            seen["status"] = window.chat.status.model_label.text()
+            seen["offer"] = window.chat.offer.isVisible()
+            window.close()  # the last window: open_app returns
+            return
+        QTimer.singleShot(100, poll)
+
+    QTimer.singleShot(0, poll)
+    assert open_app("starter") == 0
+    deadline.stop()
+    assert str(seen.get("model", "")).endswith(".gguf")
+    assert seen["status"].startswith("gemma-3-270m") and seen["offer"] is False
