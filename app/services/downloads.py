@@ -30,9 +30,12 @@ DEFAULT_MAX_PARALLEL = 2
 PROGRESS_INTERVAL_S = 0.1  # at most ten progress signals a second per download
 SPEED_WINDOW_S = 3.0  # speed is averaged over about this long
 
-# download_fn(entry, control, progress) -> local path of the model (first part of a split).
-# progress(bytes_done) is called from the worker thread with the entry's bytes on disk.
-DownloadFn = Callable[[Any, DownloadControl, Callable[[int], None]], Any]
+# download_fn(entry, folder, control, progress) -> local path of the model (part 1 of a split);
+# folder None: the HF cache. progress(bytes_done) is called from the worker thread with the
+# entry's bytes on disk.
+DownloadFn = Callable[[Any, "Path | None", DownloadControl, Callable[[int], None]], Any]
+# partial_bytes_fn(entry, folder) -> bytes kept on disk; discard_fn(entry, folder) deletes them.
+PartialFn = Callable[[Any, "Path | None"], Any]
 
 
 class DownloadState(enum.Enum):
@@ -50,6 +53,7 @@ class DownloadItem:
 
     key: str
     entry: Any  # the core GgufEntry (repo_id, name, files, total_size, first_file)
+    folder: Path | None = None  # where it goes; None: the Hugging Face cache
     state: DownloadState = DownloadState.QUEUED
     done_bytes: int = 0
     speed: float = 0.0  # bytes per second, recent average
@@ -87,9 +91,10 @@ class _JobSignals(QObject):
 
 
 class _DownloadJob(QRunnable):
-    def __init__(self, key: str, entry: Any, control: DownloadControl, fn: DownloadFn, signals: _JobSignals):
+    def __init__(self, item: DownloadItem, control: DownloadControl, fn: DownloadFn, signals: _JobSignals):
         super().__init__()
-        self._key, self._entry, self._control, self._fn, self._signals = key, entry, control, fn, signals
+        self._key, self._entry, self._folder = item.key, item.entry, item.folder
+        self._control, self._fn, self._signals = control, fn, signals
         self._last_emit = 0.0
 
     def _progress(self, done: int) -> None:
@@ -101,7 +106,7 @@ class _DownloadJob(QRunnable):
 
     def run(self) -> None:
         try:
-            path = self._fn(self._entry, self._control, self._progress)
+            path = self._fn(self._entry, self._folder, self._control, self._progress)
         except DownloadPaused:
             self._signals.paused.emit(self._key)
         except DownloadCancelled:
@@ -147,8 +152,8 @@ class DownloadManager(QObject):
         *,
         state_file: Path | None = None,
         entry_codec: tuple[Callable[[Any], dict], Callable[[dict], Any]] | None = None,
-        partial_bytes_fn: Callable[[Any], int] | None = None,
-        discard_fn: Callable[[Any], None] | None = None,
+        partial_bytes_fn: PartialFn | None = None,
+        discard_fn: PartialFn | None = None,
         max_parallel: int = DEFAULT_MAX_PARALLEL,
         parent: QObject | None = None,
     ) -> None:
@@ -188,15 +193,17 @@ class DownloadManager(QObject):
 
     # ---- actions -----------------------------------------------------------------------
 
-    def enqueue(self, entry: Any) -> str:
-        """Add `entry` to the queue (or resume it when it is already there); returns its key."""
+    def enqueue(self, entry: Any, folder: Path | None = None) -> str:
+        """Add `entry` to the queue (or resume it when it is already there); returns its key.
+        `folder`: a library folder to download into (None: the Hugging Face cache)."""
         key = item_key(entry)
         item = self._items.get(key)
         if item is not None:
             if item.state in (DownloadState.PAUSED, DownloadState.FAILED, DownloadState.CANCELLED):
                 self.resume(key)
             return key
-        item = DownloadItem(key, entry, done_bytes=self._partial_bytes(entry))
+        item = DownloadItem(key, entry, folder=folder)
+        item.done_bytes = self._partial_bytes(item)
         self._items[key] = item
         self.download_added.emit(key)
         self.download_changed.emit(key)
@@ -217,7 +224,7 @@ class DownloadManager(QObject):
         item = self._items[key]
         if item.state in (DownloadState.PAUSED, DownloadState.FAILED, DownloadState.CANCELLED):
             item.message = item.error_kind = ""
-            item.done_bytes = self._partial_bytes(item.entry)
+            item.done_bytes = self._partial_bytes(item)
             self._set_state(item, DownloadState.QUEUED)
             self._schedule()
             self._save()
@@ -280,7 +287,9 @@ class DownloadManager(QObject):
             if key in self._items:
                 continue
             state = DownloadState.QUEUED if autostart and record.get("resume") else DownloadState.PAUSED
-            item = DownloadItem(key, entry, state=state, done_bytes=self._partial_bytes(entry))
+            folder = Path(record["folder"]) if record.get("folder") else None
+            item = DownloadItem(key, entry, folder=folder, state=state)
+            item.done_bytes = self._partial_bytes(item)
             self._items[key] = item
             restored += 1
             self.download_added.emit(key)
@@ -290,11 +299,11 @@ class DownloadManager(QObject):
 
     # ---- internals ---------------------------------------------------------------------
 
-    def _partial_bytes(self, entry: Any) -> int:
+    def _partial_bytes(self, item: DownloadItem) -> int:
         if self._partial_bytes_fn is None:
             return 0
         try:
-            return int(self._partial_bytes_fn(entry))
+            return int(self._partial_bytes_fn(item.entry, item.folder))
         except OSError:
             return 0
 
@@ -302,7 +311,7 @@ class DownloadManager(QObject):
         item.done_bytes = 0
         if self._discard_fn is not None:
             try:
-                self._discard_fn(item.entry)
+                self._discard_fn(item.entry, item.folder)
             except OSError:
                 log.warning("could not delete the partial files of %s", item.key, exc_info=True)
 
@@ -327,7 +336,7 @@ class DownloadManager(QObject):
                 item._samples = [(time.monotonic(), item.done_bytes)]
                 self.download_changed.emit(item.key)
                 self._pool.start(
-                    _DownloadJob(item.key, item.entry, item._control, self._download_fn, self._signals)
+                    _DownloadJob(item, item._control, self._download_fn, self._signals)
                 )
                 running += 1
 
@@ -366,7 +375,7 @@ class DownloadManager(QObject):
         if item is not None:
             item.message = message
             item.error_kind = kind
-            item.done_bytes = self._partial_bytes(item.entry)
+            item.done_bytes = self._partial_bytes(item)
         self._finish_job(key, DownloadState.FAILED)
         self.download_failed.emit(key, message)
         self._save()
@@ -397,7 +406,10 @@ class DownloadManager(QObject):
             if item.state in (DownloadState.FINISHED, DownloadState.CANCELLED):
                 continue
             resume = item.is_active if resume_keys is None else item.key in resume_keys
-            records.append({"entry": self._codec[0](item.entry), "resume": resume})
+            records.append({
+                "entry": self._codec[0](item.entry), "resume": resume,
+                "folder": str(item.folder) if item.folder else None,
+            })
         try:
             self._state_file.parent.mkdir(parents=True, exist_ok=True)
             tmp = self._state_file.with_name(self._state_file.name + ".tmp")

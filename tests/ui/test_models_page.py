@@ -498,6 +498,21 @@ def test_library_lists_header_facts_and_deletes_with_confirmation(qtbot, env, mo
     shut(page)
 
 
+def test_download_into_a_chosen_folder_lands_in_the_library(qtbot, env, gguf_files):
+    folder = env / "library"
+    page = make_page(qtbot, env)
+    page.set_download_folder(folder)
+    assert page.repo_view.destination_combo.currentText() == str(folder)
+    path = _download_q8(qtbot, page)
+    assert path == folder / REPO / Q8 and path.read_bytes() == gguf_files["q8"].read_bytes()
+    shut(page)
+    page.close()
+    # The choice is remembered for the next start.
+    page2 = make_page(qtbot, env)
+    assert page2.download_folder() == folder
+    shut(page2)
+
+
 def test_user_folder_models_are_listed(qtbot, env, gguf_files):
     folder = env / "my-models"
     folder.mkdir()

@@ -11,7 +11,6 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from app.core import library
 from app.core.gguf_header import GgufHeader
@@ -30,6 +29,7 @@ from app.core.hub.transfer import DownloadControl
 log = logging.getLogger(__name__)
 
 USER_FOLDERS_FILE = "model_folders.json"
+DOWNLOAD_FOLDER_FILE = "download_folder.json"
 
 
 def search(query: str, sort: str) -> list[RepoSummary]:
@@ -52,13 +52,13 @@ def forget_headers() -> None:
     clear_header_cache()
 
 
-def downloader_for(folder: Path | None) -> Callable[[Any, DownloadControl, Callable[[int], None]], Path]:
-    def download(entry: GgufEntry, control: DownloadControl, progress: Callable[[int], None]) -> Path:
-        return download_entry(
-            entry, folder=folder, control=control, on_progress=lambda done, _total: progress(done)
-        )
-
-    return download
+def download(
+    entry: GgufEntry, folder: Path | None, control: DownloadControl, progress: Callable[[int], None]
+) -> Path:
+    """Download every part of `entry` into `folder` (None: the HF cache); part 1's path."""
+    return download_entry(
+        entry, folder=folder, control=control, on_progress=lambda done, _total: progress(done)
+    )
 
 
 def partial_bytes(entry: GgufEntry, folder: Path | None) -> int:
@@ -115,3 +115,30 @@ def list_library() -> list[library.LibraryModel]:
 
 def delete_model(model: library.LibraryModel) -> None:
     library.delete_model(model)
+
+
+def chosen_download_folder() -> Path | None:
+    """The folder the user last chose for downloads (None: the Hugging Face cache)."""
+    if _user_folders_file is None:
+        return None
+    try:
+        raw = json.loads((_user_folders_file.parent / DOWNLOAD_FOLDER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    folder = raw.get("folder") if isinstance(raw, dict) else None
+    return Path(folder) if isinstance(folder, str) else None
+
+
+def choose_download_folder(folder: Path | None) -> None:
+    if _user_folders_file is None:
+        return
+    path = _user_folders_file.parent / DOWNLOAD_FOLDER_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"folder": str(folder) if folder else None}), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def download_folders() -> list[Path]:
+    """Folders downloads went to before (the core library remembers them)."""
+    return library.library_folders()

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
-from PySide6.QtWidgets import QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.core.hub import GgufEntry, RemoteFile
 from app.core.model_ref import resolve_model
@@ -35,6 +42,7 @@ from app.ui.models.token_dialog import TokenDialog
 log = logging.getLogger(__name__)
 
 DOWNLOAD_QUEUE_FILE = "downloads.json"
+_CHOOSE = "choose"  # the destination list's last item opens a folder dialog
 # The page's own touches on top of the app style (assets/style.qss): the primary actions
 # in the app's accent colour, a splitter gap instead of a hairline.
 PAGE_STYLE = """
@@ -90,7 +98,8 @@ class ModelsPage(QWidget):
         or a SettingsFile (read at each load, so later changes count), for the n_ctx / K / V /
         GPU layers of 'Load into chat'. `budget_fn() -> (bytes,
         label)`: memory to fit into (default: free VRAM, else free RAM).
-        `download_folder`: a library folder for downloads (None: the HF cache).
+        `download_folder`: where downloads go at first (None: the folder the user last
+        chose on the page, else the HF cache).
         `load_fn(ref)`: how 'Load into chat' loads (e.g. the chat page's load_model, which
         also remembers the model); None: resolve the ref off the GUI thread and call
         engine_client.load(self.load_options(path))."""
@@ -101,17 +110,18 @@ class ModelsPage(QWidget):
         self.settings = settings
         self._shut_down = False
         self._shown_once = False
+        self._last_destination: Path | None = None
         self.runner = TaskRunner(self)
         backend.set_data_dir(Path(data_dir) if data_dir else None)
         fit_kwargs = {"budget_fn": budget_fn} if budget_fn is not None else {}
         self.fit_estimator = FitEstimator(backend.entry_header, **fit_kwargs)
 
         self.downloads = DownloadManager(
-            backend.downloader_for(download_folder),
+            backend.download,
             state_file=(Path(data_dir) / DOWNLOAD_QUEUE_FILE) if data_dir else None,
             entry_codec=(encode_entry, decode_entry),
-            partial_bytes_fn=lambda e: backend.partial_bytes(e, download_folder),
-            discard_fn=lambda e: backend.discard_partials(e, download_folder),
+            partial_bytes_fn=backend.partial_bytes,
+            discard_fn=backend.discard_partials,
             max_parallel=max_parallel,
             parent=self,
         )
@@ -155,6 +165,9 @@ class ModelsPage(QWidget):
         self.downloads.download_removed.connect(lambda _k: self._update_tab_titles())
         self.library_view.load_requested.connect(self._on_library_load_requested)
 
+        self._fill_destinations(download_folder or backend.chosen_download_folder())
+        self._last_destination = self.download_folder()
+        self.repo_view.destination_combo.activated.connect(self._on_destination_activated)
         self.downloads.restore()
         self.library_view.refresh()
         self._update_tab_titles()
@@ -177,6 +190,16 @@ class ModelsPage(QWidget):
         self._shut_down = True
         self.downloads.shutdown()
         self.runner.wait(5000)
+
+    def download_folder(self) -> Path | None:
+        """Where the next download goes (None: the Hugging Face cache)."""
+        data = self.repo_view.destination_combo.currentData()
+        return Path(data) if data and data != _CHOOSE else None
+
+    def set_download_folder(self, folder: Path | None) -> None:
+        """Send downloads to `folder` (None: the HF cache), remembered for the next start."""
+        backend.choose_download_folder(folder)
+        self._fill_destinations(folder)
 
     def load_options(self, path: str) -> LoadOptions:
         """Options for 'Load into chat': the user's n_ctx / GPU layers, K=q8_0, V=f16 by default."""
@@ -203,8 +226,32 @@ class ModelsPage(QWidget):
         self.fit_estimator.refresh_budget()  # free memory changes; read it again per repo
         self.repo_view.open_repo(repo_id)
 
+    def _fill_destinations(self, current: Path | None) -> None:
+        combo = self.repo_view.destination_combo
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItem("Hugging Face cache", None)
+        folders = backend.download_folders()
+        if current is not None and Path(current) not in folders:
+            folders = [Path(current), *folders]
+        for folder in folders:
+            combo.addItem(str(folder), str(folder))
+        combo.addItem("Choose folder…", _CHOOSE)
+        index = combo.findData(str(current)) if current is not None else 0
+        combo.setCurrentIndex(max(0, index))
+        combo.blockSignals(False)
+
+    def _on_destination_activated(self, index: int) -> None:
+        combo = self.repo_view.destination_combo
+        if combo.itemData(index) == _CHOOSE:
+            folder = QFileDialog.getExistingDirectory(self, "Download models to")
+            self.set_download_folder(Path(folder) if folder else self._last_destination)
+        else:
+            self.set_download_folder(self.download_folder())
+        self._last_destination = self.download_folder()
+
     def _on_repo_download_requested(self, entry: GgufEntry) -> None:
-        key = self.downloads.enqueue(entry)
+        key = self.downloads.enqueue(entry, self.download_folder())
         self.tabs.setCurrentIndex(self.TAB_DOWNLOADS)
         self.downloads_view.select(key)
 

@@ -14,6 +14,7 @@ from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -140,6 +141,8 @@ class RepoView(QWidget):
         self.detail.hide()  # until a file with an estimate is picked
         self.detail_label = QLabel()
         self.detail_label.setWordWrap(True)
+        self.destination_combo = QComboBox()  # filled by the page: HF cache or a folder
+        self.destination_combo.setToolTip("Where downloads are saved")
         self.download_button = QPushButton("Download")
         self.download_button.setObjectName("primaryButton")
         self.download_button.setEnabled(False)
@@ -149,7 +152,9 @@ class RepoView(QWidget):
         top.addWidget(QLabel("Context"))
         top.addWidget(self.context_spin)
         bottom = QHBoxLayout()
-        bottom.addWidget(self.detail_label, 1)
+        bottom.addStretch(1)
+        bottom.addWidget(QLabel("Save to"))
+        bottom.addWidget(self.destination_combo)
         bottom.addWidget(self.download_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 8, 0, 0)
@@ -159,6 +164,7 @@ class RepoView(QWidget):
         layout.addWidget(self.status_label)
         layout.addWidget(self.tree, 1)
         layout.addLayout(bottom)
+        layout.addWidget(self.detail_label)
         layout.addWidget(self.detail)
 
         # Typing 32768 should not start five estimates; wait until the user pauses.
