@@ -24,6 +24,7 @@ Fault knobs (`hub.faults`, keyed by file path in the repo; lists are consumed on
     truncate[path] = [n, ...]      a well-formed but short response: Content-Length n, n bytes
     wrong_sha256(path)             the tree (and X-Linked-Etag) report a wrong sha256
     rate_limit[path] = bytes/s     slow the body down (for pause / cancel tests)
+    stall_after[path] = [n, ...]   send n body bytes, then nothing for 30 s (a stalled server)
 A repo can be gated (`gated=True`: 401 without token, 403 with a token not in `hub.tokens`).
 `hub.log` records every request (method, path, Range, status, body bytes sent).
 """
@@ -97,6 +98,7 @@ class Faults:
     ignore_range_paths: set[str] = field(default_factory=set)
     wrong_sha_paths: set[str] = field(default_factory=set)
     rate_limit: dict[str, float] = field(default_factory=dict)
+    stall_after: dict[str, list[int]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def ignore_range(self, path: str) -> None:
@@ -116,7 +118,7 @@ class Faults:
     def clear(self) -> None:
         with self.lock:
             for table in (self.cut_after, self.status_first, self.resolve_status_first, self.truncate,
-                          self.rate_limit):
+                          self.rate_limit, self.stall_after):
                 table.clear()
             self.ignore_range_paths.clear()
             self.wrong_sha_paths.clear()
@@ -502,8 +504,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "HEAD":
             return
         cut = faults.take(faults.cut_after, f.path)
+        stall = faults.take(faults.stall_after, f.path)
         rate = faults.rate_limit.get(f.path)
         to_send = announced if cut is None else min(announced, cut)
+        if stall is not None:
+            self._send_body(f.source, start, min(stall, to_send), rate, entry)
+            self.wfile.flush()
+            time.sleep(30)  # the client gives up (or pauses) long before
+            return
         self._send_body(f.source, start, to_send, rate, entry)
         if cut is not None and cut < announced:
             self.close_connection = True

@@ -18,7 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _params(n: int | None) -> str:
     if not n:
         return "?"
-    return f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+    if n >= 1e9:
+        return f"{n / 1e9:.1f}B"
+    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -342,3 +342,37 @@ def test_the_same_file_is_never_written_by_two_downloads_at_once(published) -> N
         download_entry(_entry())
     first.join(30)
     assert _sha(results[0]) == f.sha256
+
+
+def test_pause_and_cancel_act_at_once_on_a_stalled_connection(published) -> None:
+    hub, _ = published
+    hub.faults.stall_after[NAME] = [200_000, 200_000]
+    (partial,) = partial_paths(_entry())
+
+    def wait_for_stall(size: int) -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if partial.exists() and partial.stat().st_size >= size:
+                time.sleep(0.2)  # now the server sends nothing more
+                return
+            time.sleep(0.01)
+        raise AssertionError("the download never reached the stall")
+
+    downloader = Downloader()
+    try:
+        job = downloader.enqueue(_entry())
+        wait_for_stall(200_000)
+        t0 = time.monotonic()
+        downloader.pause(job)
+        assert downloader.wait(job, timeout=5).state is JobState.PAUSED
+        assert time.monotonic() - t0 < 1.0, "pause must not wait for the read timeout"
+        assert partial.stat().st_size == 200_000
+        downloader.resume(job)
+        wait_for_stall(400_000)
+        t0 = time.monotonic()
+        downloader.cancel(job)
+        assert downloader.wait(job, timeout=5).state is JobState.CANCELLED
+        assert time.monotonic() - t0 < 1.0
+        assert not partial.exists()
+    finally:
+        downloader.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -49,18 +50,46 @@ class DownloadCancelled(Exception):
 
 
 class DownloadControl:
-    """Pause / cancel flags a running download checks between chunks (thread-safe)."""
+    """Pause / cancel flags a running download checks between chunks (thread-safe).
+
+    Asking to stop also shuts the open connection's socket, so a download waiting on a
+    stalled server stops at once rather than at its read timeout.
+    """
 
     def __init__(self) -> None:
         self._stop = threading.Event()
         self._cancelled = False
+        self._lock = threading.Lock()
+        self._on_stop: list[Callable[[], None]] = []
 
     def pause(self) -> None:
-        self._stop.set()
+        self._request_stop()
 
     def cancel(self) -> None:
         self._cancelled = True
-        self._stop.set()
+        self._request_stop()
+
+    def _request_stop(self) -> None:
+        with self._lock:
+            self._stop.set()
+            hooks = list(self._on_stop)
+        for hook in hooks:
+            hook()
+
+    def on_stop(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Run `hook` when a stop is asked (at once if it was); returns a function removing it."""
+        with self._lock:
+            self._on_stop.append(hook)
+            already = self._stop.is_set()
+        if already:
+            hook()
+
+        def remove() -> None:
+            with self._lock:
+                if hook in self._on_stop:
+                    self._on_stop.remove(hook)
+
+        return remove
 
     @property
     def stop_requested(self) -> bool:
@@ -79,6 +108,22 @@ class DownloadControl:
         """Wait `seconds`, but wake (and raise) at once on pause or cancel."""
         self._stop.wait(seconds)
         self.check()
+
+
+def _shutdown_hook(response: httpx2.Response) -> Callable[[], None]:
+    """A function that shuts the response's socket (waking a blocked read), or does nothing."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+
+    def shutdown() -> None:
+        if sock is None:
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
+
+    return shutdown
 
 
 @dataclass(frozen=True)
@@ -269,7 +314,11 @@ def _stream_once(
                 # The server ignored our Range and sends the whole file: rewrite from zero.
                 log.info("%s: server ignored Range; downloading from the start", target.display_name)
                 state.done, state.hasher = 0, hashlib.sha256()
-            _write_body(response, target, control, state, on_progress)
+            remove_hook = control.on_stop(_shutdown_hook(response))
+            try:
+                _write_body(response, target, control, state, on_progress)
+            finally:
+                remove_hook()
     except _TRANSIENT as error:
         raise _Retry(f"{type(error).__name__}: {error}") from None
     if state.done < target.size:
