@@ -215,6 +215,31 @@ def test_open_repo_groups_files_by_quantization_with_sizes_and_fit(qtbot, env, g
     shut(page)
 
 
+def test_unknown_repo_says_so_in_one_sentence(qtbot, env):
+    page = make_page(qtbot, env)
+    page.repo_view.open_repo("acme/no-such-GGUF")
+    qtbot.waitUntil(lambda: "acme/no-such-GGUF" in page.repo_view.status_label.text(), timeout=WAIT)
+    assert page.repo_view.status_label.text().startswith("No model repository 'acme/no-such-GGUF'")
+    assert page.repo_view.entry_names() == []
+    shut(page)
+
+
+def test_split_model_downloads_as_one_entry(qtbot, env, gguf_files):
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page)
+    start_download(qtbot, page, SPLIT[0])
+    with qtbot.waitSignal(page.downloads.download_finished, timeout=WAIT) as finished:
+        pass
+    first = Path(finished.args[1])
+    assert first.name == SPLIT[0] and (first.parent / SPLIT[1]).exists()
+    lib = page.library_view
+    qtbot.waitUntil(lambda: lib.select_path(str(first)), timeout=WAIT)
+    model = lib.selected_model()
+    assert model.n_parts == 2
+    assert model.file_size == first.stat().st_size + (first.parent / SPLIT[1]).stat().st_size
+    shut(page)
+
+
 def test_small_budget_says_does_not_fit(qtbot, env):
     page = make_page(qtbot, env, budget=1024 * 1024)
     open_repo(qtbot, page)
