@@ -198,6 +198,9 @@ class DownloadManager(QObject):
         `folder`: a library folder to download into (None: the Hugging Face cache)."""
         key = item_key(entry)
         item = self._items.get(key)
+        if item is not None and item.state is DownloadState.FINISHED and not Path(item.path).exists():
+            self.remove(key)  # downloaded once, deleted since: download it again
+            item = None
         if item is not None:
             if item.state in (DownloadState.PAUSED, DownloadState.FAILED, DownloadState.CANCELLED):
                 self.resume(key)

@@ -520,6 +520,12 @@ def test_library_lists_header_facts_and_deletes_with_confirmation(qtbot, env, mo
     qtbot.mouseClick(lib.delete_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: str(path) not in model.paths(), timeout=WAIT)
     assert not path.exists()
+
+    # Deleted, it can be downloaded again from the same repo view.
+    start_download(qtbot, page, Q8)
+    with qtbot.waitSignal(page.downloads.download_finished, timeout=WAIT):
+        pass
+    assert path.exists()
     shut(page)
 
 
