@@ -145,6 +145,7 @@ def main() -> None:
             [sys.executable, "-m", "tests.hub_server", REPO, str(source)],
             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )
+        assert server.stdout is not None and server.stdin is not None
         info = json.loads(server.stdout.readline())
         url, sha256 = info["url"], info["files"][NAME]["sha256"]
         os.environ["HF_ENDPOINT"] = url
@@ -180,7 +181,7 @@ def main() -> None:
               f"(includes the socket buffers a kill discards)")
         print(f"  resume took {r['resume_s']:.2f} s (re-hashing the {r['killed_at'] / 1e6:.0f} MB on disk included)")
     finally:
-        if server is not None:
+        if server is not None and server.stdin is not None:
             server.stdin.close()
             server.wait(10)
         shutil.rmtree(work, ignore_errors=True)

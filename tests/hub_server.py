@@ -444,9 +444,9 @@ class _Handler(BaseHTTPRequestHandler):
             message = (f"Access to model {repo_id} is restricted. You must have access to it and be "
                        f"authenticated to access it. Please log in.")
             return self._error(status, "GatedRepo", message, {"X-Repo-Commit": repo.commit})
-        status = self.hub.faults.take(self.hub.faults.resolve_status_first, filename)
-        if status is not None:
-            return self._error(status, "ServiceUnavailable", "try again later", {"Retry-After": "0"})
+        fault = self.hub.faults.take(self.hub.faults.resolve_status_first, filename)
+        if fault is not None:
+            return self._error(fault, "ServiceUnavailable", "try again later", {"Retry-After": "0"})
         f = repo.files.get(filename)
         if f is None:
             return self._error(404, "EntryNotFound", f"{filename} does not exist on \"{revision}\"",

@@ -129,8 +129,8 @@ def list_models(
     models: list[LibraryModel] = []
     seen: set[str] = set()
     cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
-    for path, repo_id in _hf_cache_files(cache):
-        _add(models, seen, path, repo_id, SOURCE_HF_CACHE)
+    for path, cache_repo in _hf_cache_files(cache):
+        _add(models, seen, path, cache_repo, SOURCE_HF_CACHE)
     folders = [(Path(d).expanduser(), False) for d in extra_dirs]
     if include_download_folders:
         folders += [(d, True) for d in library_folders()]
