@@ -195,10 +195,10 @@ def test_killed_engine_is_reported_and_replaced(starter_model_path, tmp_path):
 def test_reusing_a_prompt_prefix_past_the_sliding_window_gives_the_fresh_answer(engine, loaded_q8):
     """Gemma 3's sliding-window cache forgets old positions; reusing a prefix that ends
     further back than the window must re-read the prompt, or the reply silently changes."""
-    shared = "List A: " + " ".join(f"item{i}" for i in range(150)) + "."
-    tail = " List B: " + " ".join(f"thing{i}" for i in range(330)) + "."
-    # The second prompt shares only the first 495 tokens; rolling back there from 1709
-    # goes past what the 1024-cell sliding-window cache still holds.
+    shared = "List A: " + " ".join(f"item{i}" for i in range(10)) + "."
+    tail = " List B: " + " ".join(f"thing{i}" for i in range(320)) + "."
+    # The second prompt shares only the first 25 tokens; after ~1160 the 1024-cell
+    # sliding-window cache no longer holds them.
     first, second = shared + tail, shared + " Now count backwards:"
     sampling = SamplingSettings(temperature=0.0, max_tokens=6)
     replies = []
@@ -207,7 +207,7 @@ def test_reusing_a_prompt_prefix_past_the_sliding_window_gives_the_fresh_answer(
         _, finished = _wait(engine, (Finished, Failed))
         assert isinstance(finished, Finished), finished
         replies.append(finished)
-    assert replies[0].prompt_tokens > 1600 and replies[1].prompt_tokens > 450
+    assert replies[0].prompt_tokens > 1100
     engine.send(Load(loaded_q8.options))  # a fresh context
     _wait(engine, (Loaded,))
     engine.send(Generate("fresh", sampling, prompt=second))
@@ -266,9 +266,14 @@ def test_a_conversation_longer_than_the_context_drops_its_oldest_turns(engine, l
     for i in range(5):
         messages += [ChatMessage("user", f"{i}: {long_turn}"), ChatMessage("assistant", "Noted.")]
     messages.append(ChatMessage("user", "Say hi."))
-    engine.send(Generate("long-chat", SamplingSettings(temperature=0.0, max_tokens=4), messages=tuple(messages)))
-    seen, finished = _wait(engine, (Finished, Failed))
+    # Room is kept for the reply (max_tokens, at most half the context): the prompt gets
+    # 1024 of the 2048 tokens. The reply itself is cut short once it has started.
+    sampling = SamplingSettings(temperature=0.0, max_tokens=1024)
+    engine.send(Generate("long-chat", sampling, messages=tuple(messages)))
+    seen, _ = _wait(engine, (Token,))
+    engine.cancel()
+    more, finished = _wait(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
-    warnings = [e for e in seen if isinstance(e, LogWarning)]
+    warnings = [e for e in seen + more if isinstance(e, LogWarning)]
     assert [w.kind for w in warnings] == ["context_full"] and "oldest" in warnings[0].text
-    assert finished.prompt_tokens + 4 <= N_CTX
+    assert 400 < finished.prompt_tokens <= N_CTX // 2  # the last long turn still fits
