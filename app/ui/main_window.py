@@ -122,5 +122,5 @@ class MainWindow(QMainWindow):
         self._window_settings.setValue("geometry", self.saveGeometry())
         self._window_settings.sync()
         self.chat.settings_panel.flush()
-        self.chat.session.flush()
+        self.chat.session.close()
         super().closeEvent(event)

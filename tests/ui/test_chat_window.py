@@ -60,6 +60,10 @@ def test_stop_during_reply(qtbot, loaded_chat_app) -> None:
     qtbot.keyClick(page.input, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: len(tokens) >= 2, timeout=REPLY_TIMEOUT_MS)
     assert page.send_button.text() == "Stop"
+    reply_id = page.session.model.messages()[-1].id
+    # Saved while it streams (every 0.5 s), not only at the end.
+    qtbot.waitUntil(lambda: app.store.message(reply_id).content != "", timeout=3000)
+    assert app.store.message(reply_id).status == "streaming"
     with qtbot.waitSignal(app.engine.reply_finished, timeout=30_000) as blocker:
         page.send_button.click()
     assert blocker.args[0].stop_reason == "cancelled"
@@ -206,3 +210,21 @@ def test_open_app_with_starter_opens_with_it_loaded(qtbot, chat_data_dir: Path) 
     deadline.stop()
     assert str(seen.get("model", "")).endswith(".gguf")
     assert seen["status"].startswith("gemma-3-270m") and seen["offer"] is False
+
+
+def test_deleting_a_chat_while_it_streams(qtbot, loaded_chat_app, monkeypatch) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    app = loaded_chat_app
+    page = app.window.chat
+    _new_chat(page, max_tokens=400)
+    tokens = []
+    app.engine.token_received.connect(tokens.append)
+    page.send("It was a dark and stormy night")
+    qtbot.waitUntil(lambda: len(tokens) >= 1, timeout=REPLY_TIMEOUT_MS)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    with qtbot.waitSignal(app.engine.reply_finished, timeout=30_000):
+        page.conversations.ask_delete(page.session.conversation.id)
+    qtbot.waitUntil(lambda: not page.session.generating, timeout=5000)
+    assert app.store.conversations() == [] and page.session.model.rowCount() == 0
+    assert page.send_button.text() == "Send"

@@ -107,6 +107,8 @@ class MessageDelegate(QStyledItemDelegate):
         key = (message.id, version, column_width)
         cached = self._heights.get(key)
         if cached is None:
+            if len(self._heights) > 50_000:  # streamed versions pile up; start over
+                self._heights.clear()
             doc = self._document(message, version, column_width)
             cached = (int(doc.size().height() + 0.999), int(doc.textWidth()))
             self._heights[key] = cached

@@ -209,8 +209,10 @@ class ChatSession(QObject):
                          time_to_first_token_s=finished.time_to_first_token_s)
             if finished.text and len(finished.text) >= len(reply.text):
                 reply.text = finished.text  # the engine's text is authoritative
-        message = reply.finish(status, **stats)
-        self.model.update_message(message)
+        try:
+            self.model.update_message(reply.finish(status, **stats))
+        except KeyError:  # its conversation was deleted while it streamed
+            log.info("reply %s finished after its conversation was deleted", reply.message_id)
         self._reply = None
         self._reply_conversation = None
         self._request_id = None
@@ -218,9 +220,15 @@ class ChatSession(QObject):
         self.generating_changed.emit(False)
 
     def flush(self) -> None:
-        """Write the streaming reply's text now (window closing)."""
+        """Write the streaming reply's text now."""
         if self._reply is not None:
             self._reply.flush()
+
+    def close(self) -> None:
+        """The window is closing: stop a running reply and keep it as 'stopped'."""
+        if self._reply is not None:
+            self.engine.stop()
+            self._end_reply(STOPPED)
 
     def _on_save_timer(self) -> None:
         if self._reply is not None:
