@@ -228,3 +228,23 @@ def test_deleting_a_chat_while_it_streams(qtbot, loaded_chat_app, monkeypatch) -
     qtbot.waitUntil(lambda: not page.session.generating, timeout=5000)
     assert app.store.conversations() == [] and page.session.model.rowCount() == 0
     assert page.send_button.text() == "Send"
+
+
+def test_engine_load_failure_shows_message_and_keeps_the_model_picker(qtbot, tmp_path: Path,
+                                                                      chat_app) -> None:
+    from app.engine.messages import LoadOptions
+
+    page = chat_app.window.chat
+    bad = tmp_path / "renamed.gguf"
+    bad.write_bytes(b"GGUF" + b"\x00" * 64)  # passes no real check: the engine must refuse it
+    with qtbot.waitSignal(chat_app.engine.load_failed, timeout=LOAD_TIMEOUT_MS) as blocker:
+        chat_app.engine.load(LoadOptions(str(bad), n_ctx=2048))
+    assert blocker.args[0]
+    qtbot.waitUntil(lambda: chat_app.window.last_error_box is not None, timeout=5000)
+    box = chat_app.window.last_error_box
+    assert box.isVisible() and box.text().startswith("Could not load the model")
+    box.accept()
+    assert chat_app.window.isVisible() and chat_app.engine.loaded is None
+    assert not page.status.busy_bar.isVisible()
+    assert page.picker.text().startswith("Select a model")
+    assert page.offer.isVisible()
