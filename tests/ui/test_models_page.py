@@ -240,6 +240,20 @@ def test_split_model_downloads_as_one_entry(qtbot, env, gguf_files):
     shut(page)
 
 
+def test_kv_type_the_model_cannot_use_is_marked_not_supported(qtbot, env, hub, tmp_path):
+    # q8_0 packs 32 values per block: llama.cpp refuses it for a head size of 48.
+    odd = write_tiny_gguf(tmp_path / "odd.gguf", n_head=4, n_head_kv=2, head_dim=48, seed=9)
+    hub.add_repo("acme/odd-head-GGUF", {"odd-head-F16.gguf": odd})
+    page = make_page(qtbot, env)
+    open_repo(qtbot, page, "acme/odd-head-GGUF")
+    wait_fits(qtbot, page)
+    row = _tree_rows(page)["F16"][0]
+    assert row[2].startswith("fits") and row[3:] == ["not supported", "not supported"]
+    fit = page.repo_view.fit_for("odd-head-F16.gguf")
+    assert "divisible by 32" in fit.modes[1].reason
+    shut(page)
+
+
 def test_small_budget_says_does_not_fit(qtbot, env):
     page = make_page(qtbot, env, budget=1024 * 1024)
     open_repo(qtbot, page)

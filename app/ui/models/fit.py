@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core import fit as core_fit
+from app.core.errors import BadInputError
 from app.core.gguf_header import GgufHeader
 from app.core.kv_types import COMPARE_MODES, KvMode
 
 log = logging.getLogger(__name__)
 
 FITS, TIGHT, NO_FIT = core_fit.FITS, core_fit.TIGHT, core_fit.NO_FIT
+UNSUPPORTED = "not supported"  # llama.cpp refuses this K/V type for this model
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,9 @@ class ModeFit:
     mode: KvMode
     kv_bytes: int  # KV cache at the chosen context (exact, as llama.cpp allocates it)
     total_bytes: int  # weights + KV + compute and output buffers
-    verdict: str  # FITS | TIGHT | NO_FIT
+    verdict: str  # FITS | TIGHT | NO_FIT | UNSUPPORTED
     max_context: int  # largest context that fits the budget (0: not even the weights)
+    reason: str = ""  # why UNSUPPORTED, one sentence
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,19 @@ def free_memory() -> tuple[int, str, bool]:
 def estimate(header: GgufHeader, file_size: int, n_ctx: int, budget: tuple[int, str, bool],
              modes: tuple[KvMode, ...] = COMPARE_MODES) -> FitEstimate:
     budget_bytes, label, on_gpu = budget
-    fits = core_fit.fit_estimate(header, file_size, n_ctx, budget_bytes, modes, on_gpu=on_gpu)
-    first = fits[0].need
+    results: list[ModeFit] = []
+    first: core_fit.MemoryNeed | None = None
+    for mode in modes:
+        try:
+            (f,) = core_fit.fit_estimate(header, file_size, n_ctx, budget_bytes, (mode,), on_gpu=on_gpu)
+        except BadInputError as error:
+            # e.g. q8_0 needs a head size divisible by 32: llama.cpp refuses that cache type.
+            results.append(ModeFit(mode, 0, 0, UNSUPPORTED, 0, str(error)))
+            continue
+        first = first or f.need
+        results.append(ModeFit(f.mode, f.need.kv_bytes, f.need.total_bytes, f.verdict, f.largest_n_ctx))
+    if first is None:
+        raise BadInputError(results[0].reason if results else "No KV cache mode can be estimated.")
     note = ""
     if not first.kv.exact:
         note = first.kv.note or "The KV estimate is approximate for this architecture."
@@ -75,10 +89,7 @@ def estimate(header: GgufHeader, file_size: int, n_ctx: int, budget: tuple[int, 
         buffers_bytes=first.compute_bytes + first.output_bytes,
         budget_bytes=budget_bytes,
         budget_label=label,
-        modes=tuple(
-            ModeFit(f.mode, f.need.kv_bytes, f.need.total_bytes, f.verdict, f.largest_n_ctx)
-            for f in fits
-        ),
+        modes=tuple(results),
         n_ctx_train=header.context_length,
         note=note,
     )

@@ -33,7 +33,7 @@ from app.core.errors import GatedRepoError
 from app.core.fit import MARGIN
 from app.core.kv_types import COMPARE_MODES
 from app.ui.models import format as fmt
-from app.ui.models.fit import FITS, NO_FIT, TIGHT, FitEstimate, ModeFit
+from app.ui.models.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED, FitEstimate, ModeFit
 from app.ui.models.tasks import TaskRunner
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -42,6 +42,7 @@ VERDICT_COLOURS = {
     FITS: (QColor("#d7f5dd"), QColor("#11602a")),
     TIGHT: (QColor("#fff1c7"), QColor("#7a5300")),
     NO_FIT: (QColor("#fbd9d7"), QColor("#8c1d18")),
+    UNSUPPORTED: (QColor("#eceef2"), QColor("#5b6170")),
 }
 DEFAULT_CONTEXT = 8192
 _MODE_COLUMN0 = 2  # first KV-mode column in the tree
@@ -294,12 +295,15 @@ class RepoView(QWidget):
                 continue
             mode_fit = fit.modes[i]
             item.setText(verdict_text(mode_fit))
+            paint_verdict(item, mode_fit.verdict)
+            if mode_fit.verdict == UNSUPPORTED:
+                item.setToolTip(mode_fit.reason)
+                continue
             item.setToolTip(
                 f"KV {mode_fit.mode.label} at {fit.n_ctx:,} tokens: {fmt.size(mode_fit.kv_bytes)}; "
                 f"weights {fmt.size(fit.weights_bytes)}; total {fmt.size(mode_fit.total_bytes)} "
                 f"of {fmt.size(fit.budget_bytes)} {fit.budget_label}."
             )
-            paint_verdict(item, mode_fit.verdict)
 
     def _on_fit_done(self, repo_id: str | None, first_file: str, fit: FitEstimate) -> None:
         if repo_id != self._repo_id or first_file not in self._entries:
@@ -364,10 +368,11 @@ class RepoView(QWidget):
         )
         self.detail.setRowCount(len(fit.modes))
         for r, mode_fit in enumerate(fit.modes):
+            supported = mode_fit.verdict != UNSUPPORTED
             cells = [
                 mode_fit.mode.label,
-                fmt.size(mode_fit.kv_bytes),
-                fmt.size(mode_fit.total_bytes),
+                fmt.size(mode_fit.kv_bytes) if supported else "–",
+                fmt.size(mode_fit.total_bytes) if supported else "–",
                 mode_fit.verdict,
                 fmt.tokens(mode_fit.max_context) if mode_fit.max_context else "none",
             ]
@@ -375,4 +380,5 @@ class RepoView(QWidget):
                 item = QTableWidgetItem(text)
                 if c == 3:
                     paint_verdict(item, mode_fit.verdict)
+                    item.setToolTip(mode_fit.reason)
                 self.detail.setItem(r, c, item)
