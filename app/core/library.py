@@ -311,7 +311,7 @@ def _matches(model: LibraryModel, text: str) -> bool:
     return selector.lower() in ((model.quantization or "").lower(), model.name.lower(), model.path.name.lower())
 
 
-def delete_model(model: LibraryModel, *, cache_dir: Path | None = None) -> None:
+def delete_model(model: LibraryModel) -> None:
     """Delete a model's file(s): in the HF cache its blobs and every snapshot link to them
     (and the repo folder when nothing else is left); in a folder the file and its parts."""
     if model.source == SOURCE_STARTER:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx2
 from huggingface_hub.utils import build_hf_headers, get_session
@@ -23,6 +23,9 @@ from app.core.hub.hub_errors import gated_message, translate
 from app.core.hub.safe_paths import check_relative_name
 from app.core.hub.tokens import load_token
 from app.core.hub.transfer import same_origin
+
+if TYPE_CHECKING:
+    from app.core.fit import ModeFit
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +130,7 @@ def estimate_fit(
     budget_bytes: int | None = None,
     revision: str = "main",
     token: str | None = None,
-) -> Any:
+) -> tuple[ModeFit, ...]:
     """app.core.fit.fit_estimate for a Hub file, without downloading it.
 
     `file` is a path in the repo or a GgufEntry (a split model counts all its parts'
