@@ -11,6 +11,7 @@ import importlib
 import logging
 import os
 import signal
+import sys
 import traceback
 from typing import Any
 
@@ -25,9 +26,13 @@ def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: i
     # Ctrl+C in a terminal reaches the whole process group: the client decides what it
     # means (cancel the reply), the engine must not die of it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    numpy_first = "numpy" in sys.modules  # the parent's main module, re-run by spawn
     import llama_cpp  # noqa: F401  # before numpy, see the module docstring
 
     logging.basicConfig(level=log_level, format="engine %(levelname)s %(name)s: %(message)s")
+    if numpy_first:
+        log.warning("numpy was imported before llama_cpp in the engine (by the main module); "
+                    "on some machines that makes model loads crash")
     from app.engine import llama_log
 
     router = llama_log.install()
