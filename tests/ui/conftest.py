@@ -45,7 +45,12 @@ def loaded_chat_app(qtbot, chat_app):
     """chat_app with the starter model loaded through the one-click offer."""
     page = chat_app.window.chat
     assert page.offer.isVisible() and page.offer_button.isVisible()
+    busy_shown = []
+    chat_app.engine.loading_started.connect(
+        lambda _options: busy_shown.append(page.status.busy_bar.isVisible()))
     with qtbot.waitSignal(chat_app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS):
         page.offer_button.click()
+    assert busy_shown == [True]  # an indeterminate bar and elapsed seconds while it loads
+    assert not page.status.busy_bar.isVisible()
     qtbot.waitUntil(lambda: not page.offer.isVisible(), timeout=5000)
     return chat_app

@@ -54,6 +54,7 @@ class ChatStatus(QWidget):
         self.busy_bar.setTextVisible(False)
         self.busy_bar.hide()
         self.busy_label = QLabel("")
+        self.busy_label.setMinimumWidth(220)
         self.busy_label.hide()
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 0, 6, 0)
@@ -75,6 +76,7 @@ class ChatStatus(QWidget):
     def show_loading(self, options: LoadOptions) -> None:
         self._load_started = time.monotonic()
         self._load_name = model_name(options.model_path)
+        self.model_label.setText("")
         self.busy_bar.show()
         self.busy_label.show()
         self._tick()
