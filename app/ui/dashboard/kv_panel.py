@@ -9,7 +9,7 @@ import logging
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGridLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.engine.messages import Loaded
 
@@ -34,20 +34,22 @@ class KvPanel(QWidget):
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMinimumHeight(200)
         item = self.plot.getPlotItem()
-        item.showGrid(x=True, y=True, alpha=0.15)
+        # No grid: pyqtgraph draws it with the axes, so every change inside the plot would
+        # repaint both axes' text (most of a frame's cost).
         item.setLabel("left", "KV in use", units="MiB")
         item.setLabel("bottom", "tokens in the context")
         item.getAxis("left").enableAutoSIPrefix(False)
         item.setMenuEnabled(False)
         self.plot.setMouseEnabled(x=False, y=False)
         legend = item.addLegend(offset=(10, 5), labelTextColor="#1f2937")
-        self.fp16_curve = self.plot.plot([], [], pen=pg.mkPen("#8a94a6", width=2, style=Qt.PenStyle.DashLine),
-                                         name="f16/f16")
-        self.mode_curve = self.plot.plot([], [], pen=pg.mkPen("#2f7ed8", width=2), name="loaded K/V")
+        # Width-1 solid pens: a wide or dashed pen makes each repaint tens of ms.
+        self.fp16_curve = self.plot.plot([], [], pen=pg.mkPen("#8a94a6", width=1), name="f16/f16")
+        self.mode_curve = self.plot.plot([], [], pen=pg.mkPen("#2f7ed8", width=1), name="loaded K/V")
         self.now_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#e67e22", width=1))
-        self.plot.addItem(self.now_line)
-        self.now_dot = pg.ScatterPlotItem(size=9, brush=pg.mkBrush("#2f7ed8"), pen=pg.mkPen("w"))
-        self.plot.addItem(self.now_dot)
+        self.plot.addItem(self.now_line, ignoreBounds=True)
+        # Ranges are set once per model: moving the "now" marker must not re-range (and
+        # so repaint) the whole plot.
+        item.getViewBox().disableAutoRange()
         self._legend = legend
 
         self.now_label = QLabel("No model loaded.")
@@ -59,6 +61,11 @@ class KvPanel(QWidget):
         self.caches_label = QLabel("")
         self.caches_label.setWordWrap(True)
         self.caches_label.setStyleSheet("color: #6b7280;")
+        # Fixed sizes: text changing twice a second must not re-lay out the page (each
+        # relayout repaints the charts).
+        for label, lines in ((self.now_label, 1), (self.alloc_label, 1), (self.caches_label, 2)):
+            label.setFixedHeight(label.fontMetrics().lineSpacing() * lines + 6)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         info = QGridLayout()
         info.addWidget(self.now_label, 0, 0)
         info.addWidget(self.alloc_label, 1, 0)
@@ -115,7 +122,9 @@ class KvPanel(QWidget):
         usage = [est.bytes_in_use(int(n)) for n in xs]
         self.mode_curve.setData(xs, [u.bytes / MIB for u in usage])
         self.fp16_curve.setData(xs, [u.fp16_bytes / MIB for u in usage])
+        top = max(max(u.fp16_bytes for u in usage) / MIB, 1e-3)
         self.plot.getPlotItem().setXRange(0, n_ctx, padding=0.02)
+        self.plot.getPlotItem().setYRange(0, top * 1.08, padding=0)
 
     def _update_labels(self) -> None:
         loaded = self.loaded
@@ -127,7 +136,6 @@ class KvPanel(QWidget):
         self.now_line.setValue(self.n_tokens)
         if est is not None:
             usage = est.bytes_in_use(self.n_tokens)
-            self.now_dot.setData([self.n_tokens], [usage.bytes / MIB])
             saving = usage.fp16_bytes - usage.bytes
             pct = 100 * saving / usage.fp16_bytes if usage.fp16_bytes else 0.0
             self.now_label.setText(

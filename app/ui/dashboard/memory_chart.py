@@ -27,6 +27,17 @@ MARKER_STYLE = {
 DRAWN_KINDS = ("mode", "load", "prompt", "generation", "quality")
 
 
+def _nice_ceiling(x: float) -> float:
+    """The smallest of 1, 1.5, 2, 3, 5, 7.5 x 10^k that is >= x."""
+    import math
+
+    exp = 10 ** math.floor(math.log10(x))
+    for step in (1, 1.5, 2, 3, 5, 7.5, 10):
+        if step * exp >= x:
+            return step * exp
+    return 10 * exp
+
+
 class MemoryChart(pg.PlotWidget):
     """`set_points(points)` and `set_markers(markers)`; both are cheap when nothing changed."""
 
@@ -34,14 +45,21 @@ class MemoryChart(pg.PlotWidget):
         super().__init__(parent, background="w")
         self.setMinimumHeight(220)
         item = self.getPlotItem()
-        item.showGrid(x=True, y=True, alpha=0.15)
+        # No grid: pyqtgraph draws it with the axes, so each new sample would repaint
+        # both axes' text (most of a frame's cost).
         item.setLabel("left", "memory", units="MiB")
         item.setLabel("bottom", "time", units="s")
         item.getAxis("left").enableAutoSIPrefix(False)
         item.setMenuEnabled(False)
         self.setMouseEnabled(x=False, y=False)
-        self.curve = self.plot([], [], pen=pg.mkPen("#2f7ed8", width=2),
-                               fillLevel=0, brush=pg.mkBrush(47, 126, 216, 40))
+        # Width-1 (cosmetic) pen and no fill, peak downsampling and fixed, stepped ranges keep a
+        # repaint to a few ms: a wide pen, antialiasing or an axis redrawn on every
+        # sample cost tens of ms per frame on the GUI thread.
+        self.curve = self.plot([], [], pen=pg.mkPen("#2f7ed8", width=1))
+        self.curve.setDownsampling(auto=True, method="peak")
+        self.curve.setClipToView(True)
+        item.getViewBox().disableAutoRange()
+        self._x_span = self._y_top = 0.0
         self._n_points = -1
         self._last_t = None
         self._marker_items: list[pg.InfiniteLine] = []
@@ -62,7 +80,22 @@ class MemoryChart(pg.PlotWidget):
         self.x = np.fromiter((p.t for p in points), dtype=float, count=len(points))
         self.y = np.fromiter((p.used_bytes / MIB for p in points), dtype=float, count=len(points))
         self.curve.setData(self.x, self.y)
+        self._update_ranges()
         return True
+
+    def _update_ranges(self) -> None:
+        """Change the axes only when the data outgrows them (in 1-2-5 steps)."""
+        if not len(self.x):
+            return
+        x0 = float(self.x[0])
+        span = _nice_ceiling(max(10.0, float(self.x[-1]) - x0) * 1.02)
+        top = _nice_ceiling(max(1.0, float(self.y.max())) * 1.12)
+        if span != self._x_span or x0 != getattr(self, "_x0", None):
+            self._x_span, self._x0 = span, x0
+            self.setXRange(x0, x0 + span, padding=0)
+        if top != self._y_top:
+            self._y_top = top
+            self.setYRange(0, top, padding=0)
 
     def set_markers(self, markers: Sequence[Marker]) -> None:
         key = (len(markers), markers[-1].t if markers else 0.0)
