@@ -35,7 +35,9 @@ class AppParts:
 
 
 def default_data_dir() -> Path:
-    return data_dir(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))
+    return data_dir(
+        QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
+    )
 
 
 def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
@@ -52,8 +54,13 @@ def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     return AppParts(window, engine, store, settings, bridge)
 
 
-def _add_optional_pages(window: MainWindow, engine: EngineClient, bridge: MessageBridge,
-                        settings: SettingsFile, folder: Path) -> None:
+def _add_optional_pages(
+    window: MainWindow,
+    engine: EngineClient,
+    bridge: MessageBridge,
+    settings: SettingsFile,
+    folder: Path,
+) -> None:
     try:
         from app.ui.models.page import ModelsPage
     except ImportError as error:
@@ -84,7 +91,8 @@ def apply_style(app: QApplication) -> None:
 
 def open_app(model: str | None = None) -> int:
     """Run the app until its window closes. `model`: a .gguf path or 'starter' to load."""
-    app = QApplication.instance() or QApplication(sys.argv)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
     app.setApplicationName("KV Studio")
     app.setOrganizationName("KVStudio")
     app.setWindowIcon(app_icon())

@@ -49,7 +49,13 @@ _MIGRATIONS = (
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 # Message.status values.
-DONE, STREAMING, STOPPED, FAILED, INTERRUPTED = "done", "streaming", "stopped", "failed", "interrupted"
+DONE, STREAMING, STOPPED, FAILED, INTERRUPTED = (
+    "done",
+    "streaming",
+    "stopped",
+    "failed",
+    "interrupted",
+)
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,7 @@ class ChatStore:
             "sampling_json, model) VALUES (?, ?, ?, ?, ?, ?)",
             (title, now, now, system_prompt, json.dumps(sampling or {}), model),
         )
-        return self.conversation(int(cur.lastrowid))
+        return self.conversation(_row_id(cur))
 
     def conversation(self, conversation_id: int) -> Conversation:
         row = self._db.execute(
@@ -199,7 +205,7 @@ class ChatStore:
             (conversation_id, role, content, now, now, status, model),
         )
         self._touch(conversation_id, now)
-        return self.message(int(cur.lastrowid))
+        return self.message(_row_id(cur))
 
     def message(self, message_id: int) -> Message:
         row = self._db.execute(
@@ -241,8 +247,16 @@ class ChatStore:
         self._db.execute(
             "UPDATE messages SET content = ?, status = ?, updated_at = ?, prompt_tokens = ?, "
             "generated_tokens = ?, tokens_per_second = ?, time_to_first_token_s = ? WHERE id = ?",
-            (content, status, time.time(), prompt_tokens, generated_tokens,
-             tokens_per_second, time_to_first_token_s, message_id),
+            (
+                content,
+                status,
+                time.time(),
+                prompt_tokens,
+                generated_tokens,
+                tokens_per_second,
+                time_to_first_token_s,
+                message_id,
+            ),
         )
         return self.message(message_id)
 
@@ -302,6 +316,11 @@ class StreamingReply:
 
     def finish(self, status: str, **stats: Any) -> Message:
         return self._store.finish_message(self.message_id, self.text, status, **stats)
+
+
+def _row_id(cur: sqlite3.Cursor) -> int:
+    assert cur.lastrowid is not None  # set by every INSERT
+    return int(cur.lastrowid)
 
 
 def _conversation(row: tuple[Any, ...]) -> Conversation:

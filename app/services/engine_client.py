@@ -146,8 +146,10 @@ class EngineClient(QObject):
             self._proc.cancel()
             return
         fresh = self._proc is None or not self._proc.is_alive()
-        if self._loaded is None and self._loading is None and (
-            self._last_options is None or not fresh
+        if (
+            self._loaded is None
+            and self._loading is None
+            and (self._last_options is None or not fresh)
         ):
             self.reply_failed.emit("No model is loaded: load a model first.")
             return
@@ -249,7 +251,7 @@ class EngineClient(QObject):
                 if not stop.is_set():
                     self._reader_crashed.emit(str(error), generation)
                 return
-            except Exception as error:  # a broken pipe is a dead engine too
+            except Exception as error:
                 if not stop.is_set():
                     log.exception("engine reader failed")
                     self._reader_crashed.emit(f"The engine stopped responding: {error}", generation)
@@ -260,7 +262,7 @@ class EngineClient(QObject):
     def _send(self, proc: Any, command: Any) -> None:
         try:
             proc.send(command)
-        except Exception as error:  # the pipe broke: the reader will report the crash
+        except Exception as error:  # noqa: BLE001 - the pipe broke: the reader reports the crash
             log.warning("send to engine failed: %s", error)
 
     def _send_load(self, proc: Any, options: LoadOptions) -> None:

@@ -18,9 +18,9 @@ log = logging.getLogger(__name__)
 
 class MessageBridge(QObject):
     """Signals:
-        error_reported(str): something failed; the window shows a message box.
-        warning_reported(str): the user should know (shown in the status bar, highlighted).
-        info_reported(str): a passing note (shown in the status bar for a few seconds).
+    error_reported(str): something failed; the window shows a message box.
+    warning_reported(str): the user should know (shown in the status bar, highlighted).
+    info_reported(str): a passing note (shown in the status bar for a few seconds).
     """
 
     error_reported = Signal(str)

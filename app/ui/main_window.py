@@ -38,13 +38,22 @@ def app_icon() -> QIcon:
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, engine_client: EngineClient, store: ChatStore, settings: SettingsFile,
-                 bridge: MessageBridge) -> None:
+    def __init__(
+        self,
+        engine_client: EngineClient,
+        store: ChatStore,
+        settings: SettingsFile,
+        bridge: MessageBridge,
+    ) -> None:
         super().__init__()
         self.setWindowTitle("KV Studio")
         self.setWindowIcon(app_icon())
         self.engine_client, self.store, self.settings, self.bridge = (
-            engine_client, store, settings, bridge)
+            engine_client,
+            store,
+            settings,
+            bridge,
+        )
         self.nav = QListWidget()
         self.nav.setObjectName("pageNav")
         self.nav.setFixedWidth(104)
@@ -76,8 +85,9 @@ class MainWindow(QMainWindow):
         bridge.error_reported.connect(self._on_bridge_error_reported)
         bridge.warning_reported.connect(self._on_bridge_warning_reported)
         bridge.info_reported.connect(self._on_bridge_info_reported)
-        self._window_settings = QSettings(str(settings.folder / "window.ini"),
-                                          QSettings.Format.IniFormat)
+        self._window_settings = QSettings(
+            str(settings.folder / "window.ini"), QSettings.Format.IniFormat
+        )
         geometry = self._window_settings.value("geometry")
         if isinstance(geometry, QByteArray) and not geometry.isEmpty():
             self.restoreGeometry(geometry)
@@ -104,8 +114,9 @@ class MainWindow(QMainWindow):
     def _on_bridge_error_reported(self, text: str) -> None:
         first_line = text.splitlines()[0] if text else ""
         self.statusBar().showMessage(first_line, INFO_MS * 2)
-        box = QMessageBox(QMessageBox.Icon.Warning, "KV Studio", first_line,
-                          QMessageBox.StandardButton.Ok, self)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning, "KV Studio", first_line, QMessageBox.StandardButton.Ok, self
+        )
         if "\n" in text:
             box.setDetailedText(text)
         box.setWindowModality(Qt.WindowModality.WindowModal)
@@ -118,7 +129,7 @@ class MainWindow(QMainWindow):
     def _on_bridge_info_reported(self, text: str) -> None:
         self.statusBar().showMessage(text, INFO_MS)
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+    def closeEvent(self, event: QCloseEvent) -> None:
         self._window_settings.setValue("geometry", self.saveGeometry())
         self._window_settings.sync()
         self.chat.settings_panel.flush()

@@ -40,7 +40,9 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 
 def test_create_rename_delete(store: ChatStore) -> None:
     a = store.create_conversation("First")
-    b = store.create_conversation("Second", system_prompt="Be brief.", sampling={"temperature": 0.2})
+    b = store.create_conversation(
+        "Second", system_prompt="Be brief.", sampling={"temperature": 0.2}
+    )
     assert [c.title for c in store.conversations()] == ["Second", "First"]
     store.rename_conversation(a.id, "Renamed")
     assert store.conversation(a.id).title == "Renamed"
@@ -59,7 +61,10 @@ def test_settings_per_conversation(store: ChatStore) -> None:
     store.set_model(c.id, "/models/x.gguf")
     got = store.conversation(c.id)
     assert (got.system_prompt, got.sampling, got.model) == (
-        "You are a pirate.", {"top_k": 10, "stop": ["\n\n"]}, "/models/x.gguf")
+        "You are a pirate.",
+        {"top_k": 10, "stop": ["\n\n"]},
+        "/models/x.gguf",
+    )
 
 
 def test_search_title_and_text(store: ChatStore) -> None:
@@ -77,17 +82,30 @@ def test_messages_and_stats(store: ChatStore) -> None:
     c = store.create_conversation()
     u = store.add_message(c.id, "user", "Hi")
     r = store.add_message(c.id, "assistant", "", status=STREAMING, model="m.gguf")
-    done = store.finish_message(r.id, "Hello!", DONE, prompt_tokens=5, generated_tokens=3,
-                                tokens_per_second=21.5, time_to_first_token_s=0.1)
+    done = store.finish_message(
+        r.id,
+        "Hello!",
+        DONE,
+        prompt_tokens=5,
+        generated_tokens=3,
+        tokens_per_second=21.5,
+        time_to_first_token_s=0.1,
+    )
     assert [m.id for m in store.messages(c.id)] == [u.id, r.id]
     assert (done.content, done.status, done.generated_tokens, done.tokens_per_second) == (
-        "Hello!", DONE, 3, 21.5)
+        "Hello!",
+        DONE,
+        3,
+        21.5,
+    )
 
 
 def test_delete_from_truncates_later_messages(store: ChatStore) -> None:
     c = store.create_conversation()
-    ids = [store.add_message(c.id, role, str(i)).id
-           for i, role in enumerate(["user", "assistant", "user", "assistant"])]
+    ids = [
+        store.add_message(c.id, role, str(i)).id
+        for i, role in enumerate(["user", "assistant", "user", "assistant"])
+    ]
     store.delete_messages_from(c.id, ids[2])
     assert [m.id for m in store.messages(c.id)] == ids[:2]
 
@@ -136,7 +154,9 @@ def test_partial_reply_survives_a_kill(tmp_path: Path) -> None:
     db = tmp_path / "chat.sqlite3"
     proc = subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(db)],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
     )
     message_id = json.loads(proc.stdout.readline())["message_id"]
     progress = []
@@ -160,7 +180,11 @@ def test_partial_reply_survives_a_kill(tmp_path: Path) -> None:
 
 def test_settings_roundtrip_and_reset(tmp_path: Path) -> None:
     assert load_settings(tmp_path).settings == Settings()
-    s = Settings(n_ctx=2048, type_k="f16").with_recent_model("/m/a.gguf").with_recent_model("/m/b.gguf")
+    s = (
+        Settings(n_ctx=2048, type_k="f16")
+        .with_recent_model("/m/a.gguf")
+        .with_recent_model("/m/b.gguf")
+    )
     save_settings(tmp_path, s)
     loaded = load_settings(tmp_path)
     assert loaded.settings == s and loaded.notice is None

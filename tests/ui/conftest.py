@@ -47,7 +47,8 @@ def loaded_chat_app(qtbot, chat_app):
     assert page.offer.isVisible() and page.offer_button.isVisible()
     busy_shown = []
     chat_app.engine.loading_started.connect(
-        lambda _options: busy_shown.append(page.status.busy_bar.isVisible()))
+        lambda _options: busy_shown.append(page.status.busy_bar.isVisible())
+    )
     with qtbot.waitSignal(chat_app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS):
         page.offer_button.click()
     assert busy_shown == [True]  # an indeterminate bar and elapsed seconds while it loads

@@ -16,15 +16,20 @@ from app.ui.chat.message_delegate import EDIT
 from app.ui.chat.message_model import MessageListModel
 from app.ui.chat.message_view import MessageView
 
-_REPLY = ("Here is **Markdown** with `inline code`, a list and a block:\n\n- one\n- two\n\n"
-          "```python\nfor i in range(3):\n    print(i)\n```\n")
+_REPLY = (
+    "Here is **Markdown** with `inline code`, a list and a block:\n\n- one\n- two\n\n"
+    "```python\nfor i in range(3):\n    print(i)\n```\n"
+)
 
 
 def _fill(store: ChatStore, n: int) -> int:
     conversation = store.create_conversation("Long chat")
     for i in range(n):
-        store.add_message(conversation.id, "user" if i % 2 == 0 else "assistant",
-                          f"Question {i}: what about this?" if i % 2 == 0 else f"Reply {i}. {_REPLY}")
+        store.add_message(
+            conversation.id,
+            "user" if i % 2 == 0 else "assistant",
+            f"Question {i}: what about this?" if i % 2 == 0 else f"Reply {i}. {_REPLY}",
+        )
     return conversation.id
 
 
@@ -38,8 +43,10 @@ def test_2000_messages_open_fast_and_tokens_touch_only_last_row(qtbot, tmp_path:
     view.show()
     started = time.perf_counter()
     model.set_messages(store.messages(conversation_id))
-    qtbot.waitUntil(lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum() > 0,
-                    timeout=20_000)
+    qtbot.waitUntil(
+        lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum() > 0,
+        timeout=20_000,
+    )
     opened_s = time.perf_counter() - started
 
     reply = store.add_message(conversation_id, "assistant", "", status=STREAMING)
@@ -47,7 +54,9 @@ def test_2000_messages_open_fast_and_tokens_touch_only_last_row(qtbot, tmp_path:
     last_row = model.rowCount() - 1
     built_before = dict(view.delegate.documents_built)
     changed: list[tuple[int, int]] = []
-    model.dataChanged.connect(lambda top, bottom, _roles=(): changed.append((top.row(), bottom.row())))
+    model.dataChanged.connect(
+        lambda top, bottom, _roles=(): changed.append((top.row(), bottom.row()))
+    )
     started = time.perf_counter()
     for i in range(200):
         model.append_text(reply.id, f"token{i} ")
@@ -59,14 +68,19 @@ def test_2000_messages_open_fast_and_tokens_touch_only_last_row(qtbot, tmp_path:
     stream_s = time.perf_counter() - started
 
     assert changed and set(changed) == {(last_row, last_row)}
-    rebuilt = {mid for mid, n in view.delegate.documents_built.items() if n != built_before.get(mid)}
+    rebuilt = {
+        mid for mid, n in view.delegate.documents_built.items() if n != built_before.get(mid)
+    }
     assert rebuilt == {reply.id}  # no other message was re-rendered
     assert model.message_at(last_row).content.endswith("token199 ")
-    qtbot.waitUntil(lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum(),
-                    timeout=5000)
-    print(f"\n2,000 messages: view opened in {opened_s * 1000:.0f} ms; "
-          f"200 tokens streamed in {stream_s * 1000:.0f} ms "
-          f"({len(changed)} row updates, {len(view.delegate.documents_built)} documents built)")
+    qtbot.waitUntil(
+        lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum(), timeout=5000
+    )
+    print(
+        f"\n2,000 messages: view opened in {opened_s * 1000:.0f} ms; "
+        f"200 tokens streamed in {stream_s * 1000:.0f} ms "
+        f"({len(changed)} row updates, {len(view.delegate.documents_built)} documents built)"
+    )
     store.close()
 
 
@@ -179,11 +193,24 @@ def test_loaded_warnings_are_visible(qtbot) -> None:
     status = ChatStatus()
     qtbot.addWidget(status)
     status.show()
-    warning = LogWarning("kv_converted_to_f16",
-                         "flash_attn_ext: K/V type pair not compiled, converting K and V to f16")
+    warning = LogWarning(
+        "kv_converted_to_f16",
+        "flash_attn_ext: K/V type pair not compiled, converting K and V to f16",
+    )
     cache = KvCacheInfo(0, 2048, 18, 1, "q8_0", 0, "f16", 0, total_mib=10.0)
-    loaded = Loaded("/m/model.gguf", LoadOptions("/m/model.gguf", n_ctx=2048), 1.0, 2048, 32768,
-                    "gemma3", "gguf", (cache,), (), (warning,), "")
+    loaded = Loaded(
+        "/m/model.gguf",
+        LoadOptions("/m/model.gguf", n_ctx=2048),
+        1.0,
+        2048,
+        32768,
+        "gemma3",
+        "gguf",
+        (cache,),
+        (),
+        (warning,),
+        "",
+    )
     status.show_loaded(loaded)
     assert status.warning_label.isVisible()
     assert "int8-K kernel is not used" in status.warning_label.text()

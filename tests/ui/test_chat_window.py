@@ -85,7 +85,9 @@ def test_regenerate_replaces_last_reply(qtbot, loaded_chat_app) -> None:
     messages = page.session.model.messages()
     assert [m.role for m in messages] == ["user", "assistant"]
     assert messages[-1].id != first.id and messages[-1].content
-    assert [m.id for m in app.store.messages(page.session.conversation.id)] == [m.id for m in messages]
+    assert [m.id for m in app.store.messages(page.session.conversation.id)] == [
+        m.id for m in messages
+    ]
 
 
 def test_edit_and_resend_truncates_later_messages(qtbot, loaded_chat_app) -> None:
@@ -101,7 +103,9 @@ def test_edit_and_resend_truncates_later_messages(qtbot, loaded_chat_app) -> Non
     _reply(qtbot, app, "An edited question:")
     messages = page.session.model.messages()
     assert [(m.role, m.content if m.role == "user" else "") for m in messages] == [
-        ("user", "An edited question:"), ("assistant", "")]
+        ("user", "An edited question:"),
+        ("assistant", ""),
+    ]
     assert len(app.store.messages(page.session.conversation.id)) == 2
     assert not page.edit_banner.isVisible()
 
@@ -116,7 +120,9 @@ def test_context_meter_moves_after_reply(qtbot, loaded_chat_app) -> None:
     assert meter.maximum() == app.engine.loaded.n_ctx == 2048
     assert meter.value() == finished.n_past > 0
     assert "/ 2,048" in meter.format()
-    assert "q8_0" in page.status.kv_label.text() and "Flash Attention" in page.status.kv_label.text()
+    assert (
+        "q8_0" in page.status.kv_label.text() and "Flash Attention" in page.status.kv_label.text()
+    )
 
 
 def test_conversation_persists_across_restart(qtbot, chat_data_dir: Path, loaded_chat_app) -> None:
@@ -170,10 +176,12 @@ def test_engine_crash_is_reported_and_next_message_restarts_it(qtbot, loaded_cha
     qtbot.waitUntil(lambda: app.window.last_error_box is not None, timeout=5000)
     app.window.last_error_box.accept()
     assert len(page.session.model.messages()) == 2  # nothing lost
-    with qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS):
-        with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS, raising=False):
-            qtbot.keyClicks(page.input, "Second")
-            qtbot.keyClick(page.input, Qt.Key.Key_Return)
+    with (
+        qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS),
+        qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS, raising=False),
+    ):
+        qtbot.keyClicks(page.input, "Second")
+        qtbot.keyClick(page.input, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not page.session.generating, timeout=REPLY_TIMEOUT_MS)
     assert app.engine.engine_pid not in (None, pid)
     messages = page.session.model.messages()
@@ -194,8 +202,9 @@ def test_open_app_with_starter_opens_with_it_loaded(qtbot, chat_data_dir: Path) 
     deadline.start(LOAD_TIMEOUT_MS)
 
     def poll() -> None:
-        windows = [w for w in QApplication.topLevelWidgets()
-                   if isinstance(w, MainWindow) and w.isVisible()]
+        windows = [
+            w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()
+        ]
         if windows and windows[0].engine_client.loaded is not None:
             window = windows[0]
             seen["model"] = window.engine_client.loaded.model_path
@@ -230,8 +239,9 @@ def test_deleting_a_chat_while_it_streams(qtbot, loaded_chat_app, monkeypatch) -
     assert page.send_button.text() == "Send"
 
 
-def test_engine_load_failure_shows_message_and_keeps_the_model_picker(qtbot, tmp_path: Path,
-                                                                      chat_app) -> None:
+def test_engine_load_failure_shows_message_and_keeps_the_model_picker(
+    qtbot, tmp_path: Path, chat_app
+) -> None:
     from app.engine.messages import LoadOptions
 
     page = chat_app.window.chat

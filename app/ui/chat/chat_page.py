@@ -47,14 +47,20 @@ NO_MODEL = "<b>No model is loaded.</b> Choose a GGUF model with the picker above
 
 class ChatPage(QWidget):
     """Signals:
-        model_resolve_failed(str): a chosen model could not be opened (before the engine).
+    model_resolve_failed(str): a chosen model could not be opened (before the engine).
     """
 
     model_resolve_failed = Signal(str)
     _model_resolved = Signal(str, object)  # (ref, Path or Exception), from a helper thread
 
-    def __init__(self, engine: EngineClient, store: ChatStore, settings: SettingsFile,
-                 bridge: MessageBridge, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        engine: EngineClient,
+        store: ChatStore,
+        settings: SettingsFile,
+        bridge: MessageBridge,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("chatPage")
         self.engine, self.store, self.settings, self.bridge = engine, store, settings, bridge
@@ -99,7 +105,8 @@ class ChatPage(QWidget):
         self.empty_state = QLabel(
             "<div style='font-size:17pt; font-weight:600; color:#1f2328'>Start a conversation</div>"
             "<div style='color:#6b7280; margin-top:6px'>Messages stay on this computer, "
-            "saved as they stream.</div>")
+            "saved as they stream.</div>"
+        )
         self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_state.setObjectName("emptyState")
         self.stack = QStackedWidget()
@@ -117,8 +124,9 @@ class ChatPage(QWidget):
         offer_layout.addWidget(self.offer_text, 1)
         offer_layout.addWidget(self.offer_button)
 
-        self.edit_banner = QLabel("Editing a message: Enter resends it (later messages are "
-                                  "replaced), Esc cancels.")
+        self.edit_banner = QLabel(
+            "Editing a message: Enter resends it (later messages are replaced), Esc cancels."
+        )
         self.edit_banner.setObjectName("editBanner")
         self.edit_banner.hide()
 
@@ -239,13 +247,14 @@ class ChatPage(QWidget):
         self._pending_ref = ref
         self.picker.show_model("starter model" if ref == STARTER else ref, loading=True)
         self.offer.hide()
-        threading.Thread(target=self._resolve, args=(ref,), daemon=True,
-                         name="resolve-model").start()
+        threading.Thread(
+            target=self._resolve, args=(ref,), daemon=True, name="resolve-model"
+        ).start()
 
     def _resolve(self, ref: str) -> None:
         try:
             result: object = resolve_model(ref)
-        except Exception as error:  # reported to the user on the GUI thread
+        except Exception as error:  # noqa: BLE001 - reported to the user on the GUI thread
             result = error
         self._model_resolved.emit(ref, result)
 
@@ -259,17 +268,28 @@ class ChatPage(QWidget):
             self._update_offer()
             return
         s = self.settings.settings
-        options = LoadOptions(model_path=str(result), n_ctx=s.n_ctx, n_gpu_layers=s.n_gpu_layers,
-                              flash_attn=True, type_k=s.type_k, type_v=s.type_v,
-                              n_threads=s.n_threads)
+        options = LoadOptions(
+            model_path=str(result),
+            n_ctx=s.n_ctx,
+            n_gpu_layers=s.n_gpu_layers,
+            flash_attn=True,
+            type_k=s.type_k,
+            type_v=s.type_v,
+            n_threads=s.n_threads,
+        )
         self.engine.load(options)
 
     def edit_load_options(self) -> None:
         dialog = LoadOptionsDialog(self.settings.settings, self)
         if dialog.exec():
             chosen = dialog.chosen()
-            self.settings.update(n_ctx=chosen.n_ctx, type_k=chosen.type_k, type_v=chosen.type_v,
-                                 n_gpu_layers=chosen.n_gpu_layers, n_threads=chosen.n_threads)
+            self.settings.update(
+                n_ctx=chosen.n_ctx,
+                type_k=chosen.type_k,
+                type_v=chosen.type_v,
+                n_gpu_layers=chosen.n_gpu_layers,
+                n_threads=chosen.n_threads,
+            )
             self.picker.settings = self.settings.settings
             self.bridge.info("Load options saved; they apply to the next model load.")
 
@@ -336,8 +356,10 @@ class ChatPage(QWidget):
         self.settings.remember_model(ref)
         self.picker.settings = self.settings.settings
         if loaded.warnings:
-            self.bridge.warning("The int8-K kernel is not running as asked: "
-                                + "; ".join(w.text for w in loaded.warnings[:3]))
+            self.bridge.warning(
+                "The int8-K kernel is not running as asked: "
+                + "; ".join(w.text for w in loaded.warnings[:3])
+            )
         self._update_offer()
 
     def _on_engine_load_failed(self, message: str) -> None:
@@ -371,15 +393,21 @@ class ChatPage(QWidget):
         self.picker.show_model(loaded.model_path if loaded else None)
 
     def _update_offer(self) -> None:
-        nothing = (self.engine.loaded is None and self.engine.last_options is None
-                   and not self.engine.busy and not self._resolving)
+        nothing = (
+            self.engine.loaded is None
+            and self.engine.last_options is None
+            and not self.engine.busy
+            and not self._resolving
+        )
         installed = starter.is_installed()
         self.offer_text.setText(STARTER_OFFER if installed else NO_MODEL)
         self.offer_button.setVisible(installed)
         self.offer.setVisible(nothing)
 
     def _update_stack(self, *_args: QModelIndex | int) -> None:
-        self.stack.setCurrentWidget(self.view if self.session.model.rowCount() else self.empty_state)
+        self.stack.setCurrentWidget(
+            self.view if self.session.model.rowCount() else self.empty_state
+        )
         self._update_buttons()
 
     def _update_buttons(self) -> None:
@@ -390,4 +418,5 @@ class ChatPage(QWidget):
         self.send_button.style().polish(self.send_button)
         messages = self.session.model.messages()
         self.regenerate_button.setEnabled(
-            not generating and bool(messages) and messages[-1].role == "assistant")
+            not generating and bool(messages) and messages[-1].role == "assistant"
+        )

@@ -20,10 +20,10 @@ from app.core.chat_store import ChatStore, Conversation
 
 class ConversationList(QWidget):
     """Signals:
-        conversation_selected(int): the user picked a conversation.
-        new_requested(): the New chat button.
-        rename_requested(int, str): rename to the given title.
-        delete_requested(int): deletion confirmed by the user.
+    conversation_selected(int): the user picked a conversation.
+    new_requested(): the New chat button.
+    rename_requested(int, str): rename to the given title.
+    delete_requested(int): deletion confirmed by the user.
     """
 
     conversation_selected = Signal(int)
@@ -58,7 +58,9 @@ class ConversationList(QWidget):
         self.search_box.textChanged.connect(lambda _t: self._search_timer.start())
         self.new_button.clicked.connect(self.new_requested)
         self.list.itemClicked.connect(self._on_list_clicked)
-        self.list.itemDoubleClicked.connect(lambda item: self.ask_rename(item.data(Qt.ItemDataRole.UserRole)))
+        self.list.itemDoubleClicked.connect(
+            lambda item: self.ask_rename(item.data(Qt.ItemDataRole.UserRole))
+        )
         self.list.customContextMenuRequested.connect(self._on_list_menu)
 
     def refresh(self, current: int | None = None) -> None:
@@ -102,7 +104,8 @@ class ConversationList(QWidget):
     def ask_delete(self, conversation_id: int) -> None:
         conversation = self._store.conversation(conversation_id)
         answer = QMessageBox.question(
-            self, "Delete chat",
+            self,
+            "Delete chat",
             f"Delete “{conversation.title}” and all its messages? This cannot be undone.",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
             QMessageBox.StandardButton.Cancel,

@@ -11,8 +11,8 @@ MAX_LINES = 8
 
 class InputBox(QPlainTextEdit):
     """Signals:
-        submitted(str): Enter was pressed with text in the box.
-        cancelled(): Escape was pressed (leaves edit mode).
+    submitted(str): Enter was pressed with text in the box.
+    cancelled(): Escape was pressed (leaves edit mode).
     """
 
     submitted = Signal(str)
@@ -26,7 +26,7 @@ class InputBox(QPlainTextEdit):
         self.document().contentsChanged.connect(self.updateGeometry)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
         if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             text = self.toPlainText()
@@ -38,10 +38,10 @@ class InputBox(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
-    def sizeHint(self) -> QSize:  # noqa: N802
+    def sizeHint(self) -> QSize:
         lines = min(MAX_LINES, max(2, self.document().blockCount()))
         height = self.fontMetrics().lineSpacing() * lines + 20
         return QSize(super().sizeHint().width(), height)
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802
+    def minimumSizeHint(self) -> QSize:
         return self.sizeHint()

@@ -11,7 +11,17 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    QSize,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
     QColor,
@@ -64,7 +74,7 @@ class _Layout:
 
 class MessageDelegate(QStyledItemDelegate):
     """Signals:
-        action_requested(str, int): a header link was clicked: (COPY|EDIT|REGENERATE, message id).
+    action_requested(str, int): a header link was clicked: (COPY|EDIT|REGENERATE, message id).
     """
 
     action_requested = Signal(str, int)
@@ -137,13 +147,24 @@ class MessageDelegate(QStyledItemDelegate):
             else:
                 x -= w
                 links.append((name, QRect(x, header.top(), w, header.height())))
-        return _Layout(header, bubble, QPoint(bubble.left() + PAD_H, bubble.top() + PAD_V),
-                       footer, tuple(links))
+        return _Layout(
+            header,
+            bubble,
+            QPoint(bubble.left() + PAD_H, bubble.top() + PAD_V),
+            footer,
+            tuple(links),
+        )
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         message: Message = index.data(MessageRole)
         version: int = index.data(VersionRole)
-        width = self._view.viewport().width() if hasattr(self._view, "viewport") else option.rect.width()
+        width = (
+            self._view.viewport().width()
+            if hasattr(self._view, "viewport")
+            else option.rect.width()
+        )
         column = self._column(QRect(0, 0, width, 0))
         doc_h, _ = self._measure(message, version, column.width())
         footer = self._footer_h if message.role == "assistant" else 0
@@ -166,7 +187,9 @@ class MessageDelegate(QStyledItemDelegate):
         elif not text and message.status == STREAMING:
             doc.setPlainText("…")
         else:
-            doc.setMarkdown(hard_line_breaks(text), QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+            doc.setMarkdown(
+                hard_line_breaks(text), QTextDocument.MarkdownFeature.MarkdownDialectGitHub
+            )
             _style_code_blocks(doc)
         max_width = self._text_width(message, column_width)
         doc.setTextWidth(max_width)
@@ -180,7 +203,12 @@ class MessageDelegate(QStyledItemDelegate):
 
     # ---- painting ---------------------------------------------------------------------
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         message: Message = index.data(MessageRole)
         version: int = index.data(VersionRole)
         is_last = bool(index.data(IsLastAssistantRole))
@@ -193,15 +221,18 @@ class MessageDelegate(QStyledItemDelegate):
         if message.role == "assistant" and message.model:
             name += "  "
         align = Qt.AlignmentFlag.AlignVCenter | (
-            Qt.AlignmentFlag.AlignRight if message.role == "user" else Qt.AlignmentFlag.AlignLeft)
+            Qt.AlignmentFlag.AlignRight if message.role == "user" else Qt.AlignmentFlag.AlignLeft
+        )
         painter.drawText(lay.header, align, name)
         if message.role == "assistant" and message.model:
             painter.setFont(self._small_font)
             painter.setPen(MUTED)
             offset = QFontMetrics(self._header_font).horizontalAdvance(name)
-            painter.drawText(lay.header.adjusted(offset, 0, 0, 0),
-                             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                             _short_model(message.model))
+            painter.drawText(
+                lay.header.adjusted(offset, 0, 0, 0),
+                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                _short_model(message.model),
+            )
         if option.state & QStyle.StateFlag.State_MouseOver:
             painter.setFont(self._small_font)
             painter.setPen(LINK)
@@ -224,15 +255,25 @@ class MessageDelegate(QStyledItemDelegate):
             painter.save()
             painter.setFont(self._small_font)
             painter.setPen(ERROR if message.status == FAILED else MUTED)
-            painter.drawText(lay.footer.adjusted(4, 0, 0, 0),
-                             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, footer)
+            painter.drawText(
+                lay.footer.adjusted(4, 0, 0, 0),
+                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                footer,
+            )
             painter.restore()
 
-    def editorEvent(self, event: QEvent, model, option: QStyleOptionViewItem, index: QModelIndex) -> bool:
+    def editorEvent(
+        self,
+        event: QEvent,
+        model: QAbstractItemModel,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> bool:
         if event.type() == QEvent.Type.MouseButtonRelease and isinstance(event, QMouseEvent):
             message: Message = index.data(MessageRole)
-            lay = self._layout(option.rect, message, index.data(VersionRole),
-                               bool(index.data(IsLastAssistantRole)))
+            lay = self._layout(
+                option.rect, message, index.data(VersionRole), bool(index.data(IsLastAssistantRole))
+            )
             pos = event.position().toPoint()
             for name, rect in lay.links:
                 if rect.contains(pos):
@@ -242,8 +283,12 @@ class MessageDelegate(QStyledItemDelegate):
 
     def link_rect(self, rect: QRect, index: QModelIndex, action: str) -> QRect | None:
         """Where a header link is drawn (tests click it)."""
-        lay = self._layout(rect, index.data(MessageRole), index.data(VersionRole),
-                           bool(index.data(IsLastAssistantRole)))
+        lay = self._layout(
+            rect,
+            index.data(MessageRole),
+            index.data(VersionRole),
+            bool(index.data(IsLastAssistantRole)),
+        )
         return next((r for name, r in lay.links if name == action), None)
 
 
@@ -283,8 +328,12 @@ def _footer_text(message: Message) -> str:
         parts.append(f"{message.tokens_per_second:.1f} tok/s")
     if message.time_to_first_token_s:
         parts.append(f"{message.time_to_first_token_s:.2f} s to first token")
-    status = {STOPPED: "stopped", FAILED: "failed", INTERRUPTED: "interrupted",
-              STREAMING: "generating…"}.get(message.status)
+    status = {
+        STOPPED: "stopped",
+        FAILED: "failed",
+        INTERRUPTED: "interrupted",
+        STREAMING: "generating…",
+    }.get(message.status)
     if status:
         parts.append(status)
     return "  ·  ".join(parts) if message.status != DONE or parts else ""
@@ -292,4 +341,4 @@ def _footer_text(message: Message) -> str:
 
 def _short_model(path: str) -> str:
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    return name[:-5] if name.endswith(".gguf") else name
+    return name.removesuffix(".gguf")

@@ -8,8 +8,9 @@ already there.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QWidget
 
 from app.ui.chat.message_delegate import MessageDelegate
@@ -70,10 +71,17 @@ class MessageView(QListView):
         option = QStyleOptionViewItem()
         for row in range(first, last + 1):
             index = self._model.index(row)
-            self._laid_out[self._model.message_at(row).id] = self.delegate.sizeHint(option, index).height()
+            self._laid_out[self._model.message_at(row).id] = self.delegate.sizeHint(
+                option, index
+            ).height()
         self._scroll_down_later()
 
-    def dataChanged(self, top: QModelIndex, bottom: QModelIndex, roles: list[int] = ()) -> None:  # noqa: N802
+    def dataChanged(
+        self,
+        top: QModelIndex | QPersistentModelIndex,
+        bottom: QModelIndex | QPersistentModelIndex,
+        roles: Sequence[int] = (),
+    ) -> None:
         # QListView's own dataChanged re-lays out every row (2,000 sizeHint calls) for
         # each streamed token. Repaint the changed row instead; re-lay out (from cached
         # heights) only when its height really changed.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import replace
+from functools import partial
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -48,9 +49,9 @@ def _library_models() -> list[tuple[str, str]]:
 
 class ModelPicker(QToolButton):
     """Signals:
-        model_chosen(str): a model to load: a .gguf path or 'starter'.
-        options_requested(): open the load options dialog.
-        unload_requested(): unload the model.
+    model_chosen(str): a model to load: a .gguf path or 'starter'.
+    options_requested(): open the load options dialog.
+    unload_requested(): unload the model.
     """
 
     model_chosen = Signal(str)
@@ -78,25 +79,31 @@ class ModelPicker(QToolButton):
         menu = self._menu
         menu.clear()
         if starter.is_installed():
-            menu.addAction(f"Starter model: {starter.NAME}", lambda: self.model_chosen.emit(STARTER))
+            menu.addAction(
+                f"Starter model: {starter.NAME}", lambda: self.model_chosen.emit(STARTER)
+            )
         library = _library_models()
         if library:
             menu.addSection("Library")
             for label, ref in library[:30]:
-                menu.addAction(label, lambda r=ref: self.model_chosen.emit(r))
+                menu.addAction(label, partial(self.model_chosen.emit, ref))
         recent = [p for p in self.settings.recent_models if p != STARTER and os.path.exists(p)]
         if recent:
             menu.addSection("Recent files")
             for path in recent:
-                menu.addAction(model_name(path), lambda p=path: self.model_chosen.emit(p))
+                menu.addAction(model_name(path), partial(self.model_chosen.emit, path))
         menu.addSeparator()
         menu.addAction("Open GGUF file…", self.open_file)
-        menu.addAction("Load options…", self.options_requested)
-        menu.addAction("Unload model", self.unload_requested)
+        menu.addAction("Load options…", lambda: self.options_requested.emit())
+        menu.addAction("Unload model", lambda: self.unload_requested.emit())
 
     def open_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self, "Open a GGUF model", os.path.expanduser("~"), "GGUF models (*.gguf);;All files (*)")
+            self,
+            "Open a GGUF model",
+            os.path.expanduser("~"),
+            "GGUF models (*.gguf);;All files (*)",
+        )
         if path:
             self.model_chosen.emit(path)
 
@@ -135,12 +142,15 @@ class LoadOptionsDialog(QDialog):
         form.addRow("V cache type", self.type_v)
         form.addRow("GPU layers", self.gpu_layers)
         form.addRow("CPU threads", self.threads)
-        hint = QLabel("Default: K q8_0 / V f16 — an 8-bit K cache with full-precision V. "
-                      "The new options apply to the next model load.")
+        hint = QLabel(
+            "Default: K q8_0 / V f16 — an 8-bit K cache with full-precision V. "
+            "The new options apply to the next model load."
+        )
         hint.setWordWrap(True)
         hint.setObjectName("hint")
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                   | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)

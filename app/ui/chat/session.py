@@ -17,7 +17,6 @@ from app.core.chat_store import (
     STREAMING,
     ChatStore,
     Conversation,
-    Message,
     StreamingReply,
 )
 from app.engine.messages import ChatMessage, Finished, Generate, SamplingSettings, Token
@@ -41,11 +40,11 @@ def sampling_from_dict(values: dict) -> SamplingSettings:
 
 class ChatSession(QObject):
     """Signals:
-        conversation_opened(Conversation): a conversation is shown in the model.
-        conversations_changed(): titles/order changed (refresh the list).
-        generating_changed(bool): a reply started or ended.
-        context_used(int): tokens in the engine's context after the last token/reply.
-        reply_stats(Finished): the last reply's numbers (tokens/s for the status bar).
+    conversation_opened(Conversation): a conversation is shown in the model.
+    conversations_changed(): titles/order changed (refresh the list).
+    generating_changed(bool): a reply started or ended.
+    context_used(int): tokens in the engine's context after the last token/reply.
+    reply_stats(Finished): the last reply's numbers (tokens/s for the status bar).
     """
 
     conversation_opened = Signal(object)
@@ -54,7 +53,9 @@ class ChatSession(QObject):
     context_used = Signal(int)
     reply_stats = Signal(object)
 
-    def __init__(self, store: ChatStore, engine: EngineClient, parent: QObject | None = None) -> None:
+    def __init__(
+        self, store: ChatStore, engine: EngineClient, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self.store = store
         self.engine = engine
@@ -184,10 +185,14 @@ class ChatSession(QObject):
         assert self.conversation is not None
         history = self._history()
         loaded = self.engine.loaded or None
-        model_path = loaded.model_path if loaded else (
-            self.engine.last_options.model_path if self.engine.last_options else None)
-        placeholder = self.store.add_message(self.conversation.id, "assistant", "",
-                                             status=STREAMING, model=model_path)
+        model_path = (
+            loaded.model_path
+            if loaded
+            else (self.engine.last_options.model_path if self.engine.last_options else None)
+        )
+        placeholder = self.store.add_message(
+            self.conversation.id, "assistant", "", status=STREAMING, model=model_path
+        )
         self.model.append_message(placeholder)
         self._reply = StreamingReply(self.store, placeholder.id, interval=SAVE_INTERVAL_S)
         self._reply_conversation = self.conversation.id
@@ -203,10 +208,12 @@ class ChatSession(QObject):
             return
         stats = {}
         if finished is not None:
-            stats = dict(prompt_tokens=finished.prompt_tokens,
-                         generated_tokens=finished.generated_tokens,
-                         tokens_per_second=finished.tokens_per_second,
-                         time_to_first_token_s=finished.time_to_first_token_s)
+            stats = {
+                "prompt_tokens": finished.prompt_tokens,
+                "generated_tokens": finished.generated_tokens,
+                "tokens_per_second": finished.tokens_per_second,
+                "time_to_first_token_s": finished.time_to_first_token_s,
+            }
             if finished.text and len(finished.text) >= len(reply.text):
                 reply.text = finished.text  # the engine's text is authoritative
         try:

@@ -29,7 +29,7 @@ def _double(lo: float, hi: float, step: float, decimals: int = 2) -> QDoubleSpin
 
 class SettingsPanel(QWidget):
     """Signals:
-        settings_changed(str, dict): (system prompt, sampling dict), debounced.
+    settings_changed(str, dict): (system prompt, sampling dict), debounced.
     """
 
     settings_changed = Signal(str, dict)
@@ -74,8 +74,14 @@ class SettingsPanel(QWidget):
         layout.addStretch(1)
         self._timer = QTimer(self, singleShot=True, interval=300)
         self._timer.timeout.connect(self._emit)
-        for box in (self.temperature, self.top_k, self.top_p, self.min_p,
-                    self.repeat_penalty, self.max_tokens):
+        for box in (
+            self.temperature,
+            self.top_k,
+            self.top_p,
+            self.min_p,
+            self.repeat_penalty,
+            self.max_tokens,
+        ):
             box.valueChanged.connect(self._changed)
         self.system_prompt.textChanged.connect(self._changed)
         self.stop_strings.textChanged.connect(self._changed)

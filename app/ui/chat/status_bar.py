@@ -59,8 +59,15 @@ class ChatStatus(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 0, 6, 0)
         layout.setSpacing(14)
-        for w in (self.busy_bar, self.busy_label, self.warning_label, self.model_label,
-                  self.kv_label, self.speed_label, self.context_meter):
+        for w in (
+            self.busy_bar,
+            self.busy_label,
+            self.warning_label,
+            self.model_label,
+            self.kv_label,
+            self.speed_label,
+            self.context_meter,
+        ):
             layout.addWidget(w, 0, Qt.AlignmentFlag.AlignVCenter)
         self._n_ctx = 0
         self._used = 0
@@ -84,7 +91,8 @@ class ChatStatus(QWidget):
 
     def _tick(self) -> None:
         self.busy_label.setText(
-            f"Loading {self._load_name}… {time.monotonic() - self._load_started:.0f} s")
+            f"Loading {self._load_name}… {time.monotonic() - self._load_started:.0f} s"
+        )
 
     def hide_loading(self) -> None:
         self._elapsed_timer.stop()
@@ -96,7 +104,8 @@ class ChatStatus(QWidget):
         self.model_label.setText(model_name(loaded.model_path))
         self.model_label.setToolTip(
             f"{loaded.model_path}\n{loaded.architecture}, trained context {loaded.n_ctx_train:,}, "
-            f"loaded in {loaded.load_seconds:.1f} s")
+            f"loaded in {loaded.load_seconds:.1f} s"
+        )
         opts = loaded.options
         self.kv_label.setText(kv_mode_label(opts.type_k, opts.type_v, opts.flash_attn))
         kv_mib = sum(c.total_mib for c in loaded.kv_caches)
