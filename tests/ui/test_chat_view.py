@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from app.core.chat_store import DONE, STREAMING, ChatStore
+from app.core.chat_store import DONE, STREAMING, ChatStore, Message
 from app.ui.chat.input_box import InputBox
 from app.ui.chat.message_delegate import EDIT
 from app.ui.chat.message_model import MessageListModel
@@ -221,3 +222,27 @@ def test_loaded_warnings_are_visible(qtbot) -> None:
     assert status.context_meter.format() == "512 / 2,048 tokens"
     status.show_unloaded()
     assert not status.warning_label.isVisible()
+
+
+def test_narrower_window_rewraps_every_message(qtbot) -> None:
+    model = MessageListModel()
+    view = MessageView(model)
+    qtbot.addWidget(view)
+    view.resize(1000, 800)
+    view.show()
+    long_text = "A sentence long enough to wrap onto more lines in a narrow window. " * 4
+    model.set_messages(
+        [
+            Message(i + 1, 1, "user" if i % 2 == 0 else "assistant", f"{i} {long_text}", 0.0, 0.0)
+            for i in range(600)
+        ]
+    )
+    bar = view.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum() > 0, timeout=10_000)
+    wide_range = bar.maximum()
+    view.resize(600, 800)
+    qtbot.waitUntil(
+        lambda: bar.maximum() > wide_range and bar.value() == bar.maximum(), timeout=10_000
+    )
+    rects = [view.visualRect(model.index(r)) for r in range(model.rowCount() - 6, model.rowCount())]
+    assert all(a.bottom() < b.top() for a, b in pairwise(rects))  # no overlap

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Sequence
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QWidget
 
 from app.ui.chat.message_delegate import MessageDelegate
@@ -41,6 +42,10 @@ class MessageView(QListView):
         # Row heights the layout was last told about (visualRect asks the delegate live,
         # so it cannot tell us whether the layout is stale).
         self._laid_out: dict[int, int] = {}
+        # QListView re-lays out on height changes only (flow is top to bottom); a new
+        # width re-wraps every message, so re-lay out once the resizing has settled.
+        self._relayout_timer = QTimer(self, singleShot=True, interval=120)
+        self._relayout_timer.timeout.connect(self._relayout)
         self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         model.rowsInserted.connect(self._on_rows_inserted)
         model.modelReset.connect(self._on_model_reset)
@@ -61,6 +66,22 @@ class MessageView(QListView):
         self.executeDelayedItemsLayout()
         self.updateGeometries()  # the scroll range is stale after a delayed re-layout
         self.scrollToBottom()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        follow = self._follow
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self._follow = follow
+            self._relayout_timer.start()
+
+    def _relayout(self) -> None:
+        follow = self._follow
+        self._laid_out.clear()
+        self.scheduleDelayedItemsLayout()
+        self.executeDelayedItemsLayout()
+        self.updateGeometries()
+        self._follow = follow
+        self._scroll_down_later()
 
     def _on_model_reset(self) -> None:
         self._laid_out.clear()
