@@ -246,3 +246,22 @@ def test_narrower_window_rewraps_every_message(qtbot) -> None:
     )
     rects = [view.visualRect(model.index(r)) for r in range(model.rowCount() - 6, model.rowCount())]
     assert all(a.bottom() < b.top() for a, b in pairwise(rects))  # no overlap
+
+
+def test_window_geometry_is_kept(qtbot, chat_data_dir: Path) -> None:
+    from app.core.paths import data_dir
+    from app.gui import build_app
+
+    first = build_app(data_dir())
+    first.window.show()
+    first.window.resize(711, 533)  # inside the offscreen screen (800x600)
+    qtbot.waitUntil(lambda: first.window.size().width() == 711, timeout=3000)
+    first.window.close()
+    first.close()
+    second = build_app(data_dir())
+    try:
+        assert (second.window.width(), second.window.height()) == (711, 533)
+        assert second.window.nav.count() >= 1 and second.window.nav.item(0).text() == "Chat"
+    finally:
+        second.window.close()
+        second.close()
