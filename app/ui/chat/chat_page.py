@@ -7,7 +7,7 @@ import logging
 import threading
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -192,6 +192,9 @@ class ChatPage(QWidget):
         self.picker.options_requested.connect(self.edit_load_options)
         self.picker.unload_requested.connect(e.unload)
         self.offer_button.clicked.connect(self._on_offer_clicked)
+        QShortcut(QKeySequence.StandardKey.New, self, self._on_conversations_new_requested)
+        QShortcut(QKeySequence.StandardKey.Find, self, self.conversations.search_box.setFocus)
+        QShortcut(QKeySequence("Ctrl+."), self, self.stop)
         self._model_resolved.connect(self._on_model_resolved)
         e.loading_started.connect(self._on_engine_loading_started)
         e.model_loaded.connect(self._on_engine_model_loaded)
@@ -302,6 +305,12 @@ class ChatPage(QWidget):
 
     def _on_session_conversation_opened(self, conversation: Conversation) -> None:
         self.settings_panel.show_settings(conversation.system_prompt, conversation.sampling)
+        if not self.session.generating:  # the context this conversation's last reply used
+            replies = [m for m in self.session.model.messages() if m.prompt_tokens]
+            last = replies[-1] if replies else None
+            self.status.set_context_used(
+                (last.prompt_tokens or 0) + (last.generated_tokens or 0) if last else 0
+            )
         self.conversations.refresh(current=conversation.id)
         self._update_stack()
 
