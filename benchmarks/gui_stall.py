@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     from app.services.engine_client import EngineClient
     from app.ui.dashboard.page import DashboardPage
 
-    app = QApplication.instance() or QApplication([])
+    _app = QApplication.instance() or QApplication([])  # must outlive the run
     client = EngineClient()
     page = DashboardPage(client)
     page.resize(1280, 1400)

@@ -26,9 +26,9 @@ from gguf import GGUFReader, GGUFValueType, GGUFWriter, TokenType
 log = logging.getLogger("make_random_llama_gguf")
 
 # Llama-3-8B shapes (config.json of meta-llama/Meta-Llama-3-8B).
-FULL = dict(n_embd=4096, n_ff=14336, n_head=32, n_head_kv=8, n_layer=32, ctx=131072)
+FULL = {"n_embd": 4096, "n_ff": 14336, "n_head": 32, "n_head_kv": 8, "n_layer": 32, "ctx": 131072}
 # The shrunken shapes used with --vocab small (tests): same head size 128 and GQA ratio 4.
-SMALL = dict(n_embd=256, n_ff=512, n_head=2, n_head_kv=1, n_layer=2, ctx=4096)
+SMALL = {"n_embd": 256, "n_ff": 512, "n_head": 2, "n_head_kv": 1, "n_layer": 2, "ctx": 4096}
 
 
 def synthetic_vocab(size: int) -> tuple[list[str], list[float], list[int]]:

@@ -76,7 +76,8 @@ def _progress(fraction: float, message: str) -> None:
     print(f"[{fraction * 100:3.0f}%] {message}", file=sys.stderr, flush=True)
 
 
-def _plot(rows: list[dict[str, Any]], title: str, path: str) -> None:
+def _plotter() -> Any:
+    """The PNG renderer (Qt, imported only for --plot), or BadInputError without PySide6."""
     try:
         from app.ui.dashboard.bar_chart import render_compare_png
     except ImportError:
@@ -84,7 +85,11 @@ def _plot(rows: list[dict[str, Any]], title: str, path: str) -> None:
             "--plot needs PySide6; save the results with --json and plot them elsewhere with "
             "`kvstudio bench --results RUN.json --plot OUT.png`."
         ) from None
-    render_compare_png(rows, path, title)
+    return render_compare_png
+
+
+def _plot(rows: list[dict[str, Any]], title: str, path: str) -> None:
+    _plotter()(rows, path, title)
     print(f"plot written to {path}", file=sys.stderr)
 
 
@@ -112,6 +117,8 @@ def _title(data: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
+    if args.plot:
+        _plotter()  # refuse before minutes of measuring, not after
     if args.results is not None:
         return _from_results(args)
 

@@ -20,7 +20,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,7 @@ class Recording:
     @classmethod
     def new(cls, probe_name: str, device_name: str, probe_limits: str = "",
             **metadata: Any) -> Recording:
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        started = datetime.now(UTC).isoformat(timespec="seconds")
         return cls(probe_name, device_name, started, probe_limits=probe_limits, metadata=dict(metadata))
 
     def now(self) -> float:
@@ -154,7 +154,7 @@ class Recording:
         try:
             s = data["samples"]
             n = len(s["t"])
-            column = lambda name: s.get(name) or [None] * n  # noqa: E731
+            column = lambda name: s.get(name) or [None] * n
             points = [
                 MemoryPoint(float(t), int(u), tot, proc, dev)
                 for t, u, tot, proc, dev in zip(
@@ -248,7 +248,7 @@ class ProbeSampler:
         """Take one sample now (on the caller's thread); None if the probe failed."""
         try:
             sample = self.probe.sample(self.pid)
-        except Exception as error:  # a probe failing must never stop the run it watches
+        except Exception as error:  # noqa: BLE001 - a failing probe must never stop the run it watches
             message = str(error) or type(error).__name__
             if message != self.last_error:
                 log.warning("memory probe failed: %s", message)

@@ -232,11 +232,11 @@ def run_compare(
     if probe is None:
         probe = detect_default_probe()
     probe_name, device_name, limits = probe_description(probe)
-    metadata = dict(
-        source="compare", model=str(path), n_ctx=n_ctx, depth=depth,
-        modes=[m.label for m in kv_modes], n_prompt=n_prompt, n_gen=n_gen,
-        quality_chunks=quality_chunks, chunk_tokens=chunk_tokens, n_gpu_layers=n_gpu_layers,
-    )
+    metadata = {
+        "source": "compare", "model": str(path), "n_ctx": n_ctx, "depth": depth,
+        "modes": [m.label for m in kv_modes], "n_prompt": n_prompt, "n_gen": n_gen,
+        "quality_chunks": quality_chunks, "chunk_tokens": chunk_tokens, "n_gpu_layers": n_gpu_layers,
+    }
     if recording is None:
         recording = Recording.new(probe_name, device_name, probe_limits=limits)
     else:

@@ -134,7 +134,7 @@ def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None =
     piece = max(1, min(llm.n_batch, LOGITS_BUDGET_BYTES // (n_vocab * 4)))
     total_rows = n_chunks * rows_per_chunk
 
-    reference = None
+    reference: Any = None  # np.memmap: written (reference run) or read (compared run)
     path = Path(command.logprobs_path) if command.logprobs_path else None
     if path is not None and command.write_reference:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,7 +167,9 @@ def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None =
                 if cancel is not None and cancel.is_set():
                     raise EngineFailedError("The quality evaluation was cancelled.")
                 stop = min(chunk - 1, start + piece)
-                logp = _log_softmax(decode_batch(llm, chunk_tokens[start:stop], start, "all"))
+                logits = decode_batch(llm, chunk_tokens[start:stop], start, "all")
+                assert logits is not None  # "all" always returns them
+                logp = _log_softmax(logits)
                 targets = np.asarray(chunk_tokens[start + 1 : stop + 1])
                 scores.nll -= float(logp[np.arange(len(targets)), targets].sum())
                 scores.count += len(targets)

@@ -50,7 +50,6 @@ def test_three_modes_measured(compared):
 
 def test_int8_k_allocation_is_exactly_34_of_64(compared, starter_model_path):
     result, _ = compared
-    f16, q8k, q8kv = result.modes
     header = read_gguf_header(starter_model_path)
     exact = {m.mode: kv_cache_bytes(header, N_CTX, m.mode) for m in result.modes}
     # The exact bytes: q8_0 K is 34 bytes per 32 values, f16 64 bytes per 32 values.

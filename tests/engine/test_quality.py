@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import tracemalloc
 
-import llama_cpp  # noqa: F401  # before numpy (FACTS.md: import order is load-bearing)
+import llama_cpp  # before numpy (FACTS.md: import order is load-bearing)
 import numpy as np
 import pytest
 

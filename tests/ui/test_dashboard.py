@@ -8,12 +8,12 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
 pytest.importorskip("pytestqt")
 
-from app.core.errors import BadInputError  # noqa: E402
-from app.engine.messages import Generate, LoadOptions, LogWarning, SamplingSettings  # noqa: E402
+from app.core.errors import BadInputError
+from app.engine.messages import Generate, LoadOptions, LogWarning, SamplingSettings
 
 pytestmark = pytest.mark.slow
 LOAD_MS, REPLY_MS, COMPARE_MS = 120_000, 120_000, 400_000
@@ -73,7 +73,7 @@ def test_banner_when_the_int8_k_kernel_is_not_used(qtbot, dashboard):
 
 
 def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
-    client, page, _ = dashboard
+    _, page, _ = dashboard
     with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS):
         page.start_compare(n_ctx=1024, depth=128, quality_chunks=1, chunk_tokens=256,
                            n_prompt=128, n_gen=8, n_threads=2)

@@ -92,8 +92,9 @@ def paint_compare(painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]
 
 
 def render_compare_png(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "",
-                       size: QSize = QSize(1400, 420)) -> Path:
+                       size: QSize | None = None) -> Path:
     """Write the chart as a PNG (works offscreen; creates a QGuiApplication if none)."""
+    size = size or QSize(1400, 420)
     app = QGuiApplication.instance()
     if app is None:
         import os
@@ -108,7 +109,7 @@ def render_compare_png(rows: Sequence[dict[str, Any]], path: str | Path, title: 
     finally:
         painter.end()
     path = Path(path)
-    if not image.save(str(path), "PNG"):
+    if not image.save(str(path), b"PNG"):
         from app.core.errors import AppError
 
         raise AppError(f"The chart could not be written to {path}.")
@@ -130,7 +131,7 @@ class CompareBarChart(QWidget):
         self.title = title
         self.update()
 
-    def paintEvent(self, _event: object) -> None:  # noqa: N802 - Qt's name
+    def paintEvent(self, _event: object) -> None:
         painter = QPainter(self)
         try:
             paint_compare(painter, QRectF(self.rect()), self.rows, self.title)

@@ -74,8 +74,7 @@ class ComparePanel(QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.table.setMinimumHeight(120)
-        self.table.setMaximumHeight(150)
+        self._fit_table_height(3)
         self.chart = CompareBarChart()
         self.csv_button = QPushButton("Export CSV...")
         self.png_button = QPushButton("Export PNG...")
@@ -142,6 +141,7 @@ class ComparePanel(QWidget):
     def set_rows(self, rows: list[dict[str, Any]], title: str = "") -> None:
         self.rows = list(rows)
         self.table.setRowCount(len(rows))
+        self._fit_table_height(len(rows))
         for r, row in enumerate(rows):
             for c, (key, _, fmt) in enumerate(COLUMNS):
                 value = row.get(key)
@@ -156,6 +156,11 @@ class ComparePanel(QWidget):
         self.chart.set_rows(rows, title)
         for button in (self.csv_button, self.png_button):
             button.setEnabled(bool(rows))
+
+    def _fit_table_height(self, rows: int) -> None:
+        header = self.table.horizontalHeader().sizeHint().height()
+        row = self.table.verticalHeader().defaultSectionSize()
+        self.table.setFixedHeight(header + row * max(rows, 3) + 2 * self.table.frameWidth() + 2)
 
     def set_result(self, result: Any, title: str = "") -> None:
         self.result = result

@@ -5,6 +5,7 @@ totals (llama.cpp's own log for the loaded mode, app.core.kv_cache for f16/f16).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -28,11 +29,12 @@ class KvPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.estimate = None  # app.core.kv_cache.KvCacheEstimate of the loaded model
+        self.estimate: Any = None  # app.core.kv_cache.KvCacheEstimate of the loaded model
         self.loaded: Loaded | None = None
         self.n_tokens = 0
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMinimumHeight(200)
+        self.plot.setMaximumHeight(320)
         item = self.plot.getPlotItem()
         # No grid: pyqtgraph draws it with the axes, so every change inside the plot would
         # repaint both axes' text (most of a frame's cost).
@@ -52,7 +54,8 @@ class KvPanel(QWidget):
         item.getViewBox().disableAutoRange()
         self._legend = legend
 
-        self.now_label = QLabel("No model loaded.")
+        self.now_label = QLabel("No model loaded: this chart follows the model loaded in the app "
+                                "(a saved run's KV figures are in the Compare table).")
         self.now_label.setWordWrap(True)
         self.now_label.setTextFormat(Qt.TextFormat.RichText)
         self.alloc_label = QLabel("")
@@ -84,7 +87,8 @@ class KvPanel(QWidget):
         if loaded is None:
             self.mode_curve.setData([], [])
             self.fp16_curve.setData([], [])
-            self.now_label.setText("No model loaded.")
+            self.now_label.setText("No model loaded: this chart follows the model loaded in the app "
+                                   "(a saved run's KV figures are in the Compare table).")
             self.alloc_label.setText("")
             self.caches_label.setText("")
             return
@@ -97,7 +101,7 @@ class KvPanel(QWidget):
                 read_gguf_header(loaded.model_path), o.n_ctx, f"{o.type_k}/{o.type_v}",
                 n_ubatch=o.n_ubatch, swa_full=o.swa_full, n_batch=o.n_batch, flash_attn=o.flash_attn,
             )
-        except Exception as error:  # the chart is optional; the allocated figures still show
+        except Exception as error:  # noqa: BLE001 - the chart is optional; the log figures still show
             log.warning("KV arithmetic unavailable for %s: %s", loaded.model_path, error)
         mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
         self._legend.removeItem(self.mode_curve)

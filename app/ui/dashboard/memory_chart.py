@@ -61,7 +61,7 @@ class MemoryChart(pg.PlotWidget):
         item.getViewBox().disableAutoRange()
         self._x_span = self._y_top = 0.0
         self._n_points = -1
-        self._last_t = None
+        self._last_t: float | None = None
         self._marker_items: list[pg.InfiniteLine] = []
         self._markers_key: tuple[int, float] | None = None
         self.x = np.zeros(0)
@@ -87,7 +87,7 @@ class MemoryChart(pg.PlotWidget):
         """Change the axes only when the data outgrows them (in 1-2-5 steps)."""
         if not len(self.x):
             return
-        x0 = float(self.x[0])
+        x0 = min(0.0, float(self.x[0]))
         span = _nice_ceiling(max(10.0, float(self.x[-1]) - x0) * 1.02)
         top = _nice_ceiling(max(1.0, float(self.y.max())) * 1.12)
         if span != self._x_span or x0 != getattr(self, "_x0", None):
@@ -95,7 +95,7 @@ class MemoryChart(pg.PlotWidget):
             self.setXRange(x0, x0 + span, padding=0)
         if top != self._y_top:
             self._y_top = top
-            self.setYRange(0, top, padding=0)
+            self.setYRange(0, top * 1.03, padding=0)  # room for the top tick's label
 
     def set_markers(self, markers: Sequence[Marker]) -> None:
         key = (len(markers), markers[-1].t if markers else 0.0)

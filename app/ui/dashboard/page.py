@@ -203,7 +203,7 @@ class DashboardPage(QWidget):
         if self.source_box.currentIndex() != index:
             self.source_box.setCurrentIndex(index)
         self._show_probe()
-        self._redraw()
+        self._redraw(force_text=True)
 
     def _show_probe(self) -> None:
         rec = self.shown_recording()
@@ -227,7 +227,7 @@ class DashboardPage(QWidget):
             text = "Nothing recorded yet."
         self.probe_label.setText(text)
 
-    def _redraw(self) -> None:
+    def _redraw(self, force_text: bool = False) -> None:
         """10 Hz: copy the samples and redraw only what changed."""
         self._poll_generation()
         if self.source == "live":
@@ -240,16 +240,23 @@ class DashboardPage(QWidget):
         self._tick += 1
         slow_tick = self._tick % 5 == 0  # text and the KV "now" line: 2 Hz is plenty
         self.memory_chart.set_points(points)
-        if points and slow_tick:
-            now = points[-1]
-            peak = max(p.used_bytes for p in points)
-            whole = (f" &middot; device {_gib_or_mib(now.device_used_bytes)} used of {_gib_or_mib(now.total_bytes)}"
-                     if now.total_bytes else "")
-            self.stats_label.setText(f"now <b>{_gib_or_mib(now.used_bytes)}</b> &middot; "
-                                     f"peak <b>{_gib_or_mib(peak)}</b>{whole}")
+        if slow_tick or force_text:
+            self._update_stats(points)
         self.memory_chart.set_markers(markers)
-        if slow_tick or self.source != "live":
+        if slow_tick or force_text:
             self.kv_panel.set_tokens(self._n_past)
+
+    def _update_stats(self, points: list) -> None:
+        if not points:
+            self.stats_label.setText("no samples yet")
+            return
+        now = points[-1]
+        peak = max(p.used_bytes for p in points)
+        whole = (f" &middot; device {_gib_or_mib(now.device_used_bytes)} used of {_gib_or_mib(now.total_bytes)}"
+                 if now.total_bytes else "")
+        label = "now" if self.source == "live" else "at the end"
+        self.stats_label.setText(f"{label} <b>{_gib_or_mib(now.used_bytes)}</b> &middot; "
+                                 f"peak <b>{_gib_or_mib(peak)}</b>{whole}")
 
     def _poll_generation(self) -> None:
         # EngineClient has no "prompt started" signal: a new request id means a prompt is
