@@ -109,7 +109,7 @@ def render_compare_png(rows: Sequence[dict[str, Any]], path: str | Path, title: 
     finally:
         painter.end()
     path = Path(path)
-    if not image.save(str(path), b"PNG"):
+    if not image.save(str(path), "PNG"):  # type: ignore[call-overload]  # the stubs want bytes; PySide wants str
         from app.core.errors import AppError
 
         raise AppError(f"The chart could not be written to {path}.")
