@@ -84,6 +84,27 @@ def probe_description(probe: Any) -> tuple[str, str, str]:
     return name, str(device or ""), str(limits or "")
 
 
+def _kv_estimates(path: Path, n_ctx: int, modes: list[KvMode]) -> dict[str, Any]:
+    """Per mode, the caches app.core.kv_cache computes for the GGUF (cells and bytes per
+    cell), so a saved run can draw 'KV as the context fills' without the model file."""
+    from dataclasses import asdict
+
+    from app.core.gguf_header import read_gguf_header
+    from app.core.kv_cache import kv_cache_bytes
+
+    try:
+        header = read_gguf_header(path)
+        estimates = {m.label: kv_cache_bytes(header, n_ctx, m) for m in modes}
+    except AppError as error:
+        log.warning("no KV arithmetic for %s: %s", path, error)
+        return {}
+    return {
+        label: {"n_ctx": e.n_ctx, "n_ubatch": e.n_ubatch, "total_bytes": e.total_bytes,
+                "caches": [asdict(c) for c in e.caches]}
+        for label, e in estimates.items()
+    }
+
+
 class _Run:
     """State of one comparison: the recording, progress and cancellation."""
 
@@ -242,6 +263,7 @@ def run_compare(
     else:
         recording.probe_name, recording.device_name = probe_name, device_name
         recording.probe_limits = limits
+    metadata["kv_estimates"] = _kv_estimates(path, n_ctx, kv_modes)
     recording.metadata.update(metadata)
     sampler = ProbeSampler(probe, recording, hz=sample_hz)
     steps_per_mode = 3 if quality_chunks else 2

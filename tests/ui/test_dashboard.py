@@ -73,7 +73,7 @@ def test_banner_when_the_int8_k_kernel_is_not_used(qtbot, dashboard):
 
 
 def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
-    _, page, _ = dashboard
+    client, page, _ = dashboard
     with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS):
         page.start_compare(n_ctx=1024, depth=128, quality_chunks=1, chunk_tokens=256,
                            n_prompt=128, n_gen=8, n_threads=2)
@@ -101,5 +101,12 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     assert page.source == "file" and page.compare.table.rowCount() == 3
     qtbot.waitUntil(lambda: page.memory_chart.point_count > 10, timeout=2000)
     assert "Compare run" in page.probe_label.text()
+    # The KV panel draws the opened run's modes (no model file needed), with the log's totals.
+    assert len(page.kv_panel._run_curves) == 3
+    assert "Allocated: f16/f16" in page.kv_panel.alloc_label.text()
+    assert "-23.4%" in page.kv_panel.alloc_label.text()
+    # Back to live: the panel follows the loaded model again.
+    page.set_source("live")
+    assert page.kv_panel.loaded is client.loaded and not page.kv_panel._run_curves
     with pytest.raises(BadInputError):
         page.open_recording(csv_path)

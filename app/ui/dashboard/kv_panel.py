@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.engine.messages import Loaded
+from app.ui.dashboard.bar_chart import MODE_COLORS
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class KvPanel(QWidget):
         self.estimate: Any = None  # app.core.kv_cache.KvCacheEstimate of the loaded model
         self.loaded: Loaded | None = None
         self.n_tokens = 0
+        self._run_curves: list[Any] = []
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMinimumHeight(200)
         self.plot.setMaximumHeight(320)
@@ -75,6 +77,7 @@ class KvPanel(QWidget):
         info.addWidget(self.caches_label, 2, 0)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        self.plot.setVisible(False)  # until a model is loaded or a run is shown
         layout.addWidget(self.plot)
         layout.addLayout(info)
 
@@ -84,6 +87,9 @@ class KvPanel(QWidget):
         self.loaded = loaded
         self.estimate = None
         self.n_tokens = 0
+        self._clear_run_curves()
+        self.now_line.setVisible(True)
+        self.plot.setVisible(loaded is not None)
         if loaded is None:
             self.mode_curve.setData([], [])
             self.fp16_curve.setData([], [])
@@ -105,12 +111,71 @@ class KvPanel(QWidget):
             log.warning("KV arithmetic unavailable for %s: %s", loaded.model_path, error)
         mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
         self._legend.removeItem(self.mode_curve)
+        self._legend.removeItem(self.fp16_curve)
+        self._legend.addItem(self.fp16_curve, "f16/f16")
         self._legend.addItem(self.mode_curve, mode)
         self._draw_curves()
         self._update_labels()
 
+    def show_run(self, metadata: dict[str, Any]) -> bool:
+        """Draw a saved or running comparison's KV curves, one per mode (from the
+        recording's `kv_estimates` and `results`); False when it has none."""
+        from app.core.kv_cache import CacheSize
+
+        estimates = metadata.get("kv_estimates") or {}
+        if not estimates:
+            return False
+        self.loaded, self.estimate = None, None
+        self._clear_run_curves()
+        self.mode_curve.setData([], [])
+        self.fp16_curve.setData([], [])
+        self.now_line.setVisible(False)
+        self.plot.setVisible(True)
+        top = 0.0
+        for i, (label, est) in enumerate(estimates.items()):
+            caches = [CacheSize(**c) for c in est["caches"]]
+            n_ctx, n_ubatch = int(est["n_ctx"]), int(est["n_ubatch"])
+            xs = np.unique(np.linspace(0, n_ctx, CURVE_POINTS).astype(int))
+            ys = [sum(c.cells_in_use(int(n), n_ubatch) * (c.k_bytes_per_cell + c.v_bytes_per_cell)
+                      for c in caches) / MIB for n in xs]
+            top = max(top, max(ys))
+            curve = self.plot.plot(xs, ys, pen=pg.mkPen(MODE_COLORS[i % len(MODE_COLORS)], width=1), name=label)
+            self._run_curves.append(curve)
+            self.plot.getPlotItem().setXRange(0, n_ctx, padding=0.02)
+        self.plot.getPlotItem().setYRange(0, top * 1.08, padding=0)
+        self._legend.removeItem(self.mode_curve)
+        self._legend.removeItem(self.fp16_curve)
+
+        rows = {r["mode"]: r for r in metadata.get("results") or []}
+        parts = []
+        for label in estimates:
+            row = rows.get(label)
+            if row is None:
+                continue
+            saving = row.get("kv_saving_mib")
+            pct = row.get("kv_saving_percent")
+            fmt = "{:,.0f}" if row["kv_allocated_mib"] >= 100 else "{:,.1f}"
+            extra = (f" (<b style='color:#16a085'>-{fmt.format(saving)} MiB, -{pct:.1f}%</b>)"
+                     if saving else "")
+            parts.append(f"{label} <b>{fmt.format(row['kv_allocated_mib'])} MiB</b>{extra}")
+        n_ctx = metadata.get("n_ctx", 0)
+        self.now_label.setText(
+            f"This run's KV bytes as the context fills, per mode (computed from the GGUF header; "
+            f"the allocation below is llama.cpp's own log), n_ctx {n_ctx:,}."
+        )
+        self.alloc_label.setText("Allocated: " + " &middot; ".join(parts) if parts else
+                                 "Allocated: not measured yet.")
+        self.caches_label.setText("")
+        return True
+
+    def _clear_run_curves(self) -> None:
+        for curve in self._run_curves:
+            self._legend.removeItem(curve)
+            self.plot.removeItem(curve)
+        self._run_curves = []
+
     def set_tokens(self, n_tokens: int) -> None:
-        if n_tokens == self.n_tokens:
+        if n_tokens == self.n_tokens or self.loaded is None:
             return
         self.n_tokens = n_tokens
         self._update_labels()

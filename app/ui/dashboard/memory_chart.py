@@ -88,7 +88,7 @@ class MemoryChart(pg.PlotWidget):
         if not len(self.x):
             return
         x0 = min(0.0, float(self.x[0]))
-        span = _nice_ceiling(max(10.0, float(self.x[-1]) - x0) * 1.02)
+        span = _nice_ceiling(max(10.0, (float(self.x[-1]) - x0) * 1.02))
         top = _nice_ceiling(max(1.0, float(self.y.max())) * 1.12)
         if span != self._x_span or x0 != getattr(self, "_x0", None):
             self._x_span, self._x0 = span, x0
@@ -105,16 +105,24 @@ class MemoryChart(pg.PlotWidget):
         for item in self._marker_items:
             self.removeItem(item)
         self._marker_items = []
-        # The run's phases only: one line per phase start keeps a long session readable.
+        # The run's phases only: one line per phase start keeps a long session readable;
+        # markers within 50 ms of each other share one line and one label.
+        drawn: list[tuple[float, str, str]] = []  # (t, colour, label)
         for marker in markers:
             if marker.kind not in DRAWN_KINDS:
                 continue
             color, text = MARKER_STYLE.get(marker.kind, ("#9ca3af", "{label}"))
-            label = text.format(label=marker.label) if text else None
+            label = text.format(label=marker.label) if text else ""
+            if drawn and marker.t - drawn[-1][0] < 0.05:
+                t, first_color, first_label = drawn[-1]
+                drawn[-1] = (t, first_color, " ".join(x for x in (first_label, label) if x))
+            else:
+                drawn.append((marker.t, color, label))
+        for t, color, label in drawn:
             line = pg.InfiniteLine(
-                pos=marker.t, angle=90, movable=False,
+                pos=t, angle=90, movable=False,
                 pen=pg.mkPen(color, width=1, style=pg.QtCore.Qt.PenStyle.DashLine),
-                label=label,
+                label=label.replace("{", "(").replace("}", ")") or None,
                 labelOpts={"position": 0.96, "color": color, "rotateAxis": (1, 0), "anchors": [(1, 0), (1, 0)]}
                 if label else None,
             )

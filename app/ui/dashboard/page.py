@@ -203,7 +203,17 @@ class DashboardPage(QWidget):
         if self.source_box.currentIndex() != index:
             self.source_box.setCurrentIndex(index)
         self._show_probe()
+        self._show_kv()
         self._redraw(force_text=True)
+
+    def _show_kv(self) -> None:
+        """The KV panel follows the loaded model live, or the shown run's modes."""
+        rec = self.shown_recording()
+        if self.source != "live" and rec is not None and self.kv_panel.show_run(rec.metadata):
+            return
+        if self.kv_panel.loaded is not getattr(self.client, "loaded", None) or self.kv_panel.estimate is None:
+            self.kv_panel.set_loaded(getattr(self.client, "loaded", None))
+            self.kv_panel.set_tokens(self._n_past)
 
     def _show_probe(self) -> None:
         rec = self.shown_recording()
@@ -278,14 +288,16 @@ class DashboardPage(QWidget):
         if mark:
             self.sampler.mark("loaded", "loaded")
         self._n_past = 0
-        self.kv_panel.set_loaded(loaded)
+        if self.source == "live":
+            self.kv_panel.set_loaded(loaded)
         self._set_warnings([f"{w.kind}: {w.text}" for w in loaded.warnings])
         self.compare.set_can_run(True)
         self.compare.ctx_box.setValue(loaded.n_ctx)
         self._show_probe()
 
     def _on_model_unloaded(self) -> None:
-        self.kv_panel.set_loaded(None)
+        if self.source == "live":
+            self.kv_panel.set_loaded(None)
         self.compare.set_can_run(False, "Load a model first: the comparison runs on the loaded model.")
 
     def _on_token_received(self, token: Any) -> None:
@@ -353,6 +365,7 @@ class DashboardPage(QWidget):
         title = (f"{Path(result.model_path).name} - n_ctx {result.n_ctx:,}, depth {result.depth:,} - "
                  f"{result.device or result.probe}")
         self.compare.set_result(result, title)
+        self._show_kv()
         self.compare.set_status(f"Measured in {result.seconds:.0f} s. Memory: {result.probe} "
                                 f"({result.device}). Peak memory is over load and the speed run.")
         self._show_probe()
@@ -378,6 +391,8 @@ class DashboardPage(QWidget):
             self.compare.set_rows(results, f"{Path(str(meta.get('model', ''))).name} - n_ctx "
                                            f"{meta.get('n_ctx', '?')}, depth {meta.get('depth', '?')} - "
                                            f"{recording.device_name or recording.probe_name}")
+            self.compare.set_status(f"Results of the opened run ({recording.started_at}); "
+                                    "Run comparison measures the loaded model again.")
         self.set_source("file")
         return recording
 
