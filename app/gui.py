@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QStandardPaths
+from PySide6.QtCore import QStandardPaths, QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.core.chat_store import ChatStore
@@ -101,7 +102,20 @@ def open_app(model: str | None = None) -> int:
     parts.window.show()
     if model:
         parts.window.chat.load_model(model)
+    parts.window.closed.connect(app.quit)  # also when a dialog is still open
+    _quit_on_signals(app, parts.window)
     try:
         return int(app.exec())
     finally:
         parts.close()
+
+
+def _quit_on_signals(app: QApplication, window: MainWindow) -> QTimer:
+    """Ctrl+C / SIGTERM close the window cleanly (replies kept, engine stopped). Python
+    only runs signal handlers between bytecodes, so a timer wakes it up regularly."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_args: window.close())
+    timer = QTimer(app)
+    timer.start(250)
+    timer.timeout.connect(lambda: None)
+    return timer

@@ -317,6 +317,14 @@ class EngineClient(QObject):
                 self.reply_finished.emit(event)
                 self._start_queued()
         elif isinstance(event, Loaded):
+            log.info(
+                "model loaded: %s (n_ctx %d, K %s / V %s, %.1f s)",
+                event.model_path,
+                event.n_ctx,
+                event.options.type_k,
+                event.options.type_v,
+                event.load_seconds,
+            )
             self._loading = None
             self._loaded = event
             self._update_busy()
@@ -341,6 +349,7 @@ class EngineClient(QObject):
         elif event.request_id is None and self._loading is not None:
             self._loading = None
             self._last_options = None  # never auto-reload a model that fails to load
+            log.warning("model load failed: %s", event.message)
             self._update_busy()
             self.load_failed.emit(event.message)
         else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QIcon
 from PySide6.QtWidgets import (
     QFrame,
@@ -38,6 +38,12 @@ def app_icon() -> QIcon:
 
 
 class MainWindow(QMainWindow):
+    """Signals:
+    closed(): the window was closed (open_app quits the application on it).
+    """
+
+    closed = Signal()
+
     def __init__(
         self,
         engine_client: EngineClient,
@@ -82,6 +88,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.chat.status)
         self.statusBar().setSizeGripEnabled(False)
         self.last_error_box: QMessageBox | None = None
+        self._closing = False
         bridge.error_reported.connect(self._on_bridge_error_reported)
         bridge.warning_reported.connect(self._on_bridge_warning_reported)
         bridge.info_reported.connect(self._on_bridge_info_reported)
@@ -112,6 +119,8 @@ class MainWindow(QMainWindow):
                 self.nav.setCurrentRow(row)
 
     def _on_bridge_error_reported(self, text: str) -> None:
+        if self._closing:  # already logged by the bridge; a box now would keep the app alive
+            return
         first_line = text.splitlines()[0] if text else ""
         self.statusBar().showMessage(first_line, INFO_MS * 2)
         box = QMessageBox(
@@ -130,8 +139,12 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(text, INFO_MS)
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        self._closing = True
+        if self.last_error_box is not None:
+            self.last_error_box.close()
         self._window_settings.setValue("geometry", self.saveGeometry())
         self._window_settings.sync()
         self.chat.settings_panel.flush()
         self.chat.session.close()
         super().closeEvent(event)
+        self.closed.emit()
