@@ -334,16 +334,19 @@ def _write_body(
     on_progress: ProgressFn | None,
 ) -> None:
     """Write the body after the state.done bytes already in the partial file (anything beyond
-    is cut off). Chunks go to a DiskWriter thread that writes and hashes them."""
+    is cut off). Chunks go to a DiskWriter that writes them and hashes them on a thread."""
     fd = os.open(target.incomplete, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
         os.ftruncate(fd, state.done)
         os.lseek(fd, state.done, os.SEEK_SET)
         writer = DiskWriter(fd, state.hasher, state.done, target.display_name)
+        sock = _direct_socket(response, target.size - state.done)
         received = state.done
         last_report = 0.0
         try:
-            for chunk in response.iter_raw():
+            # Kept in a variable: dropping the iterator would close the connection.
+            chunks = response.iter_raw()
+            for chunk in chunks:
                 received += len(chunk)
                 if received > target.size:
                     raise DownloadError(
@@ -351,12 +354,17 @@ def _write_body(
                         f"{target.size:,} bytes; the download was stopped."
                     )
                 writer.put(chunk)
-                if control.stop_requested:
+                if control.stop_requested or sock is not None:
+                    # With a direct socket, this first chunk emptied h11's buffer; the
+                    # rest is read from the socket below.
                     break
                 now = time.monotonic()
                 if on_progress and now - last_report >= 0.1:
                     last_report = now
                     on_progress(received)
+            if sock is not None and received < target.size and not control.stop_requested:
+                log.debug("%s: body from the socket from byte %d", target.display_name, received)
+                _read_direct(sock, writer, target.size - received, control, on_progress)
         finally:
             try:
                 writer.close()  # keep what arrived before a pause, a cut or an error
@@ -367,6 +375,65 @@ def _write_body(
     if on_progress:
         on_progress(state.done)
     control.check()
+
+
+def _direct_socket(response: httpx2.Response, expected: int) -> socket.socket | None:
+    """The response's socket when its body can be read from it directly, else None.
+
+    Only for a plain HTTP/1.1 body of exactly `expected` bytes (Content-Length, no
+    chunking, no encoding) on httpcore's own socket stream (TLS included, not TLS in a
+    TLS proxy tunnel). h11 hands out everything it buffered as the body's first chunk, so
+    after that chunk the socket holds the rest, in order. httpx then closes the
+    connection instead of reusing it, since h11 never saw the end of the body. Every
+    byte is still checked by the SHA-256 at the end.
+    """
+    headers = response.headers
+    if (
+        response.http_version != "HTTP/1.1"
+        or "transfer-encoding" in headers
+        or headers.get("content-encoding", "identity").lower() != "identity"
+        or headers.get("content-length") != str(expected)
+    ):
+        return None
+    try:
+        from httpcore2._backends.sync import SyncStream
+    except ImportError:
+        return None
+    stream = response.extensions.get("network_stream")
+    if type(stream) is not SyncStream:
+        return None
+    sock = stream.get_extra_info("socket")
+    return sock if isinstance(sock, socket.socket) else None
+
+
+def _read_direct(
+    sock: socket.socket,
+    writer: DiskWriter,
+    remaining: int,
+    control: DownloadControl,
+    on_progress: ProgressFn | None,
+) -> None:
+    """Read `remaining` body bytes from `sock` into the writer's reused buffers."""
+
+    def recv_into(view: memoryview) -> int:
+        try:
+            return sock.recv_into(view)
+        except OSError as error:  # a reset or a timeout (not the disk: that is the writer's)
+            if control.stop_requested:
+                return 0  # the pause/cancel hook shut the socket
+            raise _Retry(f"{type(error).__name__}: {error}") from None
+
+    sock.settimeout(READ_TIMEOUT_S)
+    last_report = 0.0
+    while remaining > 0 and not control.stop_requested:
+        n = writer.write_from(recv_into, remaining)
+        if n == 0:
+            return  # the server closed early; the caller retries from what is on disk
+        remaining -= n
+        now = time.monotonic()
+        if on_progress and now - last_report >= 0.1:
+            last_report = now
+            on_progress(writer.written)
 
 
 def _verify(target: FetchTarget, hasher: hashlib._Hash) -> None:
