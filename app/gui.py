@@ -102,20 +102,19 @@ def open_app(model: str | None = None) -> int:
     parts.window.show()
     if model:
         parts.window.chat.load_model(model)
-    parts.window.closed.connect(app.quit)  # also when a dialog is still open
-    _quit_on_signals(app, parts.window)
+    # Ctrl+C / SIGTERM close the window cleanly (replies kept, engine stopped). Python
+    # only runs signal handlers between bytecodes, so a timer wakes it up regularly.
+    previous = {
+        sig: signal.signal(sig, lambda *_a: parts.window.close())
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    wake = QTimer(app)
+    wake.timeout.connect(lambda: None)
+    wake.start(250)
     try:
         return int(app.exec())
     finally:
+        wake.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         parts.close()
-
-
-def _quit_on_signals(app: QApplication, window: MainWindow) -> QTimer:
-    """Ctrl+C / SIGTERM close the window cleanly (replies kept, engine stopped). Python
-    only runs signal handlers between bytecodes, so a timer wakes it up regularly."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_args: window.close())
-    timer = QTimer(app)
-    timer.start(250)
-    timer.timeout.connect(lambda: None)
-    return timer

@@ -39,7 +39,7 @@ def app_icon() -> QIcon:
 
 class MainWindow(QMainWindow):
     """Signals:
-    closed(): the window was closed (open_app quits the application on it).
+    closed(): the window was closed (its error boxes are closed too, so the app quits).
     """
 
     closed = Signal()
