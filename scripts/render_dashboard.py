@@ -55,19 +55,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.recording is not None:
             page.open_recording(args.recording)
         else:
-            client.load(LoadOptions(str(resolve_model(args.model)), n_ctx=args.ctx))
-            _wait(app, lambda: client.loaded is not None, 300)
-            done: list = []
-            client.reply_finished.connect(done.append)
-            client.generate(Generate("shot", SamplingSettings(max_tokens=160, temperature=0.8, seed=7),
-                                     prompt="The history of the Python programming language began"))
-            _wait(app, lambda: bool(done), 300)
+            from app.engine.quality import default_reference_text
+
+            model = resolve_model(args.model)
+            # The comparison first, then a fresh live recording: load, a long prompt, a reply.
             finished: list = []
             page.runner.finished.connect(finished.append)
             page.runner.failed.connect(finished.append)
-            page.start_compare(n_ctx=2048, depth=512, quality_chunks=2, n_prompt=256, n_gen=32)
+            page.start_compare(model_path=str(model), n_ctx=2048, depth=512, quality_chunks=2,
+                               n_prompt=256, n_gen=32)
             _wait(app, lambda: bool(finished), 900)
+            page.sampler.new_recording()
             page.set_source("live")
+            client.load(LoadOptions(str(model), n_ctx=args.ctx))
+            _wait(app, lambda: client.loaded is not None, 300)
+            done: list = []
+            client.reply_finished.connect(done.append)
+            prompt = default_reference_text()[20000:23000]
+            client.generate(Generate("shot", SamplingSettings(max_tokens=300, temperature=0.8, seed=7),
+                                     prompt=prompt))
+            _wait(app, lambda: bool(done), 300)
+            page._redraw(force_text=True)
         for _ in range(20):
             app.processEvents()
         page._redraw()

@@ -116,6 +116,13 @@ class Recording:
             window = [p for p in self.points if t_from <= p.t <= t_to]
         return max(window, key=lambda p: p.used_bytes, default=None)
 
+    def peak_device(self, t_from: float = 0.0, t_to: float = float("inf")) -> int | None:
+        """The most memory the whole device (all processes) used between two times."""
+        with self._lock:
+            values = [p.device_used_bytes for p in self.points
+                      if t_from <= p.t <= t_to and p.device_used_bytes is not None]
+        return max(values, default=None)
+
     def last_point(self) -> MemoryPoint | None:
         with self._lock:
             return self.points[-1] if self.points else None

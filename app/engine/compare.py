@@ -68,10 +68,12 @@ def parse_modes(modes: Sequence[str | KvMode] | str | None) -> list[KvMode]:
     return [FP16_KV_MODE, *parsed]
 
 
-def detect_default_probe() -> Any:
+def detect_default_probe(gpu: bool = True) -> Any:
+    """The best memory probe here (NVML, amdsmi, AMD sysfs; psutil when `gpu` is False
+    or none of those is available)."""
     from app.core.probes import detect_probe
 
-    return detect_probe()
+    return detect_probe(gpu=gpu)
 
 
 def probe_description(probe: Any) -> tuple[str, str, str]:
@@ -188,6 +190,7 @@ def _run_mode(mode: KvMode, options: LoadOptions, bench: Bench, evaluate: Evalua
         # maps the reference file) in the engine, which is not what the KV mode costs.
         peak = recording.peak(t_start, t_done)
         result.peak_memory_bytes = peak.used_bytes if peak else None
+        result.peak_device_memory_bytes = recording.peak_device(t_start, t_done)
         run.progress(f"{mode.label}: {done.prompt_tokens_per_second:.0f} t/s prompt, "
                      f"{done.decode_tokens_per_second:.1f} t/s decode", step_done=True)
 
@@ -251,7 +254,7 @@ def run_compare(
         raise BadInputError(f"Quality chunks of {chunk_tokens} tokens must fit the {n_ctx}-token context.")
 
     if probe is None:
-        probe = detect_default_probe()
+        probe = detect_default_probe(gpu=n_gpu_layers != 0)
     probe_name, device_name, limits = probe_description(probe)
     metadata = {
         "source": "compare", "model": str(path), "n_ctx": n_ctx, "depth": depth,

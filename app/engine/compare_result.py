@@ -33,6 +33,7 @@ class ModeResult:
     memory_after_load_bytes: int | None = None
     memory_at_end_bytes: int | None = None
     peak_memory_bytes: int | None = None  # highest sample while loading and measuring speed
+    peak_device_memory_bytes: int | None = None  # the whole device then (nvidia-smi's figure)
     prompt_tokens_per_second: float | None = None
     decode_tokens_per_second: float | None = None
     fill_seconds: float | None = None
@@ -117,6 +118,7 @@ class CompareResult:
             "kv_allocated_bytes": mode.kv_allocated_bytes,
             "compute_buffer_mib": round(mode.compute_buffer_bytes / MIB, 2),
             "peak_memory_mib": _mib(mode.peak_memory_bytes),
+            "peak_device_memory_mib": _mib(mode.peak_device_memory_bytes),
             "memory_after_load_mib": _mib(mode.memory_after_load_bytes),
             "kv_saving_mib": None,
             "kv_saving_percent": None,
