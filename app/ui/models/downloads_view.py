@@ -6,7 +6,7 @@ is separate and only calls the manager's methods.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QRect, Qt
+from PySide6.QtCore import QModelIndex, QRect, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -22,9 +22,8 @@ from PySide6.QtWidgets import (
 
 from app.services.downloads import DownloadItem, DownloadManager, DownloadState
 from app.ui.models import format as fmt
+from app.ui.models.flat_table import FlatTableModel, Index
 
-_Index = QModelIndex | QPersistentModelIndex
-_ROOT = QModelIndex()  # the invisible root: these models are flat
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
 STATE_ROLE = Qt.ItemDataRole.UserRole + 3
@@ -39,7 +38,7 @@ _STATE_TEXT = {
 }
 
 
-class DownloadsModel(QAbstractTableModel):
+class DownloadsModel(FlatTableModel):
     HEADERS = ("Model", "Progress", "Downloaded", "Speed", "Time left", "Status")
 
     def __init__(self, manager: DownloadManager, parent=None) -> None:
@@ -56,18 +55,10 @@ class DownloadsModel(QAbstractTableModel):
     def row_of(self, key: str) -> int:
         return self._keys.index(key)
 
-    def rowCount(self, parent: _Index = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self._keys)
+    def row_count(self) -> int:
+        return len(self._keys)
 
-    def columnCount(self, parent: _Index = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        return None
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         item = self._manager.item(self._keys[index.row()])

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,10 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.models import format as fmt
+from app.ui.models.flat_table import FlatTableModel, Index
 from app.ui.models.tasks import TaskRunner, user_message
-
-_Index = QModelIndex | QPersistentModelIndex
-_ROOT = QModelIndex()  # the invisible root: these models are flat
 
 
 def parameters(n: int | None) -> str:
@@ -42,7 +40,7 @@ def parameters(n: int | None) -> str:
     return f"{n / 1e3:.0f}K"
 
 
-class LibraryModel(QAbstractTableModel):
+class LibraryModel(FlatTableModel):
     """Rows of library models (name, architecture, parameter_count, quantization,
     context_length, file_size, path, source)."""
 
@@ -63,18 +61,10 @@ class LibraryModel(QAbstractTableModel):
     def paths(self) -> list[str]:
         return [str(m.path) for m in self._rows]
 
-    def rowCount(self, parent: _Index = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self._rows)
+    def row_count(self) -> int:
+        return len(self._rows)
 
-    def columnCount(self, parent: _Index = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        return None
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         m = self._rows[index.row()]

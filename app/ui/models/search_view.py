@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -24,16 +24,15 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.models import format as fmt
+from app.ui.models.flat_table import FlatTableModel, Index
 from app.ui.models.tasks import TaskRunner
 
 # (label shown, sort key passed to the search function)
 SORTS = (("Most downloads", "downloads"), ("Most likes", "likes"), ("Recently updated", "last_modified"))
 
-_Index = QModelIndex | QPersistentModelIndex
-_ROOT = QModelIndex()  # the invisible root: these models are flat
 
 
-class SearchResultsModel(QAbstractTableModel):
+class SearchResultsModel(FlatTableModel):
     """Rows of RepoSummary (repo_id, author, downloads, likes, last_modified)."""
 
     HEADERS = ("Model", "Author", "Downloads", "Likes", "Updated")
@@ -50,18 +49,10 @@ class SearchResultsModel(QAbstractTableModel):
     def repo_at(self, row: int) -> Any:
         return self._rows[row]
 
-    def rowCount(self, parent: _Index = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self._rows)
+    def row_count(self) -> int:
+        return len(self._rows)
 
-    def columnCount(self, parent: _Index = _ROOT) -> int:
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.HEADERS[section]
-        return None
-
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
         repo = self._rows[index.row()]

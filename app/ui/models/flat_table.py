@@ -1,0 +1,29 @@
+"""The shared shape of the Models page's tables: flat rows under fixed column headers."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+Index = QModelIndex | QPersistentModelIndex
+ROOT = QModelIndex()  # the invisible root: these models are flat
+
+
+class FlatTableModel(QAbstractTableModel):
+    """A table model with `HEADERS` as its columns; subclasses say how many rows with
+    `row_count()` and answer `data()`."""
+
+    HEADERS: tuple[str, ...] = ()
+
+    def row_count(self) -> int:
+        raise NotImplementedError
+
+    def rowCount(self, parent: Index = ROOT) -> int:
+        return 0 if parent.isValid() else self.row_count()
+
+    def columnCount(self, parent: Index = ROOT) -> int:
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.HEADERS[section]
+        return None
