@@ -266,3 +266,26 @@ def test_window_geometry_is_kept(qtbot, chat_data_dir: Path) -> None:
     finally:
         second.window.close()
         second.close()
+
+
+def test_model_picker_menu_and_load_options(qtbot, chat_app) -> None:
+    from app.ui.chat.model_picker import LoadOptionsDialog
+
+    page = chat_app.window.chat
+    menu = page.picker.menu()
+    menu.aboutToShow.emit()
+    labels = [a.text() for a in menu.actions() if a.text()]
+    assert labels[0].startswith("Starter model: Gemma 3 270M")
+    assert {"Open GGUF file…", "Load options…", "Unload model"} <= set(labels)
+
+    dialog = LoadOptionsDialog(chat_app.settings.settings)
+    qtbot.addWidget(dialog)
+    assert (dialog.type_k.currentText(), dialog.type_v.currentText()) == ("q8_0", "f16")
+    assert dialog.n_ctx.value() == 2048
+    assert {"f16", "q8_0", "q4_0", "bf16"} <= {
+        dialog.type_k.itemText(i) for i in range(dialog.type_k.count())
+    }
+    dialog.type_v.setCurrentText("q8_0")
+    dialog.n_ctx.setValue(8192)
+    chosen = dialog.chosen()
+    assert (chosen.type_k, chosen.type_v, chosen.n_ctx) == ("q8_0", "q8_0", 8192)
