@@ -40,6 +40,7 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
     parser = _Parser(prog="kvstudio", description="Run GGUF models locally; see what the KV cache costs.")
     parser.add_argument("--version", action="version", version=f"kvstudio {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    parser.add_argument("--model", help="with no command: a .gguf path or 'starter' to load at start")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     gui = sub.add_parser("gui", help="open the app (the default)")
     gui.add_argument("--model", help="a .gguf path or 'starter' to load at start")

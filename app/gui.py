@@ -16,7 +16,9 @@ from app.core.paths import chat_db_path, data_dir
 from app.core.settings import SettingsFile
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
+from app.ui.dashboard.page import DashboardPage
 from app.ui.main_window import ASSETS, MainWindow, app_icon
+from app.ui.models.page import ModelsPage
 
 log = logging.getLogger(__name__)
 
@@ -51,37 +53,25 @@ def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     bridge = MessageBridge()
     engine = engine or EngineClient()
     window = MainWindow(engine, store, settings, bridge)
-    _add_optional_pages(window, engine, bridge, settings, folder)
+    _add_pages(window, engine, bridge, settings, folder)
     return AppParts(window, engine, store, settings, bridge)
 
 
-def _add_optional_pages(
+def _add_pages(
     window: MainWindow,
     engine: EngineClient,
     bridge: MessageBridge,
     settings: SettingsFile,
     folder: Path,
 ) -> None:
-    try:
-        from app.ui.models.page import ModelsPage
-    except ImportError as error:
-        log.info("Models page not available: %s", error)
-    else:
-        try:
-            page = ModelsPage(engine, bridge, data_dir=folder, settings=settings.settings)
-            page.load_requested.connect(lambda _path: window.show_page("Chat"))
-            window.add_page("Models", page)
-        except Exception:  # a page still being built must not keep the app from opening
-            log.exception("Models page failed to start")
-    try:
-        from app.ui.dashboard.page import DashboardPage
-    except ImportError as error:
-        log.info("Dashboard page not available: %s", error)
-    else:
-        try:
-            window.add_page("Dashboard", DashboardPage(engine))
-        except Exception:
-            log.exception("Dashboard page failed to start")
+    """The Models and Dashboard pages beside Chat. Load into chat goes through the chat
+    page, so the load shows its progress there and the model is remembered."""
+    models = ModelsPage(
+        engine, bridge, data_dir=folder, settings=settings, load_fn=window.chat.load_model
+    )
+    models.load_requested.connect(lambda _ref: window.show_page("Chat"))
+    window.add_page("Models", models)
+    window.add_page("Dashboard", DashboardPage(engine))
 
 
 def apply_style(app: QApplication) -> None:
