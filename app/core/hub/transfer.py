@@ -337,7 +337,11 @@ def _write_body(
     is cut off). Chunks go to a DiskWriter that writes them and hashes them on a thread."""
     fd = os.open(target.incomplete, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
-        os.ftruncate(fd, state.done)
+        if os.fstat(fd).st_size != state.done:
+            # Only when needed: on ext4 any truncate of a file to size 0, even an empty
+            # new one, makes close() write the whole file out (auto_da_alloc): ~30 ms of a
+            # 200 MB download spent in close().
+            os.ftruncate(fd, state.done)
         os.lseek(fd, state.done, os.SEEK_SET)
         writer = DiskWriter(fd, state.hasher, state.done, target.display_name)
         sock = _direct_socket(response, target.size - state.done)
