@@ -91,6 +91,7 @@ class Bench:
     n_prompt: int = 512
     n_gen: int = 128
     seed: int = 1234
+    repetitions: int = 3  # the median repetition is reported
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,9 @@ class BenchDone:
     decode_seconds: float
     prompt_tokens_per_second: float
     decode_tokens_per_second: float
+    repetitions: int = 1
+    prompt_total_seconds: float = 0.0  # all repetitions (prompt_seconds is the median one)
+    decode_total_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
