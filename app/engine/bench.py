@@ -4,9 +4,9 @@
 1. warm up (first kernels, graph capture), then clear the cache;
 2. fill the context with `depth` tokens (timed separately, not part of the speeds);
 3. one prompt of `n_prompt` tokens at positions depth.. (batches of n_batch, logits for
-   each batch's last token only), synchronized, timed -> prompt tokens/s;
-4. remove those tokens again, so decode also starts at `depth`, then `n_gen` single-token
-   decodes, each synchronized, timed -> decode tokens/s.
+   each batch's last token only), synchronized, timed, then removed again -> prompt tokens/s;
+4. `n_gen` single-token decodes from `depth`, each synchronized, timed -> decode tokens/s.
+Steps 3 and 4 are repeated `repetitions` times and the median repetition is reported.
 
 Tokens are random ids (as llama-bench's): speed does not depend on what they say.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import random
+import statistics
 import threading
 import time
 from typing import Any
@@ -51,6 +52,7 @@ def run_bench(llm: Any, command: Bench, cancel: threading.Event | Any | None = N
             f"Depth {depth} plus {max(n_prompt, n_gen)} measured tokens does not fit the "
             f"{n_ctx}-token context; choose a smaller depth."
         )
+    reps = max(1, command.repetitions)
     rng = random.Random(command.seed)
     n_vocab = llm.n_vocab()
 
@@ -70,22 +72,30 @@ def run_bench(llm: Any, command: Bench, cancel: threading.Event | Any | None = N
         fill_seconds = time.perf_counter() - start
 
         prompt = random_tokens(n_prompt)
-        start = time.perf_counter()
-        _decode_span(llm, prompt, depth, cancel)
-        _sync(llm)
-        prompt_seconds = time.perf_counter() - start
-
-        llm._ctx.kv_cache_seq_rm(0, depth, -1)
-        token = random_tokens(1)
-        start = time.perf_counter()
-        for i in range(n_gen):
-            if cancel is not None and cancel.is_set():
-                raise EngineFailedError("The benchmark was cancelled.")
-            decode_batch(llm, token, depth + i, "last")
+        prompt_times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            _decode_span(llm, prompt, depth, cancel)
             _sync(llm)
-        decode_seconds = time.perf_counter() - start
+            prompt_times.append(time.perf_counter() - start)
+            llm._ctx.kv_cache_seq_rm(0, depth, -1)
+
+        token = random_tokens(1)
+        decode_times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            for i in range(n_gen):
+                if cancel is not None and cancel.is_set():
+                    raise EngineFailedError("The benchmark was cancelled.")
+                decode_batch(llm, token, depth + i, "last")
+                _sync(llm)
+            decode_times.append(time.perf_counter() - start)
+            llm._ctx.kv_cache_seq_rm(0, depth, -1)
     finally:
         clear_cache(llm)
+    # The median repetition: one burst of another process's work does not decide it.
+    prompt_seconds = statistics.median(prompt_times)
+    decode_seconds = statistics.median(decode_times)
 
     log.info("bench depth %d: pp%d %.1f t/s, tg%d %.1f t/s", depth, n_prompt,
              n_prompt / prompt_seconds, n_gen, n_gen / decode_seconds)
@@ -97,6 +107,9 @@ def run_bench(llm: Any, command: Bench, cancel: threading.Event | Any | None = N
         fill_seconds=fill_seconds,
         prompt_seconds=prompt_seconds,
         decode_seconds=decode_seconds,
+        repetitions=reps,
+        prompt_total_seconds=sum(prompt_times),
+        decode_total_seconds=sum(decode_times),
         prompt_tokens_per_second=n_prompt / prompt_seconds,
         decode_tokens_per_second=n_gen / decode_seconds,
     )

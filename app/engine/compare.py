@@ -179,8 +179,8 @@ def _run_mode(mode: KvMode, options: LoadOptions, bench: Bench, evaluate: Evalua
         done: BenchDone = _wait_for(proc, (BenchDone,), run, warnings)
         t_done = recording.now()
         # The engine measured the phases; place their markers back in time from the answer.
-        t_gen = t_done - done.decode_seconds
-        t_prompt = t_gen - done.prompt_seconds
+        t_gen = t_done - (done.decode_total_seconds or done.decode_seconds)
+        t_prompt = t_gen - (done.prompt_total_seconds or done.prompt_seconds)
         recording.mark("prompt", f"{mode.label}: fill {done.depth} + prompt {done.n_prompt}",
                        t=max(t_start, t_prompt - done.fill_seconds))
         recording.mark("generation", f"{mode.label}: decode {done.n_gen}", t=t_gen)

@@ -116,6 +116,12 @@ class ComparePanel(QWidget):
         return {"n_ctx": self.ctx_box.value(), "depth": self.depth_box.value(),
                 "quality_chunks": self.chunks_box.value()}
 
+    def show_settings(self, n_ctx: int, depth: int, quality_chunks: int) -> None:
+        """Show the settings a run uses (it may be started with others than the boxes')."""
+        self.ctx_box.setValue(n_ctx)
+        self.depth_box.setValue(depth)
+        self.chunks_box.setValue(quality_chunks)
+
     def set_running(self, running: bool) -> None:
         self.run_button.setEnabled(not running and self._can_run)
         self.cancel_button.setEnabled(running)

@@ -292,7 +292,8 @@ class DashboardPage(QWidget):
             self.kv_panel.set_loaded(loaded)
         self._set_warnings([f"{w.kind}: {w.text}" for w in loaded.warnings])
         self.compare.set_can_run(True)
-        self.compare.ctx_box.setValue(loaded.n_ctx)
+        if not self.compare.rows:  # keep the settings of a comparison on screen
+            self.compare.ctx_box.setValue(loaded.n_ctx)
         self._show_probe()
 
     def _on_model_unloaded(self) -> None:
@@ -344,6 +345,7 @@ class DashboardPage(QWidget):
         if loaded is not None:
             options.setdefault("n_gpu_layers", loaded.options.n_gpu_layers)
         n_ctx, depth = options.pop("n_ctx"), options.pop("depth")
+        self.compare.show_settings(n_ctx, depth, options.get("quality_chunks", 4))
         options.setdefault("n_prompt", max(1, min(512, n_ctx - depth)))
         options.setdefault("n_gen", max(1, min(64, n_ctx - depth)))
         self.compare.set_running(True)
