@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)")
     parser.add_argument("--prompt-tokens", type=int, default=512, help="prompt batch timed (default 512)")
     parser.add_argument("--gen-tokens", type=int, default=128, help="tokens decoded and timed (default 128)")
+    parser.add_argument("--repetitions", type=int, default=3,
+                        help="speed runs per mode; the median is reported (default 3)")
     parser.add_argument("--chunks", type=int, default=4,
                         help="quality: chunks of the reference text (default 4; 0 skips quality)")
     parser.add_argument("--chunk-tokens", type=int, default=512, help="quality: tokens per chunk (default 512)")
@@ -52,7 +54,7 @@ def _check(args: argparse.Namespace) -> None:
     """Refuse bad input before any engine is spawned."""
     if args.results is None and not args.model:
         raise BadInputError("Give a MODEL (a .gguf file or 'starter'), or --results RUN.json.")
-    for name in ("ctx", "prompt_tokens", "gen_tokens", "chunk_tokens"):
+    for name in ("ctx", "prompt_tokens", "gen_tokens", "chunk_tokens", "repetitions"):
         if getattr(args, name) <= 0:
             raise BadInputError(f"--{name.replace('_', '-')} must be a positive number, not {getattr(args, name)}.")
     if args.depth < 0:
@@ -138,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         path, n_ctx=args.ctx, depth=args.depth, modes=modes, reference_text=text,
         progress_cb=_progress, n_gpu_layers=args.gpu_layers, n_prompt=args.prompt_tokens,
         n_gen=args.gen_tokens, quality_chunks=args.chunks, chunk_tokens=args.chunk_tokens,
-        n_threads=args.threads,
+        n_threads=args.threads, repetitions=args.repetitions,
     )
     if args.record and result.recording is not None:
         result.recording.save(args.record)

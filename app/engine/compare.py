@@ -226,6 +226,7 @@ def run_compare(
     quality_chunks: int = 4,
     chunk_tokens: int = 512,
     n_threads: int | None = None,
+    repetitions: int = 3,
     probe: Any = None,
     sample_hz: float = 10.0,
     recording: Recording | None = None,
@@ -260,6 +261,7 @@ def run_compare(
         "source": "compare", "model": str(path), "n_ctx": n_ctx, "depth": depth,
         "modes": [m.label for m in kv_modes], "n_prompt": n_prompt, "n_gen": n_gen,
         "quality_chunks": quality_chunks, "chunk_tokens": chunk_tokens, "n_gpu_layers": n_gpu_layers,
+        "repetitions": repetitions,
     }
     if recording is None:
         recording = Recording.new(probe_name, device_name, probe_limits=limits)
@@ -288,7 +290,8 @@ def run_compare(
                     model_path=str(path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, flash_attn=True,
                     type_k=mode.k.name, type_v=mode.v.name, n_threads=n_threads,
                 )
-                bench = Bench(uuid.uuid4().hex, depth=depth, n_prompt=n_prompt, n_gen=n_gen)
+                bench = Bench(uuid.uuid4().hex, depth=depth, n_prompt=n_prompt, n_gen=n_gen,
+                              repetitions=repetitions)
                 evaluate = None
                 if quality_chunks:
                     evaluate = Evaluate(
