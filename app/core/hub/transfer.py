@@ -119,7 +119,10 @@ def _shutdown_hook(response: httpx2.Response) -> Callable[[], None]:
         if sock is None:
             return
         try:
-            sock.shutdown(socket.SHUT_RDWR)
+            # socket.socket's own shutdown, also for TLS: SSLSocket.shutdown drops the TLS
+            # state first, and a read racing with it then returns raw TLS records, which
+            # were written into the partial file as if they were the body.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
         except OSError:
             pass  # already closed
 
