@@ -262,6 +262,14 @@ def main() -> None:
         print(f"  ratio app / curl:                   {statistics.median(ratios):8.2f}   (target >= 0.9; "
               f"per round {ratios[0]:.2f} .. {ratios[-1]:.2f}; ratio of medians {app / curl:.2f})")
         print(f"  ratio app / (curl + sha256sum):     {statistics.median(ratios_sha):8.2f}")
+        tiny = []
+        for _ in range(9):
+            t0 = time.perf_counter()
+            subprocess.run(["curl", "-sS", "-o", os.devnull, f"{url}/_fake/stats"], check=True)
+            tiny.append(time.perf_counter() - t0)
+        print(f"  (curl's time includes starting the process: a tiny request takes "
+              f"{statistics.median(tiny) * 1e3:.1f} ms = {statistics.median(tiny) / statistics.median(curl_s):.1%} "
+              f"of its download; the app runs in this process)")
 
         cdn_port = _cdn_port(url)
         kills = [_kill_and_resume(url, work / "cache", size, sha256, cdn_port) for _ in range(args.kills)]
