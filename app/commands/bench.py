@@ -157,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         for mode in result.modes:
             for warning in mode.warnings:
                 print(f"warning ({mode.mode}): {warning}")
+        for note in result.notes():
+            print(f"note: {note}")
     if args.plot:
         _plot(result.rows(), _title(data), args.plot)
     return 0

@@ -13,6 +13,7 @@ engine's pid at 10 Hz. The whole run is one Recording with markers, so it can be
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -107,6 +108,15 @@ def _kv_estimates(path: Path, n_ctx: int, modes: list[KvMode]) -> dict[str, Any]
     }
 
 
+def _load_average() -> float | None:
+    """The 1-minute load average right after the speed run (None where the OS has none):
+    on a busy machine the speeds say more about the other programs than the KV mode."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 class _Run:
     """State of one comparison: the recording, progress and cancellation."""
 
@@ -177,6 +187,7 @@ def _run_mode(mode: KvMode, options: LoadOptions, bench: Bench, evaluate: Evalua
         run.progress(f"{mode.label}: speed at depth {bench.depth}")
         proc.send(bench)
         done: BenchDone = _wait_for(proc, (BenchDone,), run, warnings)
+        result.cpu_load = _load_average()
         t_done = recording.now()
         # The engine measured the phases; place their markers back in time from the answer.
         t_gen = t_done - (done.decode_total_seconds or done.decode_seconds)

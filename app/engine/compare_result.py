@@ -41,6 +41,7 @@ class ModeResult:
     mean_kl_divergence: float | None = None  # vs f16/f16; 0 for f16/f16 itself
     top1_agreement: float | None = None
     scored_tokens: int = 0
+    cpu_load: float | None = None  # 1-minute load average after the speed run
     warnings: tuple[str, ...] = ()
     kv_lines: tuple[str, ...] = ()  # llama.cpp's own log lines
 
@@ -130,6 +131,7 @@ class CompareResult:
             "mean_kl_divergence": _round(mode.mean_kl_divergence, 5),
             "top1_agreement": _round(None if mode.top1_agreement is None else mode.top1_agreement * 100, 2),
             "load_seconds": round(mode.load_seconds, 2),
+            "cpu_load": _round(mode.cpu_load, 2),
             "warnings": "; ".join(mode.warnings),
         }
         if ref is not None and ref.kv_allocated_bytes:
@@ -145,6 +147,10 @@ class CompareResult:
 
     def rows(self) -> list[dict[str, Any]]:
         return [self.row(m) for m in self.modes]
+
+    def notes(self) -> list[str]:
+        """Sentences about how far to trust the figures (shown with the table)."""
+        return busy_note(self.rows())
 
     def to_dict(self, include_recording: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -180,6 +186,19 @@ class CompareResult:
 
     def table(self) -> str:
         return format_table(self.rows())
+
+
+def busy_note(rows: list[dict[str, Any]]) -> list[str]:
+    """A note when other programs kept the CPUs busy during the speed runs."""
+    import os
+
+    cpus = os.cpu_count() or 1
+    loads = [float(r["cpu_load"]) for r in rows if isinstance(r.get("cpu_load"), (int, float))]
+    if not loads or max(loads) <= cpus:
+        return []
+    note = (f"The machine was busy during the speed runs (load average up to {max(loads):.1f} "
+            f"on {cpus} CPUs): the speed figures are unreliable; memory and quality are not affected.")
+    return [note]
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:

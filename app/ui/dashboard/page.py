@@ -368,8 +368,9 @@ class DashboardPage(QWidget):
                  f"{result.device or result.probe}")
         self.compare.set_result(result, title)
         self._show_kv()
+        notes = " ".join(result.notes())
         self.compare.set_status(f"Measured in {result.seconds:.0f} s. Memory: {result.probe} "
-                                f"({result.device}). Peak memory is over load and the speed run.")
+                                f"({result.device}). Peak memory is over load and the speed run. {notes}")
         self._show_probe()
 
     def _on_compare_failed(self, message: str) -> None:
