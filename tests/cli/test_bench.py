@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ("--ctx", "1024", "--depth", "256", "--prompt-tokens", "128", "--gen-tokens", "8",
-         "--chunks", "1", "--chunk-tokens", "256", "--threads", "2")
+         "--chunks", "1", "--chunk-tokens", "256", "--threads", "2", "--repetitions", "1")
 
 
 def kvstudio(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:

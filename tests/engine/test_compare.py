@@ -29,7 +29,7 @@ def compared(starter_model_path):
     progress: list[tuple[float, str]] = []
     result = run_compare(
         starter_model_path, n_ctx=N_CTX, depth=DEPTH, n_prompt=256, n_gen=16,
-        quality_chunks=2, chunk_tokens=512, n_threads=2, probe=PsutilProbe(),
+        quality_chunks=2, chunk_tokens=512, n_threads=2, probe=PsutilProbe(), repetitions=1,
         progress_cb=lambda f, m: progress.append((f, m)),
     )
     return result, progress

@@ -76,7 +76,7 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     client, page, _ = dashboard
     with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS):
         page.start_compare(n_ctx=1024, depth=128, quality_chunks=1, chunk_tokens=256,
-                           n_prompt=128, n_gen=8, n_threads=2)
+                           n_prompt=128, n_gen=8, n_threads=2, repetitions=1)
         assert page.compare.cancel_button.isEnabled() and not page.compare.run_button.isEnabled()
     table = page.compare.table
     assert table.rowCount() == 3
