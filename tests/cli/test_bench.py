@@ -41,6 +41,7 @@ def assert_bad_input(result: subprocess.CompletedProcess[str], words: str) -> No
         (("bench", "starter", "--ctx", "1024", "--depth", "1000"), "does not fit"),
         (("bench", "starter", "--depth", "-5"), "--depth"),
         (("bench", "starter", "--chunks", "-1"), "--chunks"),
+        (("bench", "starter", "--repetitions", "0"), "--repetitions"),
         (("bench", "starter", "--ctx", "1024", "--chunk-tokens", "2048"), "--chunk-tokens"),
         (("bench", "starter", "--plot", "chart.jpg"), ".png"),
         (("bench", "starter", "--ctx", "many"), "invalid int"),
