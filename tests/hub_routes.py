@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import time
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
@@ -99,7 +100,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             if match:
                 return self._resolve(match.group(1), match.group(2), match.group(3))
             self._error(404, "NotFound", f"no route {path}")
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
 
     # -- API --------------------------------------------------------------------------------
@@ -267,7 +268,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
     def _send_body(self, source: Path, offset: int, count: int, rate: float | None, entry: LoggedRequest) -> None:
         """Send count bytes from offset, counting them in entry.sent as they go."""
         with open(source, "rb") as src:
-            if rate is None:
+            if rate is None and not isinstance(self.connection, ssl.SSLSocket):  # sendfile would skip TLS
                 self.wfile.flush()
                 while entry.sent < count:  # zero-copy, like a real CDN would
                     n = os.sendfile(self.connection.fileno(), src.fileno(), offset + entry.sent,
@@ -278,14 +279,14 @@ class HubRequestHandler(BaseHTTPRequestHandler):
                 return
             src.seek(offset)
             began = time.monotonic()
-            step = max(4096, int(rate / 20))
+            step = max(4096, int(rate / 20)) if rate else _SEND_CHUNK
             while entry.sent < count:
                 chunk = src.read(min(step, count - entry.sent))
                 if not chunk:
                     break
                 self.wfile.write(chunk)
                 entry.sent += len(chunk)
-                ahead = entry.sent / rate - (time.monotonic() - began)
+                ahead = entry.sent / rate - (time.monotonic() - began) if rate else 0.0
                 if ahead > 0:
                     time.sleep(ahead)
 

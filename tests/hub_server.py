@@ -25,6 +25,7 @@ Fault knobs (`hub.faults`, keyed by file path in the repo; lists are consumed on
     wrong_sha256(path)             the tree (and X-Linked-Etag) report a wrong sha256
     rate_limit[path] = bytes/s     slow the body down (for pause / cancel tests)
     stall_after[path] = [n, ...]   send n body bytes, then nothing for 30 s (a stalled server)
+HubServer(tls=ssl_context) serves both ports over HTTPS (url / cdn_url become https://).
 A repo can be gated (`gated=True`: 401 without token, 403 with a token not in `hub.tokens`).
 `hub.log` records every request (method, path, Range, status, body bytes sent).
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import ssl
 import tempfile
 import threading
 import time
@@ -132,7 +134,8 @@ class LoggedRequest:
 class HubServer:
     """Two threaded HTTP servers (the Hub and its "CDN") sharing one set of repos."""
 
-    def __init__(self, data_dir: Path | None = None) -> None:
+    def __init__(self, data_dir: Path | None = None, *, tls: ssl.SSLContext | None = None) -> None:
+        self._scheme = "https" if tls is not None else "http"
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="fake-hub-"))
         self.repos: dict[str, HubRepo] = {}
@@ -145,19 +148,19 @@ class HubServer:
         self._by_sha: dict[str, HubFile] = {}
         from tests.hub_routes import HubRequestHandler
 
-        self._hub = HubHttpServer(("127.0.0.1", 0), HubRequestHandler, self, cdn=False)
-        self._cdn = HubHttpServer(("127.0.0.1", 0), HubRequestHandler, self, cdn=True)
+        self._hub = HubHttpServer(("127.0.0.1", 0), HubRequestHandler, self, cdn=False, tls=tls)
+        self._cdn = HubHttpServer(("127.0.0.1", 0), HubRequestHandler, self, cdn=True, tls=tls)
         self._threads: list[threading.Thread] = []
 
     # -- life cycle -------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._hub.server_address[1]}"
+        return f"{self._scheme}://127.0.0.1:{self._hub.server_address[1]}"
 
     @property
     def cdn_url(self) -> str:
-        return f"http://127.0.0.1:{self._cdn.server_address[1]}"
+        return f"{self._scheme}://127.0.0.1:{self._cdn.server_address[1]}"
 
     def start(self) -> Self:
         for server in (self._hub, self._cdn):
@@ -267,10 +270,16 @@ class HubHttpServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 64
 
-    def __init__(self, address: tuple[str, int], handler: type, hub: HubServer, *, cdn: bool) -> None:
+    def __init__(
+        self, address: tuple[str, int], handler: type, hub: HubServer, *, cdn: bool,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         super().__init__(address, handler)
         self.hub = hub
         self.cdn = cdn
+        if tls is not None:
+            # The handshake runs on the handler's thread (first read), not in accept().
+            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
 
 
 def main(argv: list[str] | None = None) -> None:
