@@ -103,7 +103,7 @@ def open_repo(qtbot, page, repo_id: str = REPO) -> None:
     page.search(repo_id.split("/")[1])
     qtbot.waitUntil(lambda: page.search_view.results.rowCount() >= 1, timeout=WAIT)
     row = next(r for r in range(page.search_view.results.rowCount())
-               if page.search_view.results.repo_at(r).repo_id == repo_id)
+               if page.search_view.results.row_at(r).repo_id == repo_id)
     page.search_view.table.selectRow(row)
     qtbot.waitUntil(lambda: bool(page.repo_view.entry_names()), timeout=WAIT)
     # Header range reads finish before a test slows the server down for downloads.
@@ -143,11 +143,11 @@ def test_search_shows_results_with_author_downloads_likes_and_date(qtbot, env):
 
     # Sorting by likes puts the most liked first (the server sorts, as the Hub does).
     page.search_view.sort_combo.setCurrentIndex(1)
-    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.repo_at(0).repo_id == OTHER, timeout=WAIT)
+    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.row_at(0).repo_id == OTHER, timeout=WAIT)
     page.search_view.sort_combo.setCurrentIndex(0)
-    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.repo_at(0).repo_id == REPO, timeout=WAIT)
+    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.row_at(0).repo_id == REPO, timeout=WAIT)
     page.search_view.sort_combo.setCurrentIndex(2)  # recently updated: zeta's (June) first
-    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.repo_at(0).repo_id == OTHER, timeout=WAIT)
+    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.row_at(0).repo_id == OTHER, timeout=WAIT)
     shut(page)
 
 
@@ -155,7 +155,7 @@ def test_first_show_lists_the_most_downloaded_models(qtbot, env):
     page = make_page(qtbot, env)
     model = page.search_view.results
     qtbot.waitUntil(lambda: model.rowCount() == 3, timeout=WAIT)
-    assert [model.repo_at(r).repo_id for r in range(3)] == [REPO, OTHER, GATED]
+    assert [model.row_at(r).repo_id for r in range(3)] == [REPO, OTHER, GATED]
     shut(page)
 
 
@@ -589,7 +589,7 @@ def test_load_into_chat_hands_the_starter_ref_to_load_fn(qtbot, env):
     page = make_page(qtbot, env, load_fn=calls.append)
     lib = page.library_view
     qtbot.waitUntil(lambda: lib.model.rowCount() >= 1, timeout=WAIT)
-    row = next(r for r in range(lib.model.rowCount()) if lib.model.model_at(r).source == "starter")
+    row = next(r for r in range(lib.model.rowCount()) if lib.model.row_at(r).source == "starter")
     lib.table.selectRow(row)
     with qtbot.waitSignal(page.load_requested, timeout=WAIT) as requested:
         qtbot.mouseClick(lib.load_button, Qt.MouseButton.LeftButton)

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.models import format as fmt
-from app.ui.models.flat_table import FlatTableModel, Index
+from app.ui.models.flat_table import Index, ListTableModel
 from app.ui.models.tasks import TaskRunner, user_message
 
 
@@ -40,29 +40,15 @@ def parameters(n: int | None) -> str:
     return f"{n / 1e3:.0f}K"
 
 
-class LibraryModel(FlatTableModel):
+class LibraryModel(ListTableModel):
     """Rows of library models (name, architecture, parameter_count, quantization,
     context_length, file_size, path, source)."""
 
     HEADERS = ("Name", "Architecture", "Parameters", "Quantization", "Context", "Size", "Location")
 
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self._rows: list[Any] = []
-
-    def set_models(self, rows: Sequence[Any]) -> None:
-        self.beginResetModel()
-        self._rows = list(rows)
-        self.endResetModel()
-
-    def model_at(self, row: int) -> Any:
-        return self._rows[row]
 
     def paths(self) -> list[str]:
         return [str(m.path) for m in self._rows]
-
-    def row_count(self) -> int:
-        return len(self._rows)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
@@ -178,13 +164,13 @@ class LibraryView(QWidget):
 
     def selected_model(self) -> Any:
         rows = self.table.selectionModel().selectedRows()
-        return self.model.model_at(rows[0].row()) if rows else None
+        return self.model.row_at(rows[0].row()) if rows else None
 
     # ---- slots -------------------------------------------------------------------------
 
     def _on_listed(self, models: Sequence[Any]) -> None:
         selected = self.selected_model()
-        self.model.set_models(models)
+        self.model.set_rows(models)
         if selected is not None:
             self.select_path(str(selected.path))
         n = len(models)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.ui.models import format as fmt
-from app.ui.models.flat_table import FlatTableModel, Index
+from app.ui.models.flat_table import Index, ListTableModel
 from app.ui.models.tasks import TaskRunner
 
 # (label shown, sort key passed to the search function)
@@ -32,25 +32,10 @@ SORTS = (("Most downloads", "downloads"), ("Most likes", "likes"), ("Recently up
 
 
 
-class SearchResultsModel(FlatTableModel):
+class SearchResultsModel(ListTableModel):
     """Rows of RepoSummary (repo_id, author, downloads, likes, last_modified)."""
 
     HEADERS = ("Model", "Author", "Downloads", "Likes", "Updated")
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._rows: list[Any] = []
-
-    def set_results(self, rows: Sequence[Any]) -> None:
-        self.beginResetModel()
-        self._rows = list(rows)
-        self.endResetModel()
-
-    def repo_at(self, row: int) -> Any:
-        return self._rows[row]
-
-    def row_count(self) -> int:
-        return len(self._rows)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
@@ -146,20 +131,20 @@ class SearchView(QWidget):
             self.search()
 
     def _on_search_done(self, rows: Sequence[Any]) -> None:
-        self.results.set_results(rows)
+        self.results.set_rows(rows)
         n = len(rows)
         self.status_label.setText(
             "No GGUF models matched." if n == 0 else f"{n} model{'s' if n != 1 else ''} found."
         )
 
     def _on_search_failed(self, message: str, _error: BaseException) -> None:
-        self.results.set_results([])
+        self.results.set_rows([])
         self.status_label.setText(message)
 
     def _on_row_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         if current.isValid():
-            self.repo_activated.emit(self.results.repo_at(current.row()).repo_id)
+            self.repo_activated.emit(self.results.row_at(current.row()).repo_id)
 
     def _on_row_activated(self, index: QModelIndex) -> None:
         if index.isValid():
-            self.repo_activated.emit(self.results.repo_at(index.row()).repo_id)
+            self.repo_activated.emit(self.results.row_at(index.row()).repo_id)
