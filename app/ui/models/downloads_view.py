@@ -9,20 +9,18 @@ from __future__ import annotations
 from PySide6.QtCore import QModelIndex, QRect, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
     QStyledItemDelegate,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from app.services.downloads import DownloadItem, DownloadManager, DownloadState
 from app.ui.models import format as fmt
-from app.ui.models.flat_table import FlatTableModel, Index
+from app.ui.models.flat_table import FlatTableModel, Index, row_table
 
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -161,15 +159,8 @@ class DownloadsView(QWidget):
         super().__init__(parent)
         self.manager = manager
         self.model = DownloadsModel(manager, self)
-        self.table = QTableView()
-        self.table.setModel(self.model)
+        self.table = row_table(self.model)
         self.table.setItemDelegateForColumn(1, _ProgressDelegate(self.table))
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().hide()
-        self.table.setShowGrid(False)
-        self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import (
+    QAbstractItemModel,
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    Qt,
+)
+from PySide6.QtWidgets import QAbstractItemView, QTableView
 
 Index = QModelIndex | QPersistentModelIndex
 ROOT = QModelIndex()  # the invisible root: these models are flat
@@ -49,3 +56,17 @@ class ListTableModel(FlatTableModel):
 
     def row_count(self) -> int:
         return len(self._rows)
+
+
+def row_table(model: QAbstractItemModel) -> QTableView:
+    """A read-only table view that selects one whole row at a time, as the Models page's
+    tables all do; callers add their own column sizes and extras."""
+    table = QTableView()
+    table.setModel(model)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.verticalHeader().hide()
+    table.setShowGrid(False)
+    table.setWordWrap(False)
+    return table

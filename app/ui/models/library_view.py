@@ -12,20 +12,18 @@ from typing import Any
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QMessageBox,
     QPushButton,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from app.ui.models import format as fmt
-from app.ui.models.flat_table import Index, ListTableModel
+from app.ui.models.flat_table import Index, ListTableModel, row_table
 from app.ui.models.tasks import TaskRunner, user_message
 
 
@@ -99,15 +97,8 @@ class LibraryView(QWidget):
         self._runner = runner
 
         self.model = LibraryModel(self)
-        self.table = QTableView()
-        self.table.setModel(self.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().hide()
-        self.table.setShowGrid(False)
+        self.table = row_table(self.model)
         self.table.setAlternatingRowColors(True)
-        self.table.setWordWrap(False)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)

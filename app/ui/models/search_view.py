@@ -11,20 +11,18 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from app.ui.models import format as fmt
-from app.ui.models.flat_table import Index, ListTableModel
+from app.ui.models.flat_table import Index, ListTableModel, row_table
 from app.ui.models.tasks import TaskRunner
 
 # (label shown, sort key passed to the search function)
@@ -86,15 +84,8 @@ class SearchView(QWidget):
         self.status_label.setObjectName("searchStatus")
 
         self.results = SearchResultsModel(self)
-        self.table = QTableView()
-        self.table.setModel(self.results)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().hide()
-        self.table.setShowGrid(False)
+        self.table = row_table(self.results)
         self.table.setAlternatingRowColors(True)
-        self.table.setWordWrap(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col in range(1, len(SearchResultsModel.HEADERS)):
