@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--gpu-layers", type=int, default=-1)
     args = parser.parse_args()
 
-    import llama_cpp  # before numpy (FACTS.md: the import-order trap)
+    import llama_cpp  # before numpy (docs/llama-cpp-notes.md: the import-order trap)
 
     from app.core.kv_types import KvMode
     from app.core.model_ref import resolve_model

@@ -7,7 +7,7 @@ import json
 import os
 import time
 
-import llama_cpp  # before numpy (FACTS: import order)
+import llama_cpp  # before numpy (docs/llama-cpp-notes.md: import order)
 
 from app.core.fit import memory_need
 from app.core.gguf_header import read_gguf_header

@@ -2,7 +2,7 @@
 
 llama-cpp-python does not bind ggml's device registry, so the few functions needed are
 declared here with ctypes on its own libggml. Importing this module imports llama_cpp
-(first, before numpy: see FACTS.md).
+(first, before numpy: see docs/llama-cpp-notes.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Runs in a child started by app.engine.process.EngineProcess (multiprocessing 'spawn').
 This module stays importable without llama_cpp or numpy: `main` imports llama_cpp
-first, before anything that pulls in numpy (FACTS.md: numpy first made loads segfault).
+first, before anything that pulls in numpy (docs/llama-cpp-notes.md: numpy first made loads segfault).
 """
 
 from __future__ import annotations

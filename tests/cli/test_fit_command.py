@@ -87,7 +87,7 @@ def test_budget_defaults_to_free_memory_now(gemma_like):
 def test_starter_model(starter_model_path):
     result = kvstudio("fit", "starter", "--vram", "8GiB", "--ctx", "8192", "--swa-full", "--json")
     report = json.loads(result.stdout)
-    # FACTS.md, measured: f16/f16 144 MiB, q8_0/f16 110.25 MiB, q8_0/q8_0 76.5 MiB at 8192.
+    # docs/llama-cpp-notes.md, measured: f16/f16 144 MiB, q8_0/f16 110.25 MiB, q8_0/q8_0 76.5 MiB at 8192.
     assert [m["kv_bytes"] / 2**20 for m in report["modes"]] == [144.0, 110.25, 76.5]
 
 

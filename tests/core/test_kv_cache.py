@@ -114,7 +114,7 @@ def test_starter_model_8192_matches_llama_cpp(lab, starter_model_path, options):
 
 
 def test_starter_model_numbers_from_facts(starter_model_path):
-    # FACTS.md: at n_ctx 8192 (full-size SWA cache) f16/f16 144 MiB, q8_0/f16 110.25, q8_0/q8_0 76.5.
+    # docs/llama-cpp-notes.md: at n_ctx 8192 (full-size SWA cache) f16/f16 144 MiB, q8_0/f16 110.25, q8_0/q8_0 76.5.
     header = read_gguf_header(starter_model_path)
     mib = {
         mode: kv_cache_bytes(header, 8192, mode, swa_full=True).total_bytes / 2**20

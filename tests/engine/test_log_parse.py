@@ -11,7 +11,7 @@ from app.engine.log_parse import (
     parse_log,
 )
 
-# Seen with the starter model (FACTS.md).
+# Seen with the starter model (docs/llama-cpp-notes.md).
 KV_LINE = (
     "llama_kv_cache: size =   91.88 MiB (  8192 cells,  15 layers,  1/1 seqs), "
     "K (q8_0):   31.88 MiB, V (f16):   60.00 MiB"

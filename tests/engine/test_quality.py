@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import tracemalloc
 
-import llama_cpp  # before numpy (FACTS.md: import order is load-bearing)
+import llama_cpp  # before numpy (docs/llama-cpp-notes.md: import order is load-bearing)
 import numpy as np
 import pytest
 
