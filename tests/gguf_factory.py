@@ -155,3 +155,112 @@ def write_tiny_gguf(
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+VOCAB_TOKENIZERS = ("llama", "gpt2", "bert")
+
+
+def write_vocab_only_gguf(path: str | Path, tokenizer: str = "llama", n_vocab: int = 32_000, seed: int = 0) -> Path:
+    """Write a vocab-only GGUF like llama.cpp's `models/ggml-vocab-*.gguf` and return its path.
+
+    What `convert_hf_to_gguf.py --vocab-only` writes: the architecture's hyperparameters and a
+    whole tokenizer, then no tensor table and no padding (the file ends with the metadata).
+    `tokenizer` is the GGUF tokenizer model: 'llama' (SentencePiece, with scores), 'gpt2'
+    (byte-level BPE, with merges) or 'bert' (WordPiece). The pieces are made up (seeded),
+    but llama.cpp loads the file with vocab_only and tokenizes with it.
+    """
+    if tokenizer not in VOCAB_TOKENIZERS:
+        raise ValueError(f"tokenizer must be one of {VOCAB_TOKENIZERS}, not {tokenizer!r}")
+    path = Path(path)
+    rng = np.random.default_rng(seed)
+    tokens, types, scores, merges = _VOCAB_BUILDERS[tokenizer](rng, n_vocab)
+
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_name(f"vocab-only-{tokenizer}")
+    writer.add_context_length(2048)
+    writer.add_embedding_length(64)
+    writer.add_block_count(1)
+    writer.add_feed_forward_length(128)
+    writer.add_head_count(2)
+    writer.add_head_count_kv(2)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_rope_dimension_count(32)
+    writer.add_tokenizer_model(tokenizer)
+    writer.add_tokenizer_pre({"gpt2": "gpt-2"}.get(tokenizer, "default"))
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    if scores is not None:
+        writer.add_token_scores(scores)
+    if merges is not None:
+        writer.add_token_merges(merges)
+    end_of_text = len(tokens) - 1  # gpt2: <|endoftext|> is both, as in GPT-2
+    specials = {"llama": (1, 2, 0), "gpt2": (end_of_text, end_of_text, None), "bert": (2, 3, 1)}[tokenizer]
+    writer.add_bos_token_id(specials[0])
+    writer.add_eos_token_id(specials[1])
+    if specials[2] is not None:
+        writer.add_unk_token_id(specials[2])
+    # As the converter does for --vocab-only: header and metadata, never the tensor part.
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    return path
+
+
+def _made_up_words(rng: np.random.Generator, taken: set[str], n: int, prefix: str = "") -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words: list[str] = []
+    while len(words) < n:
+        draws = rng.integers(0, len(letters), size=(4096, 8)).tolist()
+        for row, length in zip(draws, rng.integers(2, 9, size=4096).tolist()):
+            word = prefix + "".join(letters[k] for k in row[:length])
+            if word not in taken and len(words) < n:
+                taken.add(word)
+                words.append(word)
+    return words
+
+
+def _spm_vocab(rng: np.random.Generator, n_vocab: int) -> tuple[list[str], list[int], list[float], None]:
+    tokens, scores, types = tiny_vocab()
+    taken = set(tokens)
+    tokens += _made_up_words(rng, taken, n_vocab - len(tokens), prefix="\u2581")
+    types += [int(gguf.TokenType.NORMAL)] * (n_vocab - len(types))
+    scores = scores[:259] + [-float(i) for i in range(n_vocab - 259)]
+    return tokens, types, scores, None
+
+
+def _bpe_vocab(rng: np.random.Generator, n_vocab: int) -> tuple[list[str], list[int], None, list[str]]:
+    # GPT-2's byte-to-unicode table: every byte is one printable character (space is "Ġ").
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    extra = iter(range(256, 512))
+    tokens = [chr(b) if b in printable else chr(next(extra)) for b in range(256)]
+    taken = set(tokens)
+    merges: list[str] = []
+    while len(tokens) < n_vocab - 1:
+        for i, j in rng.integers(0, len(tokens), size=(4096, 2)).tolist():
+            a, b = tokens[i], tokens[j]
+            if len(a) + len(b) > 12 or a + b in taken:
+                continue
+            taken.add(a + b)
+            tokens.append(a + b)
+            merges.append(f"{a} {b}")
+            if len(tokens) == n_vocab - 1:
+                break
+    tokens.append("<|endoftext|>")
+    types = [int(gguf.TokenType.NORMAL)] * (n_vocab - 1) + [int(gguf.TokenType.CONTROL)]
+    return tokens, types, None, merges
+
+
+def _wpm_vocab(rng: np.random.Generator, n_vocab: int) -> tuple[list[str], list[int], None, None]:
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    types = [int(gguf.TokenType.CONTROL)] * len(tokens)
+    singles = [chr(c) for c in range(ord("!"), ord("~") + 1)]
+    tokens += singles + ["##" + c for c in singles]
+    taken = set(tokens)
+    half = (n_vocab - len(tokens)) // 2
+    tokens += _made_up_words(rng, taken, half)
+    tokens += _made_up_words(rng, taken, n_vocab - len(tokens), prefix="##")
+    types += [int(gguf.TokenType.NORMAL)] * (n_vocab - len(types))
+    return tokens, types, None, None
+
+
+_VOCAB_BUILDERS = {"llama": _spm_vocab, "gpt2": _bpe_vocab, "bert": _wpm_vocab}

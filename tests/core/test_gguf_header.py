@@ -15,7 +15,7 @@ from app.core.gguf_header import (
     parse_gguf_header,
     read_gguf_header,
 )
-from tests.gguf_factory import write_tiny_gguf
+from tests.gguf_factory import write_tiny_gguf, write_vocab_only_gguf
 
 
 @pytest.fixture(scope="module")
@@ -156,15 +156,35 @@ def test_errors_are_bad_input(tmp_path, tiny_llama):
         assert issubclass(cls, BadInputError)
 
 
-VOCAB_DIR = Path("/work/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/models")
+@pytest.fixture(scope="module")
+def vocab_only_files(tmp_path_factory) -> list[Path]:
+    """Vocab-only GGUFs as llama.cpp's converter writes them (its `models/ggml-vocab-*.gguf`),
+    one per tokenizer family."""
+    folder = tmp_path_factory.mktemp("vocab")
+    return [
+        write_vocab_only_gguf(folder / f"ggml-vocab-{name}.gguf", tokenizer=name, n_vocab=n_vocab)
+        for name, n_vocab in (("llama", 32_000), ("gpt2", 50_257), ("bert", 30_522))
+    ]
 
 
-@pytest.mark.skipif(not VOCAB_DIR.is_dir(), reason="llama.cpp's vocab-only GGUFs are in the sdist, not here")
-def test_llama_cpp_vocab_only_files(tmp_path):
-    # Real files from llama.cpp's converters, many tokenizers; no tensors, so no padding at the end.
-    files = sorted(VOCAB_DIR.glob("ggml-vocab-*.gguf"))
-    assert files
-    for path in files:
+def test_llama_cpp_vocab_only_files(vocab_only_files):
+    # A whole tokenizer and no tensors, so no padding at the end: the data ends with the header.
+    for path in vocab_only_files:
         header = read_gguf_header(path)
         assert header.tensors == () and header.vocab_size and header.vocab_size > 30_000, path
         assert header.data_end == header.header_bytes == path.stat().st_size, path
+        assert header.data_offset > header.header_bytes  # padding would start here, if data followed
+        assert header.parameter_count == 0
+
+
+def test_vocab_only_files_are_ones_llama_cpp_loads(vocab_only_files):
+    """The fixture is a real vocab-only model, not just bytes our reader accepts."""
+    import llama_cpp
+
+    for path in vocab_only_files:
+        llm = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+        try:
+            assert llm.n_vocab() == read_gguf_header(path).vocab_size
+            assert llm.tokenize(b"Hello world", add_bos=False), path
+        finally:
+            llm.close()
