@@ -9,9 +9,14 @@ so nothing touches the real cache or the network.
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -49,22 +54,104 @@ def tiny_gguf(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Callable[[int], Path]]:
-    """small_fs(bytes) -> a folder on a tmpfs of that size (skips if mounting is refused)."""
+SMALL_DISK_KINDS = ("tmpfs", "simulated")
+
+
+class DiskUsage(NamedTuple):  # shutil.disk_usage's fields
+    total: int
+    used: int
+    free: int
+
+
+class SimulatedSmallDisk:
+    """A folder that behaves like a filesystem of `size` bytes, without root.
+
+    Its used space is the bytes of the files in it. While installed, shutil.disk_usage of a
+    path inside reports that, and os.write to a file inside fails with ENOSPC once the
+    folder is full, the way the kernel fails a write on a full disk: a write that only
+    partly fits writes what fits first. The download path writes through os.write
+    (app/core/hub/disk_writer.py), so the real code meets the error at the real byte.
+    """
+
+    def __init__(self, folder: Path, size: int) -> None:
+        self.folder = folder.resolve()
+        self.size = size
+        self._disk_usage = shutil.disk_usage
+        self._write = os.write
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(shutil, "disk_usage", self.disk_usage)
+        monkeypatch.setattr(os, "write", self.write)
+
+    def used(self) -> tuple[int, set[tuple[int, int]]]:
+        """Bytes in the folder's files, and those files' (device, inode)."""
+        total, inodes = 0, set()
+        for root, _dirs, files in os.walk(self.folder):
+            for name in files:
+                try:
+                    st = os.stat(os.path.join(root, name), follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    total += st.st_size
+                    inodes.add((st.st_dev, st.st_ino))
+        return total, inodes
+
+    def disk_usage(self, path: str | os.PathLike[str]) -> DiskUsage:
+        if not Path(path).resolve().is_relative_to(self.folder):
+            return self._disk_usage(path)
+        used, _ = self.used()
+        return DiskUsage(self.size, used, max(0, self.size - used))
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return self._write(fd, data)
+        used, inodes = self.used()
+        if (st.st_dev, st.st_ino) not in inodes:
+            return self._write(fd, data)
+        offset = os.lseek(fd, 0, os.SEEK_CUR)
+        grows_by = max(0, offset + len(data) - st.st_size)
+        room = self.size - used
+        if grows_by <= room:
+            return self._write(fd, data)
+        fits = len(data) - (grows_by - max(0, room))
+        if fits <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self._write(fd, memoryview(data)[:fits])
+
+
+def make_small_disk(
+    kind: str, point: Path, size: int, monkeypatch: pytest.MonkeyPatch, cleanup: list[Path]
+) -> Path:
+    """A folder at `point` holding at most `size` bytes: a real tmpfs ('tmpfs': needs root
+    and mount permission, else the test is skipped) or a SimulatedSmallDisk ('simulated':
+    runs anywhere)."""
+    point.mkdir(parents=True)
+    if kind == "simulated":
+        SimulatedSmallDisk(point, size).install(monkeypatch)
+        return point
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)],
+        capture_output=True, text=True, check=False,
+    )
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill the disk: {result.stderr.strip()}")
+    cleanup.append(point)
+    return point
+
+
+@pytest.fixture(params=SMALL_DISK_KINDS)
+def small_fs(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[int], Path]]:
+    """small_fs(bytes) -> a folder holding at most that many bytes: a real tmpfs where this
+    user may mount one, and, everywhere, a simulated full disk (SimulatedSmallDisk)."""
     mounts: list[Path] = []
+    count = iter(range(100))
 
     def make(size: int) -> Path:
-        point = tmp_path / f"small-fs-{len(mounts)}"
-        point.mkdir()
-        result = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)],
-            capture_output=True, text=True, check=False,
-        )
-        if result.returncode != 0:
-            pytest.skip(f"cannot mount a small tmpfs to fill the disk: {result.stderr.strip()}")
-        mounts.append(point)
-        return point
+        return make_small_disk(request.param, tmp_path / f"small-fs-{next(count)}", size, monkeypatch, mounts)
 
     yield make
     for point in mounts:

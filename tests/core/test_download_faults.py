@@ -238,6 +238,42 @@ def test_disk_full_mid_way_keeps_the_partial_and_resumes(published, small_fs, mo
     assert _cdn_gets(hub)[-1].range == f"bytes={kept}-"
 
 
+_DOWNLOAD_UNDER_A_FILE_SIZE_LIMIT = r"""
+import resource, signal, sys
+# The kernel refuses any write past byte N of a file (EFBIG; SIGXFSZ ignored so the write
+# fails instead of killing the process), as a full disk refuses one (ENOSPC).
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+from app.core.errors import DiskFullError
+from app.core.hub import download_entry, list_gguf_files
+try:
+    download_entry(list_gguf_files(sys.argv[2]).pick("Q8_0"))
+except DiskFullError as error:
+    print(error)
+    raise SystemExit(3)
+"""
+
+
+def test_a_write_refused_at_byte_n_keeps_n_bytes_and_resumes_from_there(published) -> None:
+    """No root needed: RLIMIT_FSIZE makes the kernel refuse the real download's write at
+    byte N, in a subprocess, through the real download path."""
+    pytest.importorskip("resource")
+    hub, f = published
+    limit = 300_000
+    done = subprocess.run(
+        [sys.executable, "-c", _DOWNLOAD_UNDER_A_FILE_SIZE_LIMIT, str(limit), REPO],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "filled up" in done.stdout and "resume" in done.stdout
+    (partial,) = partial_paths(_entry())
+    assert partial.stat().st_size == limit  # every byte up to the refused one is kept
+    assert list_models(include_starter=False) == []
+    path = download_entry(_entry())
+    assert _sha(path) == f.sha256
+    assert _cdn_gets(hub)[-1].range == f"bytes={limit}-"
+
+
 def test_pause_resume_cancel(hub_env, tiny_gguf) -> None:
     a, b = tiny_gguf("a.gguf", seed=1), tiny_gguf("b.gguf", seed=2)
     hub_env.add_repo("acme/two-GGUF", {"a-Q8_0.gguf": a, "b-Q4_0.gguf": b})

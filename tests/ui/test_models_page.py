@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.services.downloads import DownloadState
 from tests.gguf_factory import write_tiny_gguf
+from tests.hub_fixtures import SMALL_DISK_KINDS, make_small_disk
 from tests.hub_server import HubServer
 
 REPO = "acme/tiny-llama-GGUF"
@@ -419,20 +420,18 @@ def test_gated_repo_asks_for_a_token_then_downloads(qtbot, env, hub):
     shut(page)
 
 
-@pytest.fixture()
-def small_disk(env, monkeypatch):
-    """A 4 MiB tmpfs as the HF cache (needs root and mount permission, else skipped)."""
+@pytest.fixture(params=SMALL_DISK_KINDS)
+def small_disk(request, env, monkeypatch):
+    """A 4 MiB disk as the HF cache: a real tmpfs where this user may mount one, and,
+    everywhere, a simulated one (tests/hub_fixtures.py SimulatedSmallDisk)."""
     import subprocess
 
-    mount_point = env / "small-disk"
-    mount_point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
-                          capture_output=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()})")
-    monkeypatch.setenv("HF_HUB_CACHE", str(mount_point / "hub"))
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+    mounts: list[Path] = []
+    point = make_small_disk(request.param, env / "small-disk", 4 * 1024 * 1024, monkeypatch, mounts)
+    monkeypatch.setenv("HF_HUB_CACHE", str(point / "hub"))
+    yield point
+    for mounted in mounts:
+        subprocess.run(["umount", "-l", str(mounted)], check=False)
 
 
 def test_disk_full_mid_download_fails_in_words_and_resumes(qtbot, env, hub, gguf_files, small_disk):
