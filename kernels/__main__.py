@@ -8,6 +8,8 @@ import os
 import sys
 from dataclasses import asdict
 
+NOTHING_TO_VERIFY = 3  # exit status: checks passed, but no GPU kernel ran (CPU build)
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m kernels", description=__doc__)
@@ -20,7 +22,12 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--source", help="an sdist file or unpacked folder (default: PyPI)")
     build.add_argument("--target", help="install into this folder instead of the environment")
     build.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    verify = sub.add_parser("verify", help="check the int8-K FA pair is compiled and used")
+    verify = sub.add_parser(
+        "verify",
+        help="check the int8-K FA pair is compiled and used",
+        description="Exit status: 0 verified on a GPU backend; 1 a problem was found; "
+        "3 no problem, but no GPU kernel was involved (CPU build or no layer on the GPU).",
+    )
     verify.add_argument("model", nargs="?", default="starter", help="a .gguf path or 'starter'")
     verify.add_argument("--kv", default="q8_0/f16", help="K/V pair to check (default q8_0/f16)")
     verify.add_argument("--ctx", type=int, default=4096)
@@ -53,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     # llama_cpp before anything that imports numpy (gguf does): with numpy 2.5 imported
-    # first, every model load segfaulted on the GPU machine (FACTS.md).
+    # first, every model load segfaulted on the GPU machine (docs/llama-cpp-notes.md).
     import llama_cpp  # noqa: F401
 
     from app.core.kv_types import KvMode
@@ -63,10 +70,13 @@ def _verify(args: argparse.Namespace) -> int:
     mode = KvMode.parse(args.kv)
     report = verify(str(resolve_model(args.model)), mode, args.ctx, args.gpu_layers)
     if args.json:
-        print(json.dumps(asdict(report) | {"ok": report.ok}, indent=2))
+        extra = {"ok": report.ok, "on_gpu": report.on_gpu, "verified": report.verified}
+        print(json.dumps(asdict(report) | extra, indent=2))
     else:
         print(format_report(report))
-    return 0 if report.ok else 1
+    if not report.ok:
+        return 1
+    return 0 if report.verified else NOTHING_TO_VERIFY
 
 
 if __name__ == "__main__":

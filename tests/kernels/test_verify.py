@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 from app.core.kv_types import KvMode
 from app.engine.build_info import parse_system_info
 from kernels.variants import VARIANTS, variant
+from kernels.verify import VerifyReport
 
 CUDA_INFO = (
     "CUDA : ARCHS = 900 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | "
@@ -42,13 +44,60 @@ def test_every_gpu_variant_compiles_the_default_pair() -> None:
     assert "gfx1100" in variant("rdna3").cmake_args_text
 
 
-def test_verify_on_the_starter_model(starter_model_path) -> None:
-    from kernels.verify import verify
+def test_cpu_build_is_never_called_verified(starter_model_path) -> None:
+    """On a CPU build the checks run (K is q8_0, tokens decode, no warning) but no GPU kernel
+    is involved, so the report must not use the word "verified" for it, and says why."""
+    from kernels.verify import format_report, verify
 
     report = verify(str(starter_model_path), KvMode.parse("q8_0/f16"), n_ctx=1024)
     assert report.ok, report.problems
     assert report.k_cache_types and set(report.k_cache_types) == {"q8_0"}
     assert report.tokens > 0
+    assert report.kv_devices == ["CPU"]
+    assert not report.verified
+    text = format_report(report)
+    assert "int8-K path verified" not in text
+    assert "no GPU Flash Attention kernel is involved" in text
+    assert "K is stored as q8_0" in text
+
+
+def test_verify_cli_exit_status_says_nothing_was_verified_on_cpu() -> None:
+    from kernels.__main__ import NOTHING_TO_VERIFY
+
+    result = subprocess.run(
+        [sys.executable, "-m", "kernels", "verify", "starter", "--ctx", "512", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == NOTHING_TO_VERIFY, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["ok"] is True and report["verified"] is False and report["on_gpu"] is False
+
+
+def _report(**changes) -> VerifyReport:
+    base = dict(
+        mode="q8_0/f16",
+        backends=("CUDA", "CPU"),
+        fa_pairs=("q8_0-f16", "f16-f16"),
+        compiled=True,
+        k_cache_types=["q8_0"],
+        kv_devices=["CUDA0"],
+        tokens=16,
+    )
+    return VerifyReport(**(base | changes))
+
+
+def test_verified_only_when_a_gpu_held_the_cache_and_nothing_fell_back() -> None:
+    from kernels.verify import verdict
+
+    assert _report().verified
+    assert verdict(_report()).startswith("RESULT: int8-K path verified: CUDA0")
+    # The same clean run with the cache in host memory: a GPU build, but no GPU kernel read it.
+    assert not _report(kv_devices=["CUDA_Host"]).verified
+    assert not _report(kv_devices=["CPU"]).verified
+    # A fallback warning is a problem, whatever the device.
+    warned = _report(problems=["llama.cpp: converting K and V to f16 instead (slow)"])
+    assert not warned.verified and verdict(warned) == "RESULT: NOT verified"
 
 
 def test_verify_cli_rejects_unknown_kv_type() -> None:
