@@ -1,4 +1,5 @@
-"""The memory chart's marker lines: one per phase start, drawn incrementally."""
+"""The memory chart's marker lines: one per phase start, drawn incrementally, and a long
+session's older lines kept cheap to paint."""
 
 from __future__ import annotations
 
@@ -7,35 +8,55 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from app.core.recording import Marker  # noqa: E402
-from app.ui.dashboard.memory_chart import MemoryChart  # noqa: E402
+from app.ui.dashboard.memory_chart import RECENT_LINES, MemoryChart  # noqa: E402
 
 
-def _labels(chart: MemoryChart) -> list[str]:
-    return [line.label.format if line.label is not None else "" for line in chart._marker_items]
+def _replies(n: int, start: float = 0.0) -> list[Marker]:
+    markers = []
+    for i in range(n):
+        t = start + 2.0 * i
+        markers += [Marker(t, "prompt", "prompt"), Marker(t + 0.5, "generation", "generation"),
+                    Marker(t + 1.5, "finished", "stop")]
+    return markers
 
 
 def test_a_new_marker_adds_one_line_and_keeps_the_others(qtbot) -> None:
     chart = MemoryChart()
     qtbot.addWidget(chart)
     markers = [Marker(0.0, "mode", "q8_0/f16"), Marker(0.02, "load", "m.gguf"),
-               Marker(0.9, "loaded", "loaded"), Marker(1.0, "prompt", "prompt"),
-               Marker(1.5, "generation", "generation")]
+               Marker(0.9, "loaded", "loaded"), *_replies(1, start=1.0)]
     chart.set_markers(markers)
     first = list(chart._marker_items)
-    # mode and load, 20 ms apart, share a line; "loaded" draws none of its own.
-    assert _labels(chart) == ["q8_0/f16 load", "prompt", "generation"]
+    # mode and load, 20 ms apart, share a line; "loaded" and "finished" draw none of their own.
+    assert chart.line_labels == ["q8_0/f16 load", "prompt", "generation"]
 
-    markers += [Marker(3.0, "finished", "stop"), Marker(4.0, "prompt", "prompt")]
+    markers += [Marker(4.0, "prompt", "prompt")]
     chart.set_markers(markers)
-    # The finished marker draws no line; the new prompt adds one; older lines are the same objects.
-    assert chart._marker_items[:3] == first
-    assert len(chart._marker_items) == 4 and _labels(chart)[-1] == "prompt"
+    assert chart._marker_items[:3] == first  # the older lines are the same objects
+    assert chart.marker_count == 4 and chart.line_labels[-1] == "prompt"
 
 
 def test_another_recording_redraws_from_scratch(qtbot) -> None:
     chart = MemoryChart()
     qtbot.addWidget(chart)
-    chart.set_markers([Marker(0.0, "load", "a"), Marker(2.0, "prompt", "p")])
+    chart.set_markers(_replies(20))
     chart.set_markers([Marker(5.0, "mode", "q8_0/f16")])
-    assert chart.marker_count == 1 and _labels(chart) == ["q8_0/f16"]
+    assert chart.marker_count == 1 and chart.line_labels == ["q8_0/f16"]
     assert chart._marker_items[0].value() == 5.0
+
+
+def test_a_long_session_keeps_every_line_but_labels_only_the_recent_ones(qtbot) -> None:
+    chart = MemoryChart()
+    qtbot.addWidget(chart)
+    chart.resize(1200, 300)
+    chart.show()
+    markers = _replies(60)
+    for i in range(1, 61):  # replies arrive one by one, as in a session
+        chart.set_markers(markers[: 3 * i])
+    assert chart.marker_count == 120  # prompt + generation per reply
+    assert len(chart.line_labels) == RECENT_LINES
+    assert chart.line_labels[-2:] == ["prompt", "generation"]
+    # Each item in the plot is painted in Python on every 10 Hz redraw; 120 labelled lines
+    # made a repaint take 30 ms. Older lines share one item per colour instead.
+    items = chart.getPlotItem().items
+    assert len(items) <= 1 + RECENT_LINES + len(("prompt", "generation")), len(items)

@@ -25,6 +25,8 @@ MARKER_STYLE = {
     "end": ("#d1d5db", ""),
 }
 DRAWN_KINDS = ("mode", "load", "prompt", "generation", "quality")
+RECENT_LINES = 12  # lines drawn with their labels; older ones stay as plain lines
+HISTORY_LINE_TOP_MIB = 1e7  # older lines run off the top of any y range the chart sets
 
 
 def _nice_ceiling(x: float) -> float:
@@ -62,9 +64,11 @@ class MemoryChart(pg.PlotWidget):
         self._x_span = self._y_top = 0.0
         self._n_points = -1
         self._last_t: float | None = None
-        self._marker_items: list[pg.InfiniteLine] = []
+        self._marker_items: list[pg.InfiniteLine] = []  # the recent, labelled lines
         self._markers: list[Marker] = []  # the markers already drawn, in order
-        self._drawn: list[tuple[float, str]] = []  # (t, label) of each line in _marker_items
+        self._drawn: list[tuple[float, str, str]] = []  # (t, colour, label) per _marker_items
+        self._history: dict[str, list[float]] = {}  # colour -> times of older, plain lines
+        self._history_items: dict[str, pg.PlotCurveItem] = {}
         self._markers_key: tuple[int, float] | None = None
         self.x = np.zeros(0)
         self.y = np.zeros(0)
@@ -109,13 +113,18 @@ class MemoryChart(pg.PlotWidget):
         self._markers_key = key
         seen = len(self._markers)
         if list(markers[:seen]) != self._markers:  # another recording, or reordered: start over
-            for item in self._marker_items:
-                self.removeItem(item)
-            self._marker_items, self._drawn, self._markers, seen = [], [], [], 0
+            self._clear_markers()
+            seen = 0
         for marker in markers[seen:]:
             self._markers.append(marker)
             if marker.kind in DRAWN_KINDS:
                 self._draw_marker(marker)
+
+    def _clear_markers(self) -> None:
+        for item in [*self._marker_items, *self._history_items.values()]:
+            self.removeItem(item)
+        self._marker_items, self._drawn, self._markers = [], [], []
+        self._history, self._history_items = {}, {}
 
     def _draw_marker(self, marker: Marker) -> None:
         color, text = MARKER_STYLE.get(marker.kind, ("#9ca3af", "{label}"))
@@ -123,16 +132,36 @@ class MemoryChart(pg.PlotWidget):
         # Markers within 50 ms of the last line share it and its label (load + loaded, say),
         # which keeps a long session readable.
         if self._drawn and abs(marker.t - self._drawn[-1][0]) < 0.05:
-            t, first_label = self._drawn[-1]
+            t, first_color, first_label = self._drawn[-1]
             merged = " ".join(x for x in (first_label, label) if x)
-            self._drawn[-1] = (t, merged)
-            line = self._marker_items[-1]
             if merged != first_label:
-                self.removeItem(line)
-                self._marker_items[-1] = self._add_line(t, line.pen.color().name(), merged)
+                self._drawn[-1] = (t, first_color, merged)
+                self.removeItem(self._marker_items[-1])
+                self._marker_items[-1] = self._add_line(t, first_color, merged)
             return
-        self._drawn.append((marker.t, label))
+        if len(self._marker_items) == RECENT_LINES:
+            self._retire_oldest_line()
+        self._drawn.append((marker.t, color, label))
         self._marker_items.append(self._add_line(marker.t, color, label))
+
+    def _retire_oldest_line(self) -> None:
+        """The oldest labelled line becomes a plain segment in its colour's history item:
+        every labelled line is a Python-painted item, and 120 of them made each 10 Hz
+        repaint of the chart take 30 ms."""
+        self.removeItem(self._marker_items.pop(0))
+        t, color, _label = self._drawn.pop(0)
+        times = self._history.setdefault(color, [])
+        times.append(t)
+        x = np.repeat(np.asarray(times, dtype=float), 2)
+        y = np.tile([0.0, HISTORY_LINE_TOP_MIB], len(times))
+        item = self._history_items.get(color)
+        if item is None:
+            faded = pg.mkColor(color)
+            faded.setAlpha(90)  # older phases stay visible without competing with the recent ones
+            item = pg.PlotCurveItem(pen=pg.mkPen(faded, width=1))
+            self.addItem(item, ignoreBounds=True)
+            self._history_items[color] = item
+        item.setData(x, y, connect="pairs")
 
     def _add_line(self, t: float, color: str, label: str) -> pg.InfiniteLine:
         line = pg.InfiniteLine(
@@ -146,5 +175,11 @@ class MemoryChart(pg.PlotWidget):
         return line
 
     @property
+    def line_labels(self) -> list[str]:
+        """The labels of the labelled (most recent) lines, oldest first."""
+        return [label for _t, _color, label in self._drawn]
+
+    @property
     def marker_count(self) -> int:
-        return len(self._marker_items)
+        """Lines drawn: the labelled recent ones and the plain older ones."""
+        return len(self._marker_items) + sum(len(times) for times in self._history.values())
