@@ -14,9 +14,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core.errors import BadInputError
+
+if TYPE_CHECKING:
+    from app.core.kv_types import KvMode
 
 NAME = "bench"
 HELP = "compare KV cache modes (memory, speed, quality), measured, one engine per mode"
@@ -41,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-tokens", type=int, default=512, help="quality: tokens per chunk (default 512)")
     parser.add_argument("--text", metavar="FILE", default=None,
                         help="reference text file for quality (default: Python's pydoc topics)")
+    parser.add_argument("--force", action="store_true",
+                        help="load even beyond the trained context or the free memory the device reports")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     parser.add_argument("--csv", metavar="OUT.csv", default=None, help="also write the results as CSV")
     parser.add_argument("--plot", metavar="OUT.png", default=None, help="draw a bar chart (needs PySide6)")
@@ -52,9 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check(args: argparse.Namespace) -> None:
     """Refuse bad input before any engine is spawned."""
+    from app.core.load_check import check_context_size
+
     if args.results is None and not args.model:
         raise BadInputError("Give a MODEL (a .gguf file or 'starter'), or --results RUN.json.")
-    for name in ("ctx", "prompt_tokens", "gen_tokens", "chunk_tokens", "repetitions"):
+    check_context_size(args.ctx, "--ctx")
+    for name in ("prompt_tokens", "gen_tokens", "chunk_tokens", "repetitions"):
         if getattr(args, name) <= 0:
             raise BadInputError(f"--{name.replace('_', '-')} must be a positive number, not {getattr(args, name)}.")
     if args.depth < 0:
@@ -117,6 +125,16 @@ def _title(data: dict[str, Any]) -> str:
             f"{data.get('device') or data.get('probe')}")
 
 
+def _check_loads(path: Path, modes: list[KvMode], args: argparse.Namespace) -> None:
+    """Refuse before minutes of measuring when a mode's load cannot fit (unless --force)."""
+    from app.core.load_check import check_model_load
+    from app.engine.messages import LoadOptions
+
+    loads = [LoadOptions(model_path=str(path), n_ctx=args.ctx, n_gpu_layers=args.gpu_layers,
+                         type_k=mode.k.name, type_v=mode.v.name) for mode in modes]
+    check_model_load(path, *loads, force=args.force)
+
+
 def run(args: argparse.Namespace) -> int:
     _check(args)
     if args.plot:
@@ -129,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
 
     modes = parse_modes(args.modes)
     path = resolve_model(args.model)
+    _check_loads(path, modes, args)
     text = None
     if args.text is not None:
         try:

@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ubatch", type=int, default=512, help="physical batch size n_ubatch (default 512)")
     parser.add_argument("--swa-full", action="store_true", help="full-size sliding-window cache (llama.cpp --swa-full)")
     parser.add_argument("--cpu", action="store_true", help="the model runs on the CPU: budget is system RAM")
+    parser.add_argument("--force", action="store_true", help="show a context beyond the model's trained context")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -32,21 +33,17 @@ def _budget(args: argparse.Namespace) -> tuple[int, str, bool]:
 
     if args.vram is not None:
         return parse_size(args.vram), "--vram", not args.cpu
-    from app.core.probes import detect_probe
+    from app.core.probes import read_free_memory
 
-    probe = detect_probe(gpu=not args.cpu)
-    try:
-        sample = probe.sample(None)
-    finally:
-        probe.close()
-    return sample.device_free, f"free {probe.device} now, read with {probe.name}", probe.kind == "gpu"
+    free = read_free_memory(gpu=not args.cpu)
+    return free.bytes, f"free {free.device} now, read with {free.source}", free.on_gpu
 
 
 def run(args: argparse.Namespace) -> int:
     from app.core.kv_types import COMPARE_MODES, KvMode
+    from app.core.load_check import check_context_size, check_trained_context
 
-    if args.ctx <= 0:
-        raise BadInputError(f"--ctx must be a positive number of tokens, not {args.ctx}.")
+    check_context_size(args.ctx, "--ctx")
     if args.ubatch <= 0:
         raise BadInputError(f"--ubatch must be a positive number of tokens, not {args.ubatch}.")
     modes = (KvMode.parse(args.kv),) if args.kv else COMPARE_MODES
@@ -58,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     path = resolve_model(args.model)
     header = read_gguf_header(path)
+    if not args.force:
+        check_trained_context(header, args.ctx, "lower --ctx, or pass --force to see it anyway")
     options = {"n_ubatch": args.ubatch, "swa_full": args.swa_full, "on_gpu": on_gpu}
     fits = fit_estimate(header, path.stat().st_size, args.ctx, budget, modes, **options)
     report = _report(path, header, args.ctx, budget, source, on_gpu, fits)
@@ -121,11 +120,14 @@ def _size(n: int) -> str:
 
 
 def _text(r: dict[str, Any]) -> str:
+    from app.core.text_table import aligned_rows
+
     m = r["model"]
     params = m["parameters"]
+    trained = f"{m['context_length']:,}" if m["context_length"] else "?"
     lines = [
         (f"{m['name'] or 'model'}  ({m['architecture']}, {m['quantization'] or '?'}, "
-        f"{params / 1e9:.2f}B parameters, trained context {m['context_length'] or '?':,})"),
+        f"{params / 1e9:.2f}B parameters, trained context {trained})"),
         f"  {m['path']}",
         f"Budget {_size(r['budget_bytes'])} ({r['budget_source']}); verdicts keep {r['margin']:.0%} spare.",
         (f"Weights {_size(r['weights_bytes'])}, output buffer {_size(r['output_bytes'])}, "
@@ -134,15 +136,15 @@ def _text(r: dict[str, Any]) -> str:
     caches = r["modes"][0]["caches"]
     shape = "; ".join(f"{c['cache']}: {c['layers']} layers x {c['cells']:,} cells" for c in caches)
     lines.append(f"KV cache at n_ctx {r['n_ctx']:,} ({shape}), MiB:")
-    head = f"  {'K/V':<11}{'KV total':>10}{'K':>10}{'V':>10}{'saved':>8}{'compute':>10}{'need':>10}  {'verdict':<13}{'largest n_ctx':>14}"
-    lines.append(head)
+    rows = [["K/V", "KV total", "K", "V", "saved", "compute", "need", "verdict", "largest n_ctx"]]
     for mode in r["modes"]:
         saved = mode["saving_bytes"] / mode["fp16_kv_bytes"] if mode["fp16_kv_bytes"] else 0.0
-        lines.append(
-            f"  {mode['kv']:<11}{_mib(mode['kv_bytes']):>10}{_mib(mode['k_bytes']):>10}{_mib(mode['v_bytes']):>10}"
-            f"{saved:>8.1%}{_mib(mode['compute_bytes_estimate']):>10}{_mib(mode['need_bytes']):>10}  "
-            f"{mode['verdict']:<13}{mode['largest_n_ctx']:>14,}"
-        )
+        rows.append([
+            mode["kv"], _mib(mode["kv_bytes"]), _mib(mode["k_bytes"]), _mib(mode["v_bytes"]),
+            f"{saved:.1%}", _mib(mode["compute_bytes_estimate"]), _mib(mode["need_bytes"]),
+            mode["verdict"], f"{mode['largest_n_ctx']:,}",
+        ])
+    lines += aligned_rows(rows, right={1, 2, 3, 4, 5, 6, 8}, indent="  ")
     if len(caches) > 1:
         lines.append("  per cache (K / V MiB): " + "; ".join(
             f"{mode['kv']} " + ", ".join(f"{c['cache']} {_mib(c['k_bytes'])} / {_mib(c['v_bytes'])}" for c in mode["caches"])

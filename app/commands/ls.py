@@ -25,6 +25,7 @@ def _params(n: int | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from app.core.library import list_models
+    from app.core.text_table import aligned_rows
 
     models = list_models(extra_dirs=args.dir)
     if args.json:
@@ -40,7 +41,5 @@ def run(args: argparse.Namespace) -> int:
             m.quantization or "?", f"{m.context_length:,}" if m.context_length else "?",
             f"{m.file_size / 1e9:.2f} GB", str(m.path) + (f"  ({m.error})" if m.error else ""),
         ))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    print("\n".join(aligned_rows(rows)))
     return 0

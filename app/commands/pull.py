@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from app.core.errors import AppError
+
 NAME = "pull"
 HELP = "download a GGUF model from the Hugging Face Hub (resumable)"
 
@@ -15,7 +17,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="OWNER/REPO[:QUANT|FILE]", help="e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M")
     parser.add_argument("--revision", default="main", help="branch, tag or commit (default: main)")
     parser.add_argument("--folder", type=Path, help="download into this folder instead of the Hugging Face cache")
-    parser.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--progress", action="store_true",
+                       help="show progress on stderr even when it is not a terminal (a line per 10%%)")
+    shown.add_argument("--quiet", "-q", action="store_true", help="no progress, even on a terminal")
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress goes to stderr on a terminal, or anywhere with --progress; never with --quiet,
+    so a script reading stderr sees only the one-sentence error when a pull fails."""
+    return args.progress or (not args.quiet and sys.stderr.isatty())
 
 
 class _ProgressLine:
@@ -56,6 +67,14 @@ class _ProgressLine:
             print(file=sys.stderr)
 
 
+def _sentence(error: AppError | OSError) -> str:
+    """The error on one line (an OSError names the file it could not write)."""
+    text = str(error)
+    if not isinstance(error, AppError):
+        text = f"The download could not be written ({error.filename}): {error.strerror or error}."
+    return " ".join(text.split())
+
+
 def _eta(seconds: float | None) -> str:
     if seconds is None:
         return "--:--"
@@ -80,13 +99,12 @@ def pull(spec: str, *, revision: str = "main", folder: Path | None = None, quiet
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.core.errors import AppError
-
     try:
-        path = pull(args.model, revision=args.revision, folder=args.folder, quiet=args.quiet)
-    except AppError as error:
-        # Any failure is exit code 2 with one line (the issue asks for it; cli.py maps only BadInputError to 2).
-        print(f"kvstudio: {error}", file=sys.stderr)
+        path = pull(args.model, revision=args.revision, folder=args.folder, quiet=not show_progress(args))
+    except (AppError, OSError) as error:
+        # Any failure is exit code 2 with one sentence (cli.py maps only BadInputError to 2);
+        # an OSError here is the target folder (permissions, a file in the way).
+        print(f"kvstudio: {_sentence(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kvstudio: interrupted; run the same pull again to resume.", file=sys.stderr)

@@ -30,15 +30,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temp", type=float, default=0.7, help="sampling temperature (0: greedy)")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end instead")
+    parser.add_argument("--force", action="store_true",
+                        help="load even beyond the trained context or the free memory the device reports")
 
 
 def run(args: argparse.Namespace) -> int:
     from app.core.kv_types import KvMode
+    from app.core.load_check import check_context_size, check_model_load
     from app.core.model_ref import resolve_model
 
     # Every bad input is refused here, before an engine process is spawned.
-    if args.ctx <= 0:
-        raise BadInputError(f"--ctx must be a positive number of tokens, not {args.ctx}.")
+    check_context_size(args.ctx, "--ctx")
     if args.max_tokens <= 0:
         raise BadInputError(f"-n must be a positive number of tokens, not {args.max_tokens}.")
     if args.threads is not None and args.threads <= 0:
@@ -57,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         type_v=mode.v.name,
         n_threads=args.threads,
     )
+    check_model_load(path, options, force=args.force)
     sampling = SamplingSettings(temperature=args.temp, max_tokens=args.max_tokens, seed=args.seed)
     proc = EngineProcess()
     try:

@@ -31,6 +31,34 @@ class UnknownKvTypeError(BadInputError):
     """A K or V cache type that llama.cpp does not support."""
 
 
+class ContextTooLargeError(BadInputError):
+    """The context asked for cannot be loaded as it stands: more than llama.cpp holds, beyond
+    the model's trained context, or more memory than is free (app.core.load_check).
+
+    `forceable`: the user may load anyway (CLI --force, GUI "Load anyway"); llama.cpp's own
+    uint32 limit is not. `n_ctx`: the context asked for, in tokens.
+    """
+
+    def __init__(self, message: str, *, n_ctx: int, forceable: bool) -> None:
+        super().__init__(message)
+        self.n_ctx = n_ctx
+        self.forceable = forceable
+
+
+class NotEnoughMemoryError(ContextTooLargeError, MemoryError):
+    """The load needs more memory than the device reports free (weights, KV cache, buffers)."""
+
+    def __init__(
+        self, message: str, *, n_ctx: int, need_bytes: int, kv_bytes: int, free_bytes: int,
+        largest_n_ctx: int,
+    ) -> None:
+        super().__init__(message, n_ctx=n_ctx, forceable=True)
+        self.need_bytes = need_bytes
+        self.kv_bytes = kv_bytes
+        self.free_bytes = free_bytes
+        self.largest_n_ctx = largest_n_ctx
+
+
 class EngineCrashedError(AppError):
     """The engine process died; the message carries the tail of its stderr."""
 

@@ -196,6 +196,11 @@ def _split_parts(path: Path) -> list[Path]:
     return [path.with_name(f"{base}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
 
 
+def model_size(path: Path) -> int:
+    """Bytes of a model's files: every part of a split model that is present."""
+    return sum(p.stat().st_size for p in _split_parts(path) if p.exists())
+
+
 def _add(models: list[LibraryModel], seen: set[str], path: Path, repo_id: str | None, source: str) -> None:
     real = os.path.realpath(path)
     if real in seen or not os.path.exists(real):  # a dangling snapshot link is not a model
@@ -203,7 +208,7 @@ def _add(models: list[LibraryModel], seen: set[str], path: Path, repo_id: str | 
     seen.add(real)
     parts = _split_parts(path)
     missing = [p.name for p in parts if not p.exists()]
-    size = sum(p.stat().st_size for p in parts if p.exists())
+    size = model_size(path)
     header, error = _header(path)
     if missing:
         error = f"Parts of this split model are missing: {', '.join(missing)}."

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.core.recording import Recording
+from app.core.text_table import aligned_rows
 from app.engine.messages import BenchDone, Evaluated, Loaded
 
 MIB = 1024 * 1024
@@ -206,11 +207,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     cells = [[label for _, label, _ in COLUMNS]]
     for row in rows:
         cells.append([_cell(row.get(key), fmt) for key, _, fmt in COLUMNS])
-    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
-             for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return "\n".join(aligned_rows(cells, right=range(1, len(COLUMNS)), rule=True))
 
 
 def _mib(n: int | None) -> float | None:

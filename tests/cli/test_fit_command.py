@@ -107,6 +107,41 @@ def test_bad_options(gemma_like, args, words):
     assert_bad_input(kvstudio("fit", str(gemma_like), *args), words)
 
 
+def test_a_context_llama_cpp_cannot_hold_is_one_line(gemma_like):
+    # Once this printed a table of 100,000,000,000 cells with overflowing columns.
+    assert_bad_input(kvstudio("fit", str(gemma_like), "--ctx", "99999999999"),
+                     "--ctx 99,999,999,999 is more tokens than llama.cpp can hold (4,294,967,040 at most)")
+
+
+def test_beyond_the_trained_context_needs_force(gemma_like):
+    refused = kvstudio("fit", str(gemma_like), "--vram", "8GiB", "--ctx", "40000")
+    assert_bad_input(refused, "40,000 tokens is beyond this model's trained context of 32,768 tokens")
+    assert "pass --force to see it anyway" in refused.stderr
+    shown = kvstudio("fit", str(gemma_like), "--vram", "8GiB", "--ctx", "40000", "--force")
+    assert shown.returncode == 0, shown.stderr
+    assert "KV cache at n_ctx 40,000" in shown.stdout
+
+
+def table(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("K/V"))
+    return lines[start:start + 4]
+
+
+@pytest.mark.parametrize("ctx, vram", [("4096", "1GiB"), ("4000000000", "4TiB")])
+def test_table_columns_line_up_at_any_size(tmp_path, ctx, vram):
+    model = write_tiny_gguf(tmp_path / "long.gguf", n_ctx_train=4_000_000_000)
+    result = kvstudio("fit", str(model), "--vram", vram, "--ctx", ctx)
+    assert result.returncode == 0, result.stderr
+    head, *rows = table(result.stdout)
+    assert len(rows) == 3
+    for label in ("KV total", "need", "largest n_ctx"):  # right-aligned under their header
+        end = head.index(label) + len(label)
+        assert all(row[end - 1] != " " and (end == len(row) or row[end] == " ") for row in rows), result.stdout
+    verdict_at = head.index("verdict")
+    assert all(row[verdict_at:].startswith(("fits", "tight", "does not fit")) for row in rows), result.stdout
+
+
 def test_bad_model_files(tmp_path, gemma_like):
     assert_bad_input(kvstudio("fit", str(tmp_path / "nope.gguf")), "does not exist")
     text = tmp_path / "notes.gguf"

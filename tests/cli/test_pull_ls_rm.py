@@ -43,7 +43,7 @@ def repo(hub_env, tiny_gguf):
 
 def test_pull_ls_rm_round_trip(repo, tmp_path) -> None:
     repo.faults.cut_after["tiny-Q8_0.gguf"] = [250_000]  # a dropped connection is resumed inside
-    pulled = kvstudio("pull", "acme/tiny-GGUF:Q8_0")
+    pulled = kvstudio("pull", "acme/tiny-GGUF:Q8_0", "--progress")
     assert pulled.returncode == 0, pulled.stderr
     path = Path(pulled.stdout.strip())
     assert path.is_file() and path.is_relative_to(tmp_path / "hf-cache")
@@ -51,6 +51,7 @@ def test_pull_ls_rm_round_trip(repo, tmp_path) -> None:
 
     again = kvstudio("pull", "acme/tiny-GGUF:Q8_0")
     assert again.returncode == 0 and Path(again.stdout.strip()) == path
+    assert again.stderr == ""  # no progress when stderr is not a terminal
 
     listed = json.loads(kvstudio("ls", "--json").stdout)
     (mine,) = [m for m in listed if m["repo_id"] == "acme/tiny-GGUF"]
@@ -95,6 +96,50 @@ def test_pull_gated_checksum_and_disk_full_fail_in_one_line(repo, tiny_gguf, sma
 
     monkeypatch.setenv("HF_HUB_CACHE", str(small_fs(128 * 1024)))
     assert "Not enough disk space" in one_error_line(kvstudio("pull", "acme/tiny-GGUF:Q8_0"))
+
+
+def test_pull_failure_is_exactly_one_line_off_a_terminal(repo) -> None:
+    repo.faults.wrong_sha256("tiny-Q8_0.gguf")  # fails after the whole file came
+    result = kvstudio("pull", "acme/tiny-GGUF:Q8_0")
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("kvstudio: ") and "failed its checksum" in line
+
+
+def test_pull_progress_shows_with_the_flag_and_the_error_comes_last(repo) -> None:
+    repo.faults.wrong_sha256("tiny-Q8_0.gguf")
+    result = kvstudio("pull", "acme/tiny-GGUF:Q8_0", "--progress")
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2
+    assert lines[0].startswith("Pulling acme/tiny-GGUF tiny-Q8_0.gguf") and "100.0%" in result.stderr
+    assert "failed its checksum" in lines[-1] and one_error_line(result) == lines[-1]
+
+
+def test_pull_shows_progress_on_a_terminal(repo) -> None:
+    import pty
+
+    main, terminal = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "app", "pull", "acme/tiny-GGUF:Q8_0"], cwd=ROOT,
+                            env=os.environ.copy(), stdout=subprocess.PIPE, stderr=terminal, text=True)
+    os.close(terminal)
+    shown = b""
+    try:
+        while chunk := os.read(main, 4096):
+            shown += chunk
+    except OSError:  # EIO: the child closed the terminal
+        pass
+    finally:
+        os.close(main)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and Path(out.strip()).is_file()
+    assert b"Pulling acme/tiny-GGUF" in shown and b"100.0%" in shown
+
+
+def test_pull_into_an_unwritable_place_is_one_line(repo, tmp_path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    message = one_error_line(kvstudio("pull", "acme/tiny-GGUF:Q8_0", "--folder", str(blocker)))
+    assert str(blocker) in message
 
 
 def test_rm_refuses_ambiguous_and_unknown_names(hub_env, tiny_gguf, tmp_path) -> None:

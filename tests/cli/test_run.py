@@ -10,11 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from app.core.fit import memory_need
+from app.core.gguf_header import read_gguf_header
+from app.core.load_check import free_memory_for, gib
+from tests.gguf_factory import write_tiny_gguf
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def kvstudio(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def kvstudio(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=ROOT, env=env
     )
@@ -59,6 +64,55 @@ def test_unknown_kv_type(kv):
 @pytest.mark.parametrize("ctx", ["0", "-1"])
 def test_context_must_be_positive(ctx):
     assert_bad_input(kvstudio("run", "starter", "-p", "hi", "--ctx", ctx), "--ctx")
+
+
+def test_a_context_llama_cpp_cannot_hold_is_one_line():
+    # Once this spawned an engine that was OOM-killed (the uint32 n_ctx wrapped to 1.2 billion).
+    result = kvstudio("run", "starter", "-p", "hi", "--ctx", "99999999999")
+    assert_bad_input(result, "--ctx 99,999,999,999 is more tokens than llama.cpp can hold (4,294,967,040 at most)")
+
+
+def test_beyond_the_trained_context_is_refused_before_loading(starter_model_path):
+    result = kvstudio("run", "starter", "-p", "hi", "--ctx", "40000")
+    assert_bad_input(result, "40,000 tokens is beyond this model's trained context of 32,768 tokens")
+    assert "pass --force" in result.stderr
+
+
+def test_a_load_bigger_than_free_memory_is_refused_with_the_numbers(tmp_path):
+    import psutil
+
+    # A small model trained for a billion tokens: its KV cache at that context (730 GiB) is
+    # more than this machine's free memory, read by the real probe.
+    model = write_tiny_gguf(tmp_path / "long.gguf", n_ctx_train=1_000_000_000)
+    header = read_gguf_header(model)
+    need = memory_need(header, 1_000_000_000, "q8_0/f16", file_size=model.stat().st_size, on_gpu=False)
+    assert need.total_bytes > psutil.virtual_memory().total
+    result = kvstudio("run", str(model), "-p", "hi", "--ctx", "1000000000", "--gpu-layers", "0")
+    assert_bad_input(result, f"needs {gib(need.kv_bytes)} for the KV cache at 1,000,000,000 tokens")
+    assert "but system RAM has " in result.stderr and " GiB free (" in result.stderr
+    assert "tokens would fit); lower --ctx, or pass --force to load anyway." in result.stderr
+
+
+def small_budget_env(starter_model_path: Path, n_ctx: int) -> dict[str, str]:
+    """KVSTUDIO_FREE_MEMORY one byte below what the starter model needs at `n_ctx` (this
+    machine has far more free: only a smaller figure can make a real load refuse)."""
+    header = read_gguf_header(starter_model_path)
+    on_gpu = free_memory_for(-1, header.block_count).on_gpu
+    need = memory_need(header, n_ctx, "q8_0/f16", file_size=starter_model_path.stat().st_size, on_gpu=on_gpu)
+    return {"KVSTUDIO_FREE_MEMORY": str(need.total_bytes - 1)}
+
+
+@pytest.mark.slow
+def test_force_loads_a_context_just_over_the_free_memory(starter_model_path):
+    env = small_budget_env(starter_model_path, 2048)
+    args = ("run", "starter", "-p", "One, two, three,", "-n", "4", "--ctx", "2048", "--temp", "0", "--json")
+    refused = kvstudio(*args, env=env)
+    assert_bad_input(refused, "for the KV cache at 2,048 tokens")
+    assert "1,792 tokens would fit" in refused.stderr  # the largest multiple of 256 under it
+    forced = kvstudio(*args, "--force", env=env)
+    assert forced.returncode == 0, forced.stderr
+    report = json.loads(forced.stdout)
+    assert report["n_ctx"] == 2048 and report["generated_tokens"] == 4
 
 
 def test_missing_prompt_is_a_usage_line():

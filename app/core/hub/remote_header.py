@@ -154,13 +154,9 @@ def estimate_fit(
 
 def default_budget_bytes() -> int:
     """Free VRAM of the GPU the probes find, or free RAM when there is none (app.core.probes)."""
-    from app.core.probes import detect_probe
+    from app.core.probes import read_free_memory
 
-    probe = detect_probe()
-    try:
-        return probe.sample().device_free
-    finally:
-        probe.close()
+    return read_free_memory().bytes
 
 
 def clear_header_cache() -> None:

@@ -3,12 +3,15 @@
     probe = detect_probe()          # the best one available; probe.why says why
     sample = probe.sample(pid)      # MemorySample (bytes; process_used None when unseen)
     probe.name, probe.limits        # shown next to the chart: never silently faked
+    free = read_free_memory()       # what a model load may use now (FreeMemory)
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from app.core.probes.amd_sysfs import AmdSysfsProbe, AmdSysfsUnavailableError
 from app.core.probes.amdsmi_probe import AmdSmiProbe, AmdSmiUnavailableError
@@ -19,9 +22,44 @@ from app.core.probes.psutil_probe import PsutilProbe
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "AmdSmiProbe", "AmdSysfsProbe", "MemoryProbe", "MemorySample", "NvmlProbe", "PsutilProbe",
-    "detect_probe",
+    "FREE_MEMORY_ENV", "AmdSmiProbe", "AmdSysfsProbe", "FreeMemory", "MemoryProbe", "MemorySample",
+    "NvmlProbe", "PsutilProbe", "detect_probe", "read_free_memory",
 ]
+
+# Pretend only this much memory is free (e.g. "6GiB"): leaves room for other programs, and
+# lets tests see a small device on a big machine. Every fit check and verdict reads it.
+FREE_MEMORY_ENV = "KVSTUDIO_FREE_MEMORY"
+
+
+@dataclass(frozen=True)
+class FreeMemory:
+    """Memory a model could load into now."""
+
+    bytes: int
+    device: str  # "NVIDIA H200", "system RAM"
+    source: str  # what read it: "NVML", "psutil", or FREE_MEMORY_ENV
+    on_gpu: bool
+
+
+def read_free_memory(gpu: bool = True) -> FreeMemory:
+    """Free memory of the GPU the probes find (NVML, amdsmi, AMD sysfs), else available
+    system RAM; `gpu=False` reads system RAM. $KVSTUDIO_FREE_MEMORY, when set, caps it."""
+    probe = detect_probe(gpu=gpu)
+    try:
+        free = FreeMemory(probe.sample().device_free, probe.device, probe.name, probe.kind == "gpu")
+    finally:
+        probe.close()
+    cap = os.environ.get(FREE_MEMORY_ENV, "").strip()
+    if cap:
+        from app.core.errors import BadInputError
+        from app.core.fit import parse_size
+
+        try:
+            limit = parse_size(cap)
+        except BadInputError as error:
+            raise BadInputError(f"{FREE_MEMORY_ENV}: {error}") from None
+        free = FreeMemory(min(free.bytes, limit), free.device, FREE_MEMORY_ENV, free.on_gpu)
+    return free
 
 
 def detect_probe(sysfs_root: str = "/sys/class/drm", gpu: bool = True) -> MemoryProbe:

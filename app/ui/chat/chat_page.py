@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
@@ -12,6 +13,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -21,8 +23,10 @@ from PySide6.QtWidgets import (
 
 from app.core import starter
 from app.core.chat_store import ChatStore, Conversation
+from app.core.errors import ContextTooLargeError
+from app.core.load_check import check_model_load
 from app.core.model_ref import resolve_model
-from app.core.settings import SettingsFile
+from app.core.settings import Settings, SettingsFile
 from app.engine.messages import Finished, Loaded, LoadOptions, LogWarning
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
@@ -43,6 +47,7 @@ STARTER_OFFER = (
     "chat, download an instruct model from the Hub."
 )
 NO_MODEL = "<b>No model is loaded.</b> Choose a GGUF model with the picker above."
+LOAD_ANYWAY_ADVICE = "lower the context length in Load options, or choose Load anyway"
 
 
 class ChatPage(QWidget):
@@ -51,7 +56,8 @@ class ChatPage(QWidget):
     """
 
     model_resolve_failed = Signal(str)
-    _model_resolved = Signal(str, object)  # (ref, Path or Exception), from a helper thread
+    # (ref, LoadOptions or None, the Exception that stops it or None), from a helper thread
+    _model_resolved = Signal(str, object, object)
 
     def __init__(
         self,
@@ -68,6 +74,7 @@ class ChatPage(QWidget):
         self._editing: int | None = None
         self._pending_ref: str | None = None
         self._resolving = False
+        self.load_refusal: QMessageBox | None = None  # the open "Load anyway?" box
 
         self.conversations = ConversationList(store)
         self.view = MessageView(self.session.model)
@@ -242,8 +249,8 @@ class ChatPage(QWidget):
             self.input.clear()
 
     def load_model(self, ref: str) -> None:
-        """Load a .gguf path or 'starter'; the file is checked off the GUI thread first
-        (the starter model is assembled on first use)."""
+        """Load a .gguf path or 'starter'; off the GUI thread the file is checked (the starter
+        model is assembled on first use) and so is whether the load fits the free memory."""
         if self._resolving:
             return
         self._resolving = True
@@ -251,36 +258,65 @@ class ChatPage(QWidget):
         self.picker.show_model("starter model" if ref == STARTER else ref, loading=True)
         self.offer.hide()
         threading.Thread(
-            target=self._resolve, args=(ref,), daemon=True, name="resolve-model"
+            target=self._resolve, args=(ref, self.settings.settings), daemon=True,
+            name="resolve-model",
         ).start()
 
-    def _resolve(self, ref: str) -> None:
+    def _resolve(self, ref: str, s: Settings) -> None:
+        options: LoadOptions | None = None
+        error: Exception | None = None
         try:
-            result: object = resolve_model(ref)
-        except Exception as error:  # noqa: BLE001 - reported to the user on the GUI thread
-            result = error
-        self._model_resolved.emit(ref, result)
+            options = LoadOptions(
+                model_path=str(resolve_model(ref)),
+                n_ctx=s.n_ctx,
+                n_gpu_layers=s.n_gpu_layers,
+                flash_attn=True,
+                type_k=s.type_k,
+                type_v=s.type_v,
+                n_threads=s.n_threads,
+            )
+            check_model_load(Path(options.model_path), options, advice=LOAD_ANYWAY_ADVICE)
+        except Exception as exc:  # noqa: BLE001 - reported to the user on the GUI thread
+            error = exc
+        self._model_resolved.emit(ref, options, error)
 
-    def _on_model_resolved(self, ref: str, result: object) -> None:
+    def _on_model_resolved(self, ref: str, options: LoadOptions | None, error: Exception | None) -> None:
         self._resolving = False
-        if isinstance(result, Exception):
-            message = f"Could not open the model: {result}"
+        if isinstance(error, ContextTooLargeError) and error.forceable and options is not None:
+            self._offer_load_anyway(str(error), options)
+            return
+        if error is not None or options is None:
+            message = f"Could not open the model: {error}"
             self.bridge.error(message)
             self.model_resolve_failed.emit(message)
-            self._show_current_model()
-            self._update_offer()
+            self._load_not_started()
             return
-        s = self.settings.settings
-        options = LoadOptions(
-            model_path=str(result),
-            n_ctx=s.n_ctx,
-            n_gpu_layers=s.n_gpu_layers,
-            flash_attn=True,
-            type_k=s.type_k,
-            type_v=s.type_v,
-            n_threads=s.n_threads,
-        )
         self.engine.load(options)
+
+    def _offer_load_anyway(self, sentence: str, options: LoadOptions) -> None:
+        """The refusal in a message box: Load anyway sends the load, Cancel drops it."""
+        if self.load_refusal is not None:
+            self.load_refusal.close()
+        box = QMessageBox(QMessageBox.Icon.Warning, "The model may not fit", sentence,
+                          QMessageBox.StandardButton.Cancel, self)
+        anyway = box.addButton("Load anyway", QMessageBox.ButtonRole.AcceptRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+
+        def on_finished(_result: int) -> None:
+            self.load_refusal = None
+            if box.clickedButton() is anyway:
+                self.engine.load(options)
+            else:
+                self._load_not_started()
+
+        box.finished.connect(on_finished)
+        self.load_refusal = box
+        box.open()
+
+    def _load_not_started(self) -> None:
+        self._pending_ref = None
+        self._show_current_model()
+        self._update_offer()
 
     def edit_load_options(self) -> None:
         dialog = LoadOptionsDialog(self.settings.settings, self)

@@ -52,16 +52,12 @@ class FitEstimate:
 def free_memory() -> tuple[int, str, bool]:
     """(bytes, label, on_gpu) of the memory a model would load into: free VRAM of the GPU the
     core's probes find (NVML, amdsmi, AMD sysfs), else free system RAM."""
-    from app.core.probes import detect_probe
+    from app.core.probes import read_free_memory
 
-    probe = detect_probe()
-    try:
-        sample = probe.sample()
-    finally:
-        probe.close()
-    if probe.kind == "gpu":
-        return sample.device_free, f"free VRAM ({probe.device})", True
-    return sample.device_free, "free RAM", False
+    free = read_free_memory()
+    if free.on_gpu:
+        return free.bytes, f"free VRAM ({free.device})", True
+    return free.bytes, "free RAM", False
 
 
 def estimate(header: GgufHeader, file_size: int, n_ctx: int, budget: tuple[int, str, bool],
