@@ -80,8 +80,22 @@ def apply_style(app: QApplication) -> None:
         app.setStyleSheet(style.read_text(encoding="utf-8"))
 
 
-def open_app(model: str | None = None) -> int:
-    """Run the app until its window closes. `model`: a .gguf path or 'starter' to load."""
+def send_when_loaded(window: MainWindow, engine: EngineClient, text: str) -> None:
+    """Type `text` into the chat's input and press Send once the first model has loaded
+    (`kvstudio --send`): the reply runs exactly as if the user had typed it."""
+
+    def on_loaded(_loaded: object) -> None:
+        engine.model_loaded.disconnect(on_loaded)
+        window.chat.input.setPlainText(text)
+        window.chat.send_button.click()
+        log.info("sent the --send message")
+
+    engine.model_loaded.connect(on_loaded)
+
+
+def open_app(model: str | None = None, send: str | None = None) -> int:
+    """Run the app until its window closes. `model`: a .gguf path or 'starter' to load;
+    `send`: a message to send in the chat once it has loaded."""
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
     app.setApplicationName("KV Studio")
@@ -90,6 +104,8 @@ def open_app(model: str | None = None) -> int:
     apply_style(app)
     parts = build_app(default_data_dir())
     parts.window.show()
+    if send:
+        send_when_loaded(parts.window, parts.engine, send)
     if model:
         parts.window.chat.load_model(model)
     # Ctrl+C / SIGTERM close the window cleanly (replies kept, engine stopped). Python

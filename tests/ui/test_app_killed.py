@@ -1,0 +1,101 @@
+"""A reply survives the app being killed: the real `kvstudio` process (offscreen, the
+starter model) sends a chat message through its chat page, and is SIGKILLed with its engine
+while the reply streams; reopened, the app shows the partial reply as interrupted, with the
+text it had saved."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+
+from app.core.chat_store import INTERRUPTED, STREAMING, ChatStore
+from app.core.paths import chat_db_path
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+APP_TIMEOUT_S = 300  # start, assemble and load the starter model, reply: 2 busy cores
+# A base model continues text: counting keeps it streaming for hundreds of tokens.
+PROMPT = "Count from 1 to 1000, separated by commas: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"
+SAVED = re.compile(r"DEBUG app\.core\.chat_store: saved (\d+) characters of reply (\d+)")
+
+
+def _saved_text(folder: Path, message_id: int) -> tuple[str, str]:
+    """(content, status) of a message, read the way another process reads a WAL database."""
+    db = sqlite3.connect(f"file:{chat_db_path(folder)}?mode=ro", uri=True)
+    try:
+        return db.execute("SELECT content, status FROM messages WHERE id = ?", (message_id,)).fetchone()
+    finally:
+        db.close()
+
+
+def _dead(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_reply_streaming_when_the_app_is_killed_is_kept_as_interrupted(qtbot, chat_data_dir):
+    folder = chat_data_dir  # n_ctx 2048, 2 threads; KVSTUDIO_DATA_DIR points here
+    store = ChatStore(chat_db_path(folder))
+    store.create_conversation(sampling={"temperature": 0.0, "max_tokens": 1500})  # the one the app opens
+    store.close()
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "KVSTUDIO_DATA_DIR": str(folder)}
+    app = subprocess.Popen(
+        [sys.executable, "-m", "app", "-v", "gui", "--model", "starter", "--send", PROMPT],
+        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,  # its own process group: the app and its engine
+    )
+    # If the app never says it saved, the test must still end: kill it after a while
+    # (then its stderr ends and the loop below stops).
+    watchdog = threading.Timer(APP_TIMEOUT_S, lambda: os.killpg(app.pid, signal.SIGKILL))
+    watchdog.start()
+    seen: list[str] = []
+    try:
+        for line in app.stderr:  # the app's log, line by line as it writes it
+            seen.append(line)
+            saved = SAVED.search(line)
+            if saved and int(saved.group(1)) >= 20:  # a few tokens' worth, committed
+                break
+        else:
+            pytest.fail("the app ended without saving a partial reply:\n" + "".join(seen[-30:]))
+        chars, message_id = int(saved.group(1)), int(saved.group(2))
+        text_before, status_before = _saved_text(folder, message_id)
+        group = [psutil.Process(app.pid), *psutil.Process(app.pid).children(recursive=True)]
+        assert any("spawn" in " ".join(p.cmdline()) for p in group[1:]), "no engine process to kill"
+        os.killpg(app.pid, signal.SIGKILL)  # no warning, no chance to save anything more
+    finally:
+        watchdog.cancel()
+    app.wait(30)
+    assert app.returncode == -signal.SIGKILL
+    _, left = psutil.wait_procs(group, timeout=10)
+    assert all(_dead(p) for p in left), left  # the engine too (a zombie waits for init)
+    assert status_before == STREAMING and len(text_before) >= chars
+
+    # Reopened, the app marks the reply interrupted and shows what was saved.
+    from app.gui import build_app
+
+    parts = build_app(folder)
+    try:
+        parts.window.show()
+        messages = parts.window.chat.session.model.messages()
+        assert [m.role for m in messages] == ["user", "assistant"]
+        assert messages[0].content == PROMPT
+        reply = messages[1]
+        assert reply.id == message_id and reply.status == INTERRUPTED
+        assert reply.content.startswith(text_before) and reply.content.strip()
+        assert parts.store.message(message_id).content == reply.content
+        print(f"killed with {len(text_before)} characters saved; reopened: {reply.status}, {reply.content!r}")
+    finally:
+        parts.window.close()
+        parts.close()
