@@ -15,14 +15,22 @@ import ctypes
 import ctypes.util
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
-import llama_cpp  # before numpy (FACTS: the import order is load-bearing)
 import pytest
 
 from app.engine import generation
 from app.engine.cancel import CancelFlag
-from app.engine.messages import Failed, Finished, Generate, Load, Loaded, LoadOptions, SamplingSettings, Token
+from app.engine.messages import (
+    Failed,
+    Finished,
+    Generate,
+    Load,
+    Loaded,
+    LoadOptions,
+    SamplingSettings,
+    Token,
+)
 from app.engine.process import EngineProcess
 
 pytestmark = pytest.mark.slow
@@ -59,7 +67,7 @@ class CancelWhenDecoding:
         self.aborted: bool | None = None
         self._eval = llm.eval
 
-    def __enter__(self) -> CancelWhenDecoding:
+    def __enter__(self) -> Self:
         self.llm.eval = self
         return self
 
@@ -201,3 +209,7 @@ def test_stop_latency_in_the_engine_process(engine):
           f"(the whole prompt takes {full.time_to_first_token_s * 1000:.0f} ms)")
     assert reply_latency < 0.5
     assert prompt_latency < max(0.5, full.time_to_first_token_s / 4)
+    # And the engine goes on.
+    engine.send(Generate("after", SamplingSettings(temperature=0.0, max_tokens=8), prompt="The capital of France is"))
+    _, after = _wait(engine, (Finished, Failed))
+    assert isinstance(after, Finished) and after.generated_tokens == 8
