@@ -8,11 +8,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QStandardPaths, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.core.chat_store import ChatStore
-from app.core.paths import chat_db_path, data_dir
+from app.core.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
 from app.core.settings import SettingsFile
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
@@ -35,12 +35,6 @@ class AppParts:
         """Stop the engine and close the database (after the window has closed)."""
         self.engine.shutdown()
         self.store.close()
-
-
-def default_data_dir() -> Path:
-    return data_dir(
-        QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)
-    )
 
 
 def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
@@ -98,11 +92,11 @@ def open_app(model: str | None = None, send: str | None = None) -> int:
     `send`: a message to send in the chat once it has loaded."""
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
-    app.setApplicationName("KV Studio")
-    app.setOrganizationName("KVStudio")
+    app.setApplicationName(APP_NAME)
+    app.setOrganizationName(ORGANIZATION)
     app.setWindowIcon(app_icon())
     apply_style(app)
-    parts = build_app(default_data_dir())
+    parts = build_app(data_dir())  # the folder Qt names for this app, shared with the CLI
     parts.window.show()
     if send:
         send_when_loaded(parts.window, parts.engine, send)

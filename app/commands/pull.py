@@ -83,8 +83,10 @@ def _eta(seconds: float | None) -> str:
 
 
 def pull(spec: str, *, revision: str = "main", folder: Path | None = None, quiet: bool = False) -> Path:
-    """Resolve OWNER/REPO[:QUANT|FILE] on the Hub and download it; returns the model's path."""
+    """Resolve OWNER/REPO[:QUANT|FILE] on the Hub and download it; returns the model's path.
+    A `folder` joins the app's model folders, so `kvstudio ls` and the GUI list it."""
     from app.core.hub import download_entry, list_gguf_files, parse_model_spec
+    from app.core.model_folders import ModelFolders
 
     repo_id, selector = parse_model_spec(spec)
     entry = list_gguf_files(repo_id, revision=revision).pick(selector)
@@ -93,9 +95,12 @@ def pull(spec: str, *, revision: str = "main", folder: Path | None = None, quiet
         print(f"Pulling {repo_id} {entry.first_file}{parts}, {entry.total_size / 1e6:,.1f} MB", file=sys.stderr)
     line = _ProgressLine(entry.name, quiet)
     try:
-        return download_entry(entry, revision=revision, folder=folder, on_progress=line)
+        path = download_entry(entry, revision=revision, folder=folder, on_progress=line)
     finally:
         line.end()
+    if folder is not None:
+        ModelFolders.of_app().add_download_folder(folder)
+    return path
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,9 +1,10 @@
 """The model library: every GGUF on this machine the app knows, derived from the files.
 
-Sources: the Hugging Face cache (models--*/snapshots/*), folders the app downloaded into
-(remembered in <data dir>/library_folders.json), folders the caller passes (the user's
-own), and the starter model when its package is installed. There is no separate index:
-each listing walks the folders; headers are cached in memory by (path, size, mtime).
+Sources: the Hugging Face cache (models--*/snapshots/*), the folders of
+app.core.model_folders (the user's own and those downloads went to), folders the caller
+passes, and the starter model when its package is installed. There is no separate index:
+a listing walks the folders; headers are cached in memory by (path, size, mtime). A model
+just downloaded is described from its path alone (`model_at`), without a walk.
 
     models = list_models(extra_dirs=[Path("~/models")])
     model = find_model("gemma-3-1b-it-Q4_K_M")      # or "owner/repo:Q4_K_M", or a path
@@ -12,7 +13,6 @@ each listing walks the folders; headers are cached in memory by (path, size, mti
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -25,14 +25,13 @@ from app.core.errors import AppError, BadInputError, ModelNotFoundError
 from app.core.gguf_header import GgufHeader, parse_gguf_header, read_gguf_header
 from app.core.hub.client import parse_quantization, split_info
 from app.core.hub.env import hub_cache_dir
-from app.core.paths import data_dir
+from app.core.model_folders import ModelFolders
 
 log = logging.getLogger(__name__)
 
 SOURCE_HF_CACHE = "hf-cache"
 SOURCE_FOLDER = "folder"
 SOURCE_STARTER = "starter"
-_FOLDERS_FILE = "library_folders.json"
 
 
 @dataclass(frozen=True)
@@ -60,33 +59,6 @@ class LibraryModel:
         data = asdict(self)
         data["path"] = str(self.path)
         return data
-
-
-# ---- folders the app downloaded into ------------------------------------------------------
-
-_folders_lock = threading.Lock()
-
-
-def library_folders() -> list[Path]:
-    """Folders the app has downloaded models into (besides the HF cache)."""
-    try:
-        raw = json.loads((data_dir() / _FOLDERS_FILE).read_text(encoding="utf-8"))
-        return [Path(p) for p in raw if isinstance(p, str)]
-    except (OSError, ValueError):
-        return []
-
-
-def remember_folder(folder: Path) -> None:
-    """Add `folder` to the library's download folders (kept in the data folder)."""
-    folder = Path(folder).expanduser().resolve()
-    with _folders_lock:
-        folders = library_folders()
-        if folder in folders:
-            return
-        path = data_dir() / _FOLDERS_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([str(p) for p in folders + [folder]], indent=1), encoding="utf-8")
-        os.replace(tmp, path)
 
 
 # ---- header cache -------------------------------------------------------------------------
@@ -121,20 +93,21 @@ def _header(path: Path) -> tuple[GgufHeader | None, str | None]:
 def list_models(
     extra_dirs: Iterable[Path] = (),
     *,
+    folders: ModelFolders | None = None,
     cache_dir: Path | None = None,
     include_starter: bool = True,
-    include_download_folders: bool = True,
 ) -> list[LibraryModel]:
-    """Every GGUF model found, sorted by name. Unreadable files are listed with `.error` set."""
+    """Every GGUF model found, sorted by name. Unreadable files are listed with `.error` set.
+    `folders`: the model folders to look in (default: the app's)."""
     models: list[LibraryModel] = []
     seen: set[str] = set()
     cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
     for path, cache_repo in _hf_cache_files(cache):
         _add(models, seen, path, cache_repo, SOURCE_HF_CACHE)
-    folders = [(Path(d).expanduser(), False) for d in extra_dirs]
-    if include_download_folders:
-        folders += [(d, True) for d in library_folders()]
-    for folder, app_owned in folders:
+    choices = (folders or ModelFolders.of_app()).read()
+    places = [(Path(d).expanduser(), False) for d in (*extra_dirs, *choices.folders)]
+    places += [(d, True) for d in choices.download_folders]
+    for folder, app_owned in places:
         for path, repo_id in _folder_files(folder, app_owned):
             _add(models, seen, path, repo_id, SOURCE_FOLDER)
     if include_starter:
@@ -274,12 +247,15 @@ def _starter_model() -> LibraryModel | None:
 # ---- lookup and delete --------------------------------------------------------------------
 
 
-def find_model(text: str, models: list[LibraryModel] | None = None, **list_kwargs: object) -> LibraryModel:
+def find_model(
+    text: str, models: list[LibraryModel] | None = None, *, extra_dirs: Iterable[Path] = ()
+) -> LibraryModel:
     """The one library model `text` names: a name, 'owner/repo:QUANT', 'owner/repo/file.gguf'
-    or a path. ModelNotFoundError when none matches, BadInputError when several do."""
+    or a path (among `models`, default: list_models(extra_dirs)). ModelNotFoundError when
+    none matches, BadInputError when several do."""
     text = text.strip()
     if models is None:
-        models = list_models(**list_kwargs)  # type: ignore[arg-type]
+        models = list_models(extra_dirs)
     candidate = Path(text).expanduser()
     if candidate.suffix.lower() == ".gguf" and candidate.exists():
         real = os.path.realpath(candidate)

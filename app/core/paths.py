@@ -1,25 +1,38 @@
-"""Where KV Studio keeps its files (conversations, settings).
+"""Where KV Studio keeps its files (conversations, settings, model folders, the download queue).
 
-app/core never imports Qt, so the GUI resolves QStandardPaths.AppDataLocation and
-passes it in; tests and scripts point everything elsewhere with KVSTUDIO_DATA_DIR.
+One data folder for the GUI and the CLI: the folder Qt's QStandardPaths.AppDataLocation
+names for this app, worked out here without Qt (app/core never imports it), so a folder
+added in the window is one `kvstudio ls` lists too. KVSTUDIO_DATA_DIR points everything
+elsewhere (tests, scripts).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 DATA_DIR_ENV = "KVSTUDIO_DATA_DIR"
+ORGANIZATION = "KVStudio"  # what the GUI gives QApplication; Qt's folder names come from them
+APP_NAME = "KV Studio"
 
 
-def data_dir(default: str | Path | None = None) -> Path:
-    """The data folder, created if missing.
+def default_data_dir() -> Path:
+    """QStandardPaths.AppDataLocation for this organization and app name, per platform."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or Path.home() / "AppData" / "Roaming")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        xdg = os.environ.get("XDG_DATA_HOME", "")
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / ORGANIZATION / APP_NAME
 
-    Order: $KVSTUDIO_DATA_DIR, then `default` (the GUI passes QStandardPaths'
-    AppDataLocation), then ~/.local/share/kvstudio.
-    """
-    chosen = os.environ.get(DATA_DIR_ENV) or default
-    path = Path(chosen) if chosen else Path.home() / ".local" / "share" / "kvstudio"
+
+def data_dir() -> Path:
+    """The data folder, created if missing: $KVSTUDIO_DATA_DIR, else default_data_dir()."""
+    chosen = os.environ.get(DATA_DIR_ENV)
+    path = Path(chosen) if chosen else default_data_dir()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -69,7 +69,11 @@ def test_pull_ls_rm_round_trip(repo, tmp_path) -> None:
 def test_pull_into_a_folder(repo, tmp_path) -> None:
     pulled = kvstudio("pull", "acme/tiny-GGUF:tiny-Q4_K_M.gguf", "--folder", str(tmp_path / "lib"))
     assert pulled.returncode == 0, pulled.stderr
-    assert Path(pulled.stdout.strip()) == tmp_path / "lib" / "acme" / "tiny-GGUF" / "tiny-Q4_K_M.gguf"
+    path = tmp_path / "lib" / "acme" / "tiny-GGUF" / "tiny-Q4_K_M.gguf"
+    assert Path(pulled.stdout.strip()) == path
+    # The folder is the app's from now on: `ls` lists its model with its repo id.
+    listed = json.loads(kvstudio("ls", "--json").stdout)
+    assert [m["repo_id"] for m in listed if m["path"] == str(path)] == ["acme/tiny-GGUF"]
 
 
 @pytest.mark.parametrize(

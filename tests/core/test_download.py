@@ -11,6 +11,7 @@ import pytest
 from app.core.errors import HubUnreachableError
 from app.core.hub import Downloader, JobState, download_entry, list_gguf_files
 from app.core.library import list_models
+from app.core.model_folders import ModelFolders
 
 pytest_plugins = ["tests.hub_fixtures"]
 
@@ -67,6 +68,7 @@ def test_download_into_a_chosen_folder_is_listed_in_the_library(hub_env, tiny_gg
     folder = tmp_path / "my-models"
     path = download_entry(list_gguf_files("acme/tiny-GGUF").entries[0], folder=folder)
     assert path == folder / "acme" / "tiny-GGUF" / "tiny-Q8_0.gguf"
+    ModelFolders.of_app().add_download_folder(folder)  # the downloader's caller records it
     models = [m for m in list_models(include_starter=False) if m.path == path]
     assert len(models) == 1
     model = models[0]

@@ -9,6 +9,7 @@ import pytest
 from app.core.errors import BadInputError, ModelNotFoundError
 from app.core.hub import download_entry, list_gguf_files
 from app.core.library import delete_model, find_model, list_models
+from app.core.model_folders import ModelFolders
 
 pytest_plugins = ["tests.hub_fixtures"]
 
@@ -88,8 +89,10 @@ def test_delete_removes_blob_and_links_and_keeps_the_rest(two_repos, tmp_path) -
 def test_delete_from_a_download_folder(hub_env, tiny_gguf, tmp_path) -> None:
     hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf()})
     path = download_entry(list_gguf_files("acme/tiny-GGUF").entries[0], folder=tmp_path / "lib")
-    folders = json.loads((tmp_path / "kvstudio-data" / "library_folders.json").read_text())
-    assert folders == [str((tmp_path / "lib").resolve())]
+    ModelFolders.of_app().add_download_folder(tmp_path / "lib")  # what the downloader's caller does
+    saved = json.loads((tmp_path / "kvstudio-data" / "model_folders.json").read_text())
+    assert saved["download_folders"] == [str((tmp_path / "lib").resolve())]
+    assert find_model("tiny-Q8_0").repo_id == "acme/tiny-GGUF"
     delete_model(find_model("tiny-Q8_0"))
     assert not path.exists()
     assert list_models(include_starter=False) == []
@@ -131,3 +134,25 @@ def test_resolve_model_keeps_the_snapshot_path_of_a_split_model(hub_env, tiny_gg
     path = resolve_model("acme/big-GGUF:Q8_0")
     assert path.name == "big-Q8_0-00001-of-00002.gguf"  # not blobs/<sha256>
     assert path.with_name("big-Q8_0-00002-of-00002.gguf").read_bytes() == b"second part"
+
+
+def test_model_folders_of_older_releases_are_kept(hub_env, tiny_gguf, tmp_path) -> None:
+    """The user's folders (GUI), the download folders and the download destination were three
+    files; the one list reads them until it is first written."""
+    data = tmp_path / "kvstudio-data"
+    data.mkdir(exist_ok=True)
+    own, downloaded = tmp_path / "own", tmp_path / "lib"
+    (downloaded / "acme" / "tiny-GGUF").mkdir(parents=True)
+    own.mkdir()
+    tiny_gguf("mine-Q8_0.gguf").rename(own / "mine-Q8_0.gguf")
+    tiny_gguf("t.gguf", seed=2).rename(downloaded / "acme" / "tiny-GGUF" / "tiny-Q8_0.gguf")
+    (data / "model_folders.json").write_text(json.dumps([str(own)]))
+    (data / "library_folders.json").write_text(json.dumps([str(downloaded)]))
+    (data / "download_folder.json").write_text(json.dumps({"folder": str(downloaded)}))
+    folders = ModelFolders(data)
+    assert folders.read().download_to == downloaded
+    repos = {m.name: m.repo_id for m in list_models(folders=folders, include_starter=False)}
+    assert repos == {"mine-Q8_0": None, "tiny-Q8_0": "acme/tiny-GGUF"}
+    folders.add_folder(tmp_path / "more")
+    assert folders.read().folders == (own, (tmp_path / "more").resolve())
+    assert folders.read().download_folders == (downloaded,)

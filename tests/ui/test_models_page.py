@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from app.services.downloads import DownloadState
 from tests.gguf_factory import write_tiny_gguf
@@ -557,17 +557,15 @@ def test_download_into_a_chosen_folder_lands_in_the_library(qtbot, env, gguf_fil
     shut(page2)
 
 
-def test_user_folder_models_are_listed(qtbot, env, gguf_files):
+def test_user_folder_models_are_listed(qtbot, env, gguf_files, monkeypatch):
     folder = env / "my-models"
     folder.mkdir()
     (folder / "mine-F16.gguf").write_bytes(gguf_files["gemma"].read_bytes())
     page = make_page(qtbot, env)
-    from app.ui.models import backend
-
-    backend.add_folder(folder)
-    page.library_view.refresh()
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_a, **_k: str(folder))
+    page.library_view.add_folder_button.click()
     qtbot.waitUntil(lambda: page.library_view.select_path(str(folder / "mine-F16.gguf")), timeout=WAIT)
-    assert backend.user_folders() == [folder.resolve()]
+    assert page.folders.read().folders == (folder.resolve(),)
     shut(page)
 
 

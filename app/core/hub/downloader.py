@@ -91,10 +91,6 @@ def download_entry(
         first = first or path
         finished += f.size
     assert first is not None
-    if folder is not None:
-        from app.core.library import remember_folder  # the library lists this folder from now on
-
-        remember_folder(Path(folder))
     log.info("downloaded %s (%s) to %s", entry.name, entry.repo_id, first)
     return first
 

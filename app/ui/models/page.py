@@ -27,6 +27,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.hub import GgufEntry, RemoteFile
+from app.core.library import delete_model, list_models
+from app.core.model_folders import ModelFolders
 from app.core.model_ref import resolve_model
 from app.engine.messages import LoadOptions
 from app.services.downloads import DownloadManager
@@ -88,7 +90,6 @@ class ModelsPage(QWidget):
         settings: Any = None,
         max_parallel: int = 2,
         budget_fn: Any = None,
-        download_folder: Path | None = None,
         load_fn: Callable[[str], None] | None = None,
         parent: QWidget | None = None,
     ) -> None:
@@ -98,8 +99,6 @@ class ModelsPage(QWidget):
         or a SettingsFile (read at each load, so later changes count), for the n_ctx / K / V /
         GPU layers of 'Load into chat'. `budget_fn() -> (bytes,
         label)`: memory to fit into (default: free VRAM, else free RAM).
-        `download_folder`: where downloads go at first (None: the folder the user last
-        chose on the page, else the HF cache).
         `load_fn(ref)`: how 'Load into chat' loads (e.g. the chat page's load_model, which
         also remembers the model); None: resolve the ref off the GUI thread and call
         engine_client.load(self.load_options(path))."""
@@ -112,7 +111,7 @@ class ModelsPage(QWidget):
         self._shown_once = False
         self._last_destination: Path | None = None
         self.runner = TaskRunner(self)
-        backend.set_data_dir(Path(data_dir) if data_dir else None)
+        self.folders = ModelFolders(Path(data_dir)) if data_dir else ModelFolders.of_app()
         fit_kwargs = {"budget_fn": budget_fn} if budget_fn is not None else {}
         self.fit_estimator = FitEstimator(backend.entry_header, **fit_kwargs)
 
@@ -130,7 +129,8 @@ class ModelsPage(QWidget):
         self.repo_view = RepoView(backend.list_repo, self.fit_estimator, self.runner)
         self.downloads_view = DownloadsView(self.downloads)
         self.library_view = LibraryView(
-            backend.list_library, backend.delete_model, backend.add_folder, self.runner
+            lambda: list_models(folders=self.folders), delete_model, self.folders.add_folder,
+            self.runner,
         )
 
         discover = QSplitter(Qt.Orientation.Horizontal)
@@ -165,7 +165,7 @@ class ModelsPage(QWidget):
         self.downloads.download_removed.connect(lambda _k: self._update_tab_titles())
         self.library_view.load_requested.connect(self._on_library_load_requested)
 
-        self._fill_destinations(download_folder or backend.chosen_download_folder())
+        self._fill_destinations(self.folders.read().download_to)
         self._last_destination = self.download_folder()
         self.repo_view.destination_combo.activated.connect(self._on_destination_activated)
         self.downloads.restore()
@@ -198,7 +198,7 @@ class ModelsPage(QWidget):
 
     def set_download_folder(self, folder: Path | None) -> None:
         """Send downloads to `folder` (None: the HF cache), remembered for the next start."""
-        backend.choose_download_folder(folder)
+        self.folders.choose_download_folder(folder)
         self._fill_destinations(folder)
 
     def load_options(self, path: str) -> LoadOptions:
@@ -231,7 +231,7 @@ class ModelsPage(QWidget):
         combo.blockSignals(True)
         combo.clear()
         combo.addItem("Hugging Face cache", None)
-        folders = backend.download_folders()
+        folders = list(self.folders.read().download_folders)
         if current is not None and Path(current) not in folders:
             folders = [Path(current), *folders]
         for folder in folders:

@@ -1,0 +1,128 @@
+"""The folders the library looks in besides the Hugging Face cache, and where downloads go.
+
+One file in the app's data folder, read by the library, the GUI (My models, the Chat picker)
+and the CLI (`kvstudio ls`, `pull --folder`) alike:
+
+    model_folders.json  {"version": 1, "folders": [...], "download_folders": [...],
+                         "download_to": "/path" or null}
+
+`folders` are the user's own (files listed as they lie); `download_folders` hold
+<folder>/owner/name/<file> as the app writes them, so their models keep their repo id;
+`download_to` is where the Models page sends the next download (null: the HF cache).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+from app.core.paths import data_dir
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "model_folders.json"
+VERSION = 1
+# Older releases kept these three lists apart (two of them in the GUI's folder only).
+_LEGACY_DOWNLOAD_FOLDERS = "library_folders.json"
+_LEGACY_DOWNLOAD_TO = "download_folder.json"
+J = TypeVar("J", list, dict)  # type: ignore[type-arg]
+_lock = threading.Lock()  # one writer at a time in this process; the file is replaced atomically
+
+
+@dataclass(frozen=True)
+class FolderChoices:
+    folders: tuple[Path, ...] = ()
+    download_folders: tuple[Path, ...] = ()
+    download_to: Path | None = None
+
+
+class ModelFolders:
+    """The model folders kept in `data_folder` (the app's: `ModelFolders.of_app()`)."""
+
+    def __init__(self, data_folder: Path) -> None:
+        self.data_folder = Path(data_folder)
+        self.path = self.data_folder / FILE_NAME
+
+    @classmethod
+    def of_app(cls) -> ModelFolders:
+        return cls(data_dir())
+
+    def read(self) -> FolderChoices:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return self._legacy([])
+        except (OSError, ValueError):
+            log.warning("%s is unreadable; no model folders", self.path, exc_info=True)
+            return FolderChoices()
+        if isinstance(raw, list):  # an older release's list of the user's folders
+            return self._legacy(raw)
+        to = raw.get("download_to") if isinstance(raw, dict) else None
+        return FolderChoices(
+            _paths(raw.get("folders")), _paths(raw.get("download_folders")),
+            Path(to) if isinstance(to, str) else None,
+        )
+
+    def add_folder(self, folder: Path) -> None:
+        """A folder of the user's own GGUF files."""
+        self._change(lambda c, f: replace(c, folders=_with(c.folders, f)), folder)
+
+    def add_download_folder(self, folder: Path) -> None:
+        """A folder a download went to (<folder>/owner/name/<file>)."""
+        self._change(lambda c, f: replace(c, download_folders=_with(c.download_folders, f)), folder)
+
+    def choose_download_folder(self, folder: Path | None) -> None:
+        """Where the Models page sends downloads from now on (None: the HF cache)."""
+        def choose(c: FolderChoices, f: Path | None) -> FolderChoices:
+            return replace(c, download_to=f, download_folders=_with(c.download_folders, f) if f else c.download_folders)
+
+        self._change(choose, folder)
+
+    def _change(self, change: Callable[[FolderChoices, Path | None], FolderChoices], folder: Path | None) -> None:
+        resolved = Path(folder).expanduser().resolve() if folder is not None else None
+        with _lock:
+            choices = change(self.read(), resolved)
+            data = {
+                "version": VERSION,
+                "folders": [str(p) for p in choices.folders],
+                "download_folders": [str(p) for p in choices.download_folders],
+                "download_to": str(choices.download_to) if choices.download_to else None,
+            }
+            self.data_folder.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+            os.replace(tmp, self.path)
+
+    def _legacy(self, user_folders: list[object]) -> FolderChoices:
+        """What older releases kept: the user's folders (GUI), download folders (CLI, in
+        ~/.local/share/kvstudio then) and the download destination (GUI)."""
+        downloads: list[object] = []
+        for place in (self.data_folder, Path.home() / ".local" / "share" / "kvstudio"):
+            downloads += _read_json(place / _LEGACY_DOWNLOAD_FOLDERS, [])
+        to = _read_json(self.data_folder / _LEGACY_DOWNLOAD_TO, {}).get("folder")
+        return FolderChoices(
+            _paths(user_folders), _paths(downloads), Path(to) if isinstance(to, str) else None
+        )
+
+
+def _read_json(path: Path, default: J) -> J:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
+    return value if isinstance(value, type(default)) else default
+
+
+def _paths(raw: object) -> tuple[Path, ...]:
+    items = raw if isinstance(raw, list) else []
+    return tuple(dict.fromkeys(Path(p) for p in items if isinstance(p, str)))
+
+
+def _with(paths: tuple[Path, ...], folder: Path | None) -> tuple[Path, ...]:
+    return paths if folder is None or folder in paths else (*paths, folder)
