@@ -126,7 +126,7 @@ def _stream_events(proc: Any, echo: bool) -> Any:
         if name == "Token" and echo:
             sys.stdout.write(event.text)
             sys.stdout.flush()
-        elif name == "LogWarning" and echo:
+        elif name == "KernelWarning" and echo:
             print(f"\nkvstudio: warning: {event.text}", file=sys.stderr)
         elif name == "Finished":
             return event

@@ -97,13 +97,20 @@ class Recording:
 
     def now(self) -> float:
         """Seconds since the recording started (the time axis of points and markers)."""
-        return time.monotonic() - self._t0
+        return self.since_start(time.monotonic())
+
+    def since_start(self, monotonic: float) -> float:
+        """Where a `time.monotonic()` reading lies on the time axis. The clock is the
+        machine's, so a reading taken in the engine process (the `at` of its events) lands
+        where it happened, however late the GUI handles the event."""
+        return monotonic - self._t0
 
     def add_point(self, point: MemoryPoint) -> None:
         with self._lock:
             self.points.append(point)
 
     def mark(self, kind: str, label: str = "", t: float | None = None) -> Marker:
+        """Add a marker at `t` seconds (now when None); markers stay sorted by time."""
         marker = Marker(self.now() if t is None else t, kind, label)
         with self._lock:
             self.markers.append(marker)

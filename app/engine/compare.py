@@ -32,10 +32,10 @@ from app.engine.messages import (
     Evaluate,
     Evaluated,
     Failed,
+    KernelWarning,
     Load,
     Loaded,
     LoadOptions,
-    LogWarning,
 )
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ class _Run:
 
 
 def _wait_for(proc: Any, kinds: tuple[type, ...], run: _Run, warnings: list[str]) -> Any:
-    """The next event of one of `kinds`; collects LogWarnings, raises on Failed/cancel."""
+    """The next event of one of `kinds`; collects KernelWarnings, raises on Failed/cancel."""
     deadline = time.monotonic() + STEP_TIMEOUT_S
     while time.monotonic() < deadline:
         if run.cancel is not None and run.cancel.is_set():
@@ -149,7 +149,7 @@ def _wait_for(proc: Any, kinds: tuple[type, ...], run: _Run, warnings: list[str]
         event = proc.recv(timeout=0.2)
         if event is None:
             continue
-        if isinstance(event, LogWarning):
+        if isinstance(event, KernelWarning):
             warnings.append(f"{event.kind}: {event.text}")
         elif isinstance(event, Failed):
             raise EngineFailedError(event.message)

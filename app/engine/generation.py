@@ -3,7 +3,9 @@
 While it runs, llama.cpp's abort callback watches the shared cancel flag (natively, see
 app.engine.cancel), so Stop cuts a token or a prompt batch short. Between tokens the
 loop checks the flag too, decodes UTF-8 incrementally, holds back text that might start
-a stop string, and sends one Token event per piece of text.
+a stop string, and sends one Token event per piece of text. Before the prompt is evaluated
+it sends ContextTrimmed (when old messages were left out) and PromptStarted; every event
+carries the engine's time, so the GUI never has to guess when a phase began.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ import llama_cpp
 from app.core.errors import EngineFailedError
 from app.engine.cancel import native_abort_callback
 from app.engine.chat_template import ChatTemplate
-from app.engine.messages import ChatMessage, Finished, Generate, LogWarning, Token
+from app.engine.messages import (
+    ChatMessage,
+    ContextTrimmed,
+    Finished,
+    Generate,
+    PromptStarted,
+    Token,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +76,13 @@ def run_generation(
     n_ctx = llm.n_ctx()
     reserve = min(s.max_tokens if s.max_tokens > 0 else n_ctx // 4, n_ctx // 2)
     tokens, dropped = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1))
-    if dropped:
-        emit(LogWarning("context_full", f"The conversation is longer than the {n_ctx}-token "
-                        f"context: its {dropped} oldest message(s) were left out of this reply."))
     room = n_ctx - len(tokens)
     if room <= 0:
         raise EngineFailedError(
             f"The prompt is {len(tokens)} tokens, which does not fit the {n_ctx}-token context."
         )
+    if dropped:
+        emit(ContextTrimmed(command.request_id, dropped, n_ctx, len(tokens)))
     max_new = min(s.max_tokens, room) if s.max_tokens > 0 else room
     if s.seed is not None:
         llm.set_seed(s.seed)
@@ -86,6 +94,7 @@ def run_generation(
     first_at = last_at = 0.0
     reason = "length"
 
+    emit(PromptStarted(command.request_id, len(tokens), time.monotonic()))
     with _abort_on(llm, cancel):
         if not _prefill(llm, tokens, cancel):
             return _finished(command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens))
@@ -120,7 +129,7 @@ def run_generation(
             piece = stops.push(decoder.decode(llm.detokenize([token])))
             if piece:
                 text_parts.append(piece)
-                emit(Token(command.request_id, piece, len(tokens) + generated))
+                emit(Token(command.request_id, piece, len(tokens) + generated, time.monotonic()))
             if stops.stopped:
                 reason = "stop"
                 break
@@ -133,7 +142,7 @@ def run_generation(
         tail = stops.flush() + decoder.decode(b"", final=True)
         if tail:
             text_parts.append(tail)
-            emit(Token(command.request_id, tail, len(tokens) + generated))
+            emit(Token(command.request_id, tail, len(tokens) + generated, time.monotonic()))
     return _finished(
         command, "".join(text_parts), len(tokens), generated, started, first_at, last_at, reason,
         len(tokens) + generated,
@@ -156,6 +165,7 @@ def _finished(
         tokens_per_second=speed,
         stop_reason=reason,
         n_past=n_past,
+        at=time.monotonic(),
     )
 
 

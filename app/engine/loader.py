@@ -99,6 +99,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
         compute_buffers=tuple(parsed.compute_buffers),
         warnings=tuple(parsed.warnings),
         system_info=llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
+        at=time.monotonic(),
     )
     log.info("loaded %s in %.2f s (pid %d)", path.name, seconds, os.getpid())
     return LoadedModel(llm, loaded, template)

@@ -10,10 +10,13 @@ samples without a model. Formats come from the vendored llama.cpp of llama-cpp-p
 - src/llama-kv-cache-iswa.cpp: ``creating non-SWA KV cache`` / ``creating     SWA KV cache``
                                before each of its two caches' lines
 - src/llama-context.cpp:      ``%s: %10s compute buffer size = %8.2f MiB`` (%s: sched_reserve)
-- warnings meaning the int8-K Flash Attention kernel is not what runs: the CUDA/HIP
-  "converting K and V to f16 instead (slow)", an op "is assigned to device X ... (usually
-  due to missing support)", Flash Attention "set to disabled" / "forcing off" /
-  ``flash_attn = disabled``.
+- warnings meaning the int8-K Flash Attention kernel is not what runs: the CUDA/HIP "no
+  FlashAttention vector kernel compiled for K/V types %s-%s, converting K and V to f16
+  instead (slow)" (ggml-cuda/fattn.cu), "layer %d is assigned to device %s but Flash
+  Attention is assigned to device CPU (usually due to missing support)" and "Flash Attention
+  not supported, set to disabled" (llama_context::resolve_fused_ops), "flash_attn is not
+  compatible with ... - forcing off", ``flash_attn = disabled`` (llama_context). The same
+  lines with another fused op's name (Gated Delta Net, ...) are not about attention.
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from app.engine.messages import ComputeBufferInfo, KvCacheInfo, LogWarning
+from app.engine.messages import (
+    ComputeBufferInfo,
+    KernelWarning,
+    KernelWarningKind,
+    KvCacheInfo,
+)
 
 MIB = 1024 * 1024
 
@@ -41,9 +49,10 @@ _ISWA_RE = re.compile(r"llama_kv_cache_iswa:\s+creating\s+(non-SWA|SWA)\s+KV cac
 _LAYER_ON_CPU_RE = re.compile(r"load_tensors:\s+layer\s+\d+\s+assigned to device CPU\b")
 
 # (kind, pattern) in the order they are tried; the first match wins.
-_WARNING_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("kv_converted_to_f16", re.compile(r"converting K and V to f16", re.IGNORECASE)),
-    ("assigned_to_cpu", re.compile(r"is assigned to device .*\(usually due to missing support\)")),
+_WARNING_PATTERNS: tuple[tuple[KernelWarningKind, re.Pattern[str]], ...] = (
+    ("pair_not_compiled", re.compile(r"no FlashAttention \w+ kernel compiled for K/V types", re.IGNORECASE)),
+    ("converted_to_f16", re.compile(r"converting K and V to f16", re.IGNORECASE)),
+    ("attention_on_cpu", re.compile(r"Flash Attention is assigned to device CPU\b.*missing support")),
     ("fa_disabled", re.compile(r"Flash Attention not supported, set to disabled", re.IGNORECASE)),
     ("fa_disabled", re.compile(r"flash_attn\b.*forcing off", re.IGNORECASE)),
     ("fa_disabled", re.compile(r"disabling flash attention", re.IGNORECASE)),
@@ -110,12 +119,13 @@ def parse_iswa_line(line: str) -> bool | None:
     return match.group(1) == "SWA"
 
 
-def classify_warning(line: str) -> LogWarning | None:
-    """A LogWarning when the line means the int8-K Flash Attention kernel is not what
-    runs (K/V converted to f16, an op on the CPU, Flash Attention off), else None."""
+def classify_warning(line: str) -> KernelWarning | None:
+    """A KernelWarning when the line means the int8-K Flash Attention kernel is not what
+    runs (K/V pair not compiled or converted to f16, attention on the CPU, Flash Attention
+    off), else None."""
     for kind, pattern in _WARNING_PATTERNS:
         if pattern.search(line):
-            return LogWarning(kind=kind, text=line.strip())
+            return KernelWarning(kind=kind, text=line.strip())
     return None
 
 
@@ -123,7 +133,7 @@ def classify_warning(line: str) -> LogWarning | None:
 class ParsedLog:
     kv_caches: list[KvCacheInfo] = field(default_factory=list)
     compute_buffers: list[ComputeBufferInfo] = field(default_factory=list)
-    warnings: list[LogWarning] = field(default_factory=list)
+    warnings: list[KernelWarning] = field(default_factory=list)
     layers_on_cpu: int = 0  # load_tensors lines placing a layer on the CPU
 
 
@@ -174,8 +184,8 @@ class LogParser:
         """The parsed result, with a summary warning for layers the GPU did not get."""
         if self.expect_gpu and self.result.layers_on_cpu:
             self.result.warnings.append(
-                LogWarning(
-                    kind="assigned_to_cpu",
+                KernelWarning(
+                    kind="attention_on_cpu",
                     text=f"{self.result.layers_on_cpu} layer(s) assigned to device CPU",
                 )
             )

@@ -2,15 +2,21 @@
 
 Small frozen dataclasses of plain values, pickled over a multiprocessing pipe.
 Commands go in (Load, Generate, Unload, Evaluate, Shutdown); events come out
-(Loaded, KvCacheInfo, ComputeBufferInfo, LogWarning, Token, Finished, Evaluated, Failed).
+(Loaded, KvCacheInfo, ComputeBufferInfo, KernelWarning, ContextTrimmed, PromptStarted,
+Token, Finished, Evaluated, Failed).
 Cancellation is not a message: it is a shared multiprocessing.Event the engine checks
 between tokens, so it works while the engine is busy generating.
+
+Times named `at` are the engine's `time.monotonic()` when the thing happened. That clock is
+one for the whole machine (CLOCK_MONOTONIC on Linux, QueryPerformanceCounter on Windows,
+mach_absolute_time on macOS), so the GUI places them on its own time axis (memory samples
+are stamped with the same clock) however late the event is read.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
+from typing import Literal, get_args
 
 # ---- commands (in) -------------------------------------------------------------------
 
@@ -137,14 +143,42 @@ class ComputeBufferInfo:
     mib: float = 0.0  # as printed (2 decimals); bytes = round(mib * 1048576)
 
 
-@dataclass(frozen=True)
-class LogWarning:
-    """A log line that means the int8-K kernel is not running as asked
-    (kind: "kv_converted_to_f16" | "assigned_to_cpu" | "fa_disabled" | "other"), or
-    "context_full": the oldest chat messages were left out to fit the context."""
+KernelWarningKind = Literal[
+    "pair_not_compiled",  # the K/V type pair has no compiled Flash Attention kernel (CUDA/HIP)
+    "converted_to_f16",  # K and V are converted to f16 before attention
+    "fa_disabled",  # Flash Attention is off, so no quantized-K attention kernel runs
+    "attention_on_cpu",  # attention (or the layers holding it) runs on the CPU, not the GPU
+]
+KERNEL_WARNING_KINDS: tuple[KernelWarningKind, ...] = get_args(KernelWarningKind)
 
-    kind: str
-    text: str
+
+@dataclass(frozen=True)
+class KernelWarning:
+    """llama.cpp said that the int8-K Flash Attention kernel is not what runs. Only such
+    warnings; notices about the conversation are other events (ContextTrimmed)."""
+
+    kind: KernelWarningKind
+    text: str  # llama.cpp's log line, or a summary of several
+
+
+@dataclass(frozen=True)
+class ContextTrimmed:
+    """The conversation did not fit the context: its `dropped_messages` oldest messages
+    (never a system message, never the last one) were left out of this reply's prompt."""
+
+    request_id: str
+    dropped_messages: int
+    n_ctx: int
+    prompt_tokens: int  # what is left, as evaluated
+
+
+@dataclass(frozen=True)
+class PromptStarted:
+    """The engine starts evaluating the prompt of `request_id` (sent before its tokens)."""
+
+    request_id: str
+    prompt_tokens: int
+    at: float  # engine time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -158,8 +192,9 @@ class Loaded:
     chat_format: str  # template source: "gguf", or the architecture fallback name
     kv_caches: tuple[KvCacheInfo, ...]
     compute_buffers: tuple[ComputeBufferInfo, ...]
-    warnings: tuple[LogWarning, ...]
+    warnings: tuple[KernelWarning, ...]
     system_info: str
+    at: float  # engine time.monotonic() when the model was ready
 
 
 @dataclass(frozen=True)
@@ -167,6 +202,7 @@ class Token:
     request_id: str
     text: str
     n_past: int  # tokens now in the context (prompt + generated so far)
+    at: float  # engine time.monotonic() when this piece was sampled
 
 
 @dataclass(frozen=True)
@@ -179,6 +215,7 @@ class Finished:
     tokens_per_second: float  # decode speed, first token excluded
     stop_reason: str  # "stop" | "length" | "cancelled"
     n_past: int
+    at: float  # engine time.monotonic() when the reply ended
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import signal
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -34,7 +35,10 @@ _STOP_GRACE_S = 5.0
 class EngineProcess:
     """One engine child process at a time; a dead one is replaced on the next send()."""
 
-    def __init__(self) -> None:
+    def __init__(self, target: Callable[..., None] | None = None) -> None:
+        """`target`: the child's entry point, app.engine.worker.main unless a test wraps it
+        (it gets main's arguments and must be importable by the spawned child)."""
+        self._target = target
         self._ctx = multiprocessing.get_context("spawn")
         self._cancel = CancelFlag(self._ctx)
         self._process: Any = None
@@ -58,7 +62,7 @@ class EngineProcess:
         from app.engine.worker import main
 
         self._process = self._ctx.Process(
-            target=main,
+            target=self._target or main,
             args=(command_out, event_in, self._cancel, stderr_path, logging.getLogger().level),
             name="kvstudio-engine",
             daemon=True,

@@ -16,13 +16,15 @@ from PySide6.QtCore import QObject, Signal
 
 from app.core.errors import EngineCrashedError
 from app.engine.messages import (
+    ContextTrimmed,
     Failed,
     Finished,
     Generate,
+    KernelWarning,
     Load,
     Loaded,
     LoadOptions,
-    LogWarning,
+    PromptStarted,
     Token,
     Unload,
 )
@@ -43,34 +45,45 @@ class EngineClient(QObject):
         loading_started(LoadOptions): a load was sent (also when a crashed engine is
             restarted to reload the last model before a generate request).
         model_loaded(Loaded): the model is ready; Loaded carries KV cache sizes,
-            compute buffers and warnings parsed from llama.cpp's log.
+            compute buffers and the kernel warnings parsed from llama.cpp's log.
         load_failed(str): the load failed; one sentence for the user.
         model_unloaded(): the model was unloaded (unload(), or the engine died).
-        token_received(Token): one streamed piece of the reply (request_id, text, n_past).
+        prompt_started(PromptStarted): the engine began evaluating the reply's prompt;
+            `at` is the engine's time.monotonic(), however late this signal is handled.
+        context_trimmed(ContextTrimmed): the reply's conversation did not fit the context,
+            so its oldest messages were left out (a notice about the conversation, not
+            about the kernel).
+        token_received(Token): one streamed piece of the reply (request_id, text, n_past, at).
         reply_finished(Finished): the reply ended (stop_reason "stop", "length" or
             "cancelled"), with token counts, time to first token and tokens/s.
         reply_failed(str): the reply could not be generated (or the engine died during it).
         engine_crashed(str): the engine process died; words plus the tail of its stderr.
             Nothing else is lost: the next request starts a fresh engine.
-        warning_logged(LogWarning): llama.cpp said the int8-K kernel is not used as asked
-            (e.g. K/V converted to f16, or a buffer assigned to the CPU).
+        kernel_warnings_changed(tuple): every KernelWarning of the current model, as
+            objects: llama.cpp said the int8-K kernel is not what runs (K/V pair not
+            compiled, converted to f16, Flash Attention off, attention on the CPU). Set
+            from Loaded, grown by warnings logged later (first use), emptied when a load
+            starts or the model goes away.
         busy_changed(bool): True while loading, generating or running another request.
         event_received(object): any other event (Evaluated, BenchDone, a Failed for a
             request sent with request()), unchanged.
 
     Methods: load(options), generate(Generate), stop(), unload(), request(command),
-    shutdown(); properties `loaded` (the last Loaded or None), `engine_pid`, `busy`.
+    shutdown(); properties `loaded` (the last Loaded or None), `kernel_warnings`,
+    `engine_pid`, `busy`.
     """
 
     loading_started = Signal(object)
     model_loaded = Signal(object)
     load_failed = Signal(str)
     model_unloaded = Signal()
+    prompt_started = Signal(object)
+    context_trimmed = Signal(object)
     token_received = Signal(object)
     reply_finished = Signal(object)
     reply_failed = Signal(str)
     engine_crashed = Signal(str)
-    warning_logged = Signal(object)
+    kernel_warnings_changed = Signal(object)  # tuple[KernelWarning, ...]
     busy_changed = Signal(bool)
     event_received = Signal(object)
 
@@ -91,6 +104,7 @@ class EngineClient(QObject):
         self._reader_stop = threading.Event()
         self._generation = 0
         self._loaded: Loaded | None = None
+        self._kernel_warnings: tuple[KernelWarning, ...] = ()
         self._last_options: LoadOptions | None = None
         self._loading: LoadOptions | None = None
         self._generating: str | None = None
@@ -105,6 +119,11 @@ class EngineClient(QObject):
     @property
     def loaded(self) -> Loaded | None:
         return self._loaded
+
+    @property
+    def kernel_warnings(self) -> tuple[KernelWarning, ...]:
+        """What llama.cpp said about the int8-K kernel for the current model."""
+        return self._kernel_warnings
 
     @property
     def last_options(self) -> LoadOptions | None:
@@ -176,6 +195,7 @@ class EngineClient(QObject):
         self._loaded = None
         self._loading = None
         self._last_options = None
+        self._set_kernel_warnings(())
         self._update_busy()
         self.model_unloaded.emit()
 
@@ -269,6 +289,7 @@ class EngineClient(QObject):
         self._loading = options
         self._last_options = options
         self._loaded = None
+        self._set_kernel_warnings(())
         self._send(proc, Load(options))
         self._update_busy()
         self.loading_started.emit(options)
@@ -289,6 +310,7 @@ class EngineClient(QObject):
         self._generating = None
         self._queued = None
         self._requests.clear()
+        self._set_kernel_warnings(())
         log.error("engine crashed: %s", message)
         self.engine_crashed.emit(message)
         if was_loading:
@@ -311,6 +333,12 @@ class EngineClient(QObject):
         if isinstance(event, Token):
             if event.request_id == self._generating:
                 self.token_received.emit(event)
+        elif isinstance(event, PromptStarted):
+            if event.request_id == self._generating:
+                self.prompt_started.emit(event)
+        elif isinstance(event, ContextTrimmed):
+            if event.request_id == self._generating:
+                self.context_trimmed.emit(event)
         elif isinstance(event, Finished):
             if event.request_id == self._generating:
                 self._generating = None
@@ -327,10 +355,12 @@ class EngineClient(QObject):
             )
             self._loading = None
             self._loaded = event
+            self._set_kernel_warnings(event.warnings)
             self._update_busy()
             self.model_loaded.emit(event)
-        elif isinstance(event, LogWarning):
-            self.warning_logged.emit(event)
+        elif isinstance(event, KernelWarning):
+            if self._loading is None:  # else it is about the model being replaced
+                self._set_kernel_warnings((*self._kernel_warnings, event))
         elif isinstance(event, Failed):
             self._on_failed(event)
         else:
@@ -360,6 +390,12 @@ class EngineClient(QObject):
         command, self._queued = self._queued, None
         if command is not None:
             self.generate(command)
+
+    def _set_kernel_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
+        warnings = tuple(dict.fromkeys(warnings))  # a line logged twice is one warning
+        if warnings != self._kernel_warnings:
+            self._kernel_warnings = warnings
+            self.kernel_warnings_changed.emit(warnings)
 
     def _update_busy(self) -> None:
         busy = bool(self._loading is not None or self._generating is not None or self._requests)

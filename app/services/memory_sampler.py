@@ -26,7 +26,7 @@ class MemorySampler(QObject):
             limits are shown in words).
         recording_reset(object): a new Recording was started (after `new_recording()`).
 
-    Methods: start(pid), stop(), set_pid(pid), mark(kind, label), snapshot(),
+    Methods: start(pid), stop(), set_pid(pid), mark(kind, label, at), snapshot(),
     new_recording(); properties `probe`, `recording`, `running`, `last_error`.
     """
 
@@ -96,8 +96,11 @@ class MemorySampler(QObject):
         else:
             self.start(pid)
 
-    def mark(self, kind: str, label: str = "") -> None:
-        self.recording.mark(kind, label)
+    def mark(self, kind: str, label: str = "", at: float | None = None) -> None:
+        """Mark the recording now, or at `at`: a time.monotonic() reading, such as the
+        engine's time in an event."""
+        rec = self.recording
+        rec.mark(kind, label, t=None if at is None else rec.since_start(at))
 
     def snapshot(self) -> list[MemoryPoint]:
         """The ring buffer's samples, oldest first (a copy; safe while sampling goes on)."""

@@ -20,6 +20,7 @@ from app.engine.messages import (
     Load,
     Loaded,
     LoadOptions,
+    PromptStarted,
     SamplingSettings,
     Token,
 )
@@ -84,13 +85,32 @@ def test_load_reports_both_gemma3_caches(loaded_q8):
 
 def test_generation_streams_tokens(engine, loaded_q8):
     engine.send(Generate("stream", GREEDY, prompt="The capital of France is"))
-    tokens, finished = _wait(engine, (Finished, Failed))
+    events, finished = _wait(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
+    started, tokens = events[0], events[1:]
+    assert isinstance(started, PromptStarted) and started.request_id == "stream"
+    assert started.prompt_tokens == finished.prompt_tokens
     assert [t.request_id for t in tokens] == ["stream"] * len(tokens) and len(tokens) >= 4
     assert "".join(t.text for t in tokens) == finished.text and finished.text.strip()
     assert finished.generated_tokens == 8 and finished.stop_reason == "length"
     assert finished.prompt_tokens == tokens[0].n_past - 1
     assert finished.time_to_first_token_s > 0 and finished.tokens_per_second > 0
+
+
+def test_events_carry_engine_times_on_this_machine_s_clock(engine, loaded_q8):
+    """PromptStarted, Token and Finished are stamped in the engine with time.monotonic(),
+    which is the same clock here: the GUI places them where they happened."""
+    before = time.monotonic()
+    engine.send(Generate("timed", GREEDY, prompt="The capital of France is"))
+    events, finished = _wait(engine, (Finished, Failed))
+    after = time.monotonic()
+    assert isinstance(finished, Finished), finished
+    times = [e.at for e in events] + [finished.at]
+    assert before <= times[0] and times == sorted(times) and times[-1] <= after
+    started, first = events[0], events[1]
+    assert isinstance(started, PromptStarted) and isinstance(first, Token)
+    # The first token comes after the prompt was evaluated.
+    assert first.at - started.at > 0
 
 
 def test_chat_uses_the_gemma_turn_format(engine, loaded_q8):
@@ -195,8 +215,9 @@ def test_reusing_a_prompt_prefix_past_the_sliding_window_gives_the_fresh_answer(
 def test_stop_string_ends_the_reply_before_it(engine, loaded_q8):
     sampling = SamplingSettings(temperature=0.0, max_tokens=40, stop=("7",))
     engine.send(Generate("stop", sampling, prompt="1, 2, 3, 4,"))
-    tokens, finished = _wait(engine, (Finished, Failed))
+    events, finished = _wait(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
+    tokens = [e for e in events if isinstance(e, Token)]
     assert finished.stop_reason == "stop" and "7" not in finished.text
     assert "6" in finished.text and "".join(t.text for t in tokens) == finished.text
 
@@ -219,7 +240,7 @@ def test_evaluate_and_bench_are_dispatched_and_generation_still_works(engine, lo
 
 
 def test_a_conversation_longer_than_the_context_drops_its_oldest_turns(engine, loaded_q8):
-    from app.engine.messages import LogWarning
+    from app.engine.messages import ContextTrimmed, KernelWarning
 
     long_turn = " ".join(f"word{i}" for i in range(150))  # ~600 tokens each
     messages = [ChatMessage("system", "Be brief.")]
@@ -234,6 +255,11 @@ def test_a_conversation_longer_than_the_context_drops_its_oldest_turns(engine, l
     engine.cancel()
     more, finished = _wait(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
-    warnings = [e for e in seen + more if isinstance(e, LogWarning)]
-    assert [w.kind for w in warnings] == ["context_full"] and "oldest" in warnings[0].text
+    # A notice about the conversation, sent before the prompt starts; not a kernel warning.
+    assert [type(e) for e in seen[:2]] == [ContextTrimmed, PromptStarted]
+    trimmed = seen[0]
+    assert trimmed.request_id == "long-chat" and trimmed.n_ctx == N_CTX
+    assert 1 <= trimmed.dropped_messages <= len(messages) - 2  # the system prompt and "Say hi." stay
+    assert trimmed.prompt_tokens == finished.prompt_tokens
+    assert not [e for e in seen + more if isinstance(e, KernelWarning)]
     assert 400 < finished.prompt_tokens <= N_CTX // 2  # the last long turn still fits

@@ -88,12 +88,14 @@ def test_warnings_that_mean_the_int8_k_kernel_is_not_running():
         "f16-q8_0, converting K and V to f16 instead (slow). Add \"f16-q8_0\" to "
         "GGML_CUDA_FA_QUANTS to compile it."
     )
-    assert converted is not None and converted.kind == "kv_converted_to_f16"
+    assert converted is not None and converted.kind == "pair_not_compiled"
+    older = classify_warning("ggml_cuda_flash_attn_ext: converting K and V to f16 instead (slow)")
+    assert older is not None and older.kind == "converted_to_f16"
     on_cpu = classify_warning(
         "resolve_fused_ops: layer 0 is assigned to device CUDA0 but Flash Attention is "
         "assigned to device CPU (usually due to missing support)"
     )
-    assert on_cpu is not None and on_cpu.kind == "assigned_to_cpu"
+    assert on_cpu is not None and on_cpu.kind == "attention_on_cpu"
     for line in (
         "resolve_fused_ops: Flash Attention not supported, set to disabled",
         "llama_init_from_model: flash_attn is not compatible with Grok - forcing off",
@@ -105,11 +107,22 @@ def test_warnings_that_mean_the_int8_k_kernel_is_not_running():
         assert classify_warning(line) is None
 
 
+def test_other_fused_ops_on_another_device_are_not_attention_warnings():
+    # llama_context::resolve_fused_ops logs the same sentences for every fused op it probes.
+    for line in (
+        ("resolve_fused_ops: layer 3 is assigned to device CUDA0 but fused Gated Delta Net "
+         "(autoregressive) is assigned to device CPU (usually due to missing support)"),
+        "resolve_fused_ops: fused Gated Delta Net (autoregressive) not supported, set to disabled",
+        "resolve_fused_ops: Lightning Indexer not supported, set to disabled",
+    ):
+        assert classify_warning(line) is None, line
+
+
 def test_layers_on_cpu_warn_only_when_a_gpu_was_asked_for():
     lines = [f"load_tensors: layer {i:3d} assigned to device CPU, is_swa = 1" for i in range(3)]
     assert parse_log(lines).warnings == []
     warnings = parse_log(lines, expect_gpu=True).warnings
-    assert [w.kind for w in warnings] == ["assigned_to_cpu"]
+    assert [w.kind for w in warnings] == ["attention_on_cpu"]
     assert "3 layer" in warnings[0].text
 
 

@@ -188,15 +188,15 @@ def test_newer_settings_file_is_reset_with_a_notice(qtbot, chat_data_dir: Path) 
 
 
 def test_loaded_warnings_are_visible(qtbot) -> None:
-    from app.engine.messages import KvCacheInfo, Loaded, LoadOptions, LogWarning
+    from app.engine.messages import KernelWarning, KvCacheInfo, Loaded, LoadOptions
     from app.ui.chat.status_bar import ChatStatus
 
     status = ChatStatus()
     qtbot.addWidget(status)
     status.show()
-    warning = LogWarning(
-        "kv_converted_to_f16",
-        "flash_attn_ext: K/V type pair not compiled, converting K and V to f16",
+    warning = KernelWarning(
+        "converted_to_f16",
+        "ggml_cuda_flash_attn_ext: converting K and V to f16 instead (slow)",
     )
     cache = KvCacheInfo(0, 2048, 18, 1, "q8_0", 0, "f16", 0, total_mib=10.0)
     loaded = Loaded(
@@ -211,8 +211,10 @@ def test_loaded_warnings_are_visible(qtbot) -> None:
         (),
         (warning,),
         "",
+        0.0,
     )
     status.show_loaded(loaded)
+    status.set_warnings(loaded.warnings)  # EngineClient.kernel_warnings_changed, in the app
     assert status.warning_label.isVisible()
     assert "int8-K kernel is not used" in status.warning_label.text()
     assert warning.text in status.warning_label.toolTip()
@@ -220,7 +222,7 @@ def test_loaded_warnings_are_visible(qtbot) -> None:
     assert status.model_label.text() == "model"
     status.set_context_used(512)
     assert status.context_meter.format() == "512 / 2,048 tokens"
-    status.show_unloaded()
+    status.set_warnings(())
     assert not status.warning_label.isVisible()
 
 
@@ -289,3 +291,11 @@ def test_model_picker_menu_and_load_options(qtbot, chat_app) -> None:
     dialog.n_ctx.setValue(8192)
     chosen = dialog.chosen()
     assert (chosen.type_k, chosen.type_v, chosen.n_ctx) == ("q8_0", "q8_0", 8192)
+
+
+def test_every_kernel_warning_kind_has_words_in_the_chat_and_on_the_dashboard() -> None:
+    from app.engine.messages import KERNEL_WARNING_KINDS
+    from app.ui.chat.status_bar import _WARNING_TEXT
+    from app.ui.dashboard.page import WARNING_WORDS
+
+    assert set(_WARNING_TEXT) == set(WARNING_WORDS) == set(KERNEL_WARNING_KINDS)

@@ -258,3 +258,44 @@ def test_engine_load_failure_shows_message_and_keeps_the_model_picker(
     assert not page.status.busy_bar.isVisible()
     assert page.picker.text().startswith("Select a model")
     assert page.offer.isVisible()
+
+
+def test_a_reply_that_leaves_out_old_messages_says_so_in_the_chat_not_the_dashboard(
+    qtbot, chat_app
+) -> None:
+    from app.ui.dashboard.page import DashboardPage
+
+    app = chat_app
+    page = app.window.chat
+    app.settings.update(n_ctx=512)
+    with qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        page.offer_button.click()
+    pages = [app.window.pages.widget(i) for i in range(app.window.pages.count())]
+    dashboard = next(p for p in pages if isinstance(p, DashboardPage))
+    _new_chat(page, max_tokens=4)
+    conversation = page.session.conversation
+    long_turn = " ".join(f"word{i}" for i in range(60))
+    for i in range(4):
+        app.store.add_message(conversation.id, "user", f"{i}: {long_turn}")
+        app.store.add_message(conversation.id, "assistant", "Noted.")
+    page.open_conversation(conversation.id)
+    assert not page.status.trimmed_label.isVisible()
+    _reply(qtbot, app, "Say hi.")
+    notice = page.status.trimmed_label
+    assert notice.isVisible() and "oldest messages left out" in notice.text()
+    assert "longer than the 512-token context" in notice.toolTip()
+    # A notice about this conversation: no kernel warning in the chat or on the dashboard.
+    assert not page.status.warning_label.isVisible() and app.engine.kernel_warnings == ()
+    assert dashboard.banner.isHidden() and dashboard.warnings == ()
+    # It was about that conversation's reply: another conversation does not show it.
+    page.session.new_conversation()
+    assert not notice.isVisible()
+    page.open_conversation(conversation.id)
+    _reply(qtbot, app, "Say hi again.")
+    assert notice.isVisible()
+    # Edited down to one short message, the next reply fits: the notice goes.
+    first = page.session.model.messages()[0]
+    page.start_edit(first.id)
+    page.input.clear()
+    _reply(qtbot, app, "Hello")
+    assert len(page.session.model.messages()) == 2 and not notice.isVisible()

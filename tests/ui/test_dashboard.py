@@ -1,10 +1,13 @@
 """The Dashboard page with the real engine on the starter model, offscreen: the memory
-chart updates while a reply streams, markers appear, the KV panel follows the context,
-the int8-K warning banner shows, and a Compare run fills its table and exports."""
+chart updates while a reply streams, markers sit where the engine did the work, the KV
+panel follows the context, the int8-K warning banner shows what llama.cpp itself logged
+(and nothing about the conversation), and a Compare run fills its table and exports."""
 
 from __future__ import annotations
 
 import os
+import re
+import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -13,7 +16,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from app.core.errors import BadInputError
-from app.engine.messages import Generate, LoadOptions, LogWarning, SamplingSettings
+from app.engine.messages import ChatMessage, Generate, LoadOptions, SamplingSettings
 
 pytestmark = pytest.mark.slow
 LOAD_MS, REPLY_MS, COMPARE_MS = 120_000, 120_000, 400_000
@@ -63,13 +66,91 @@ def test_memory_chart_updates_while_a_reply_streams(qtbot, dashboard):
     assert max(page.memory_chart.y) > 100  # MiB: the engine holds the model's pages
 
 
-def test_banner_when_the_int8_k_kernel_is_not_used(qtbot, dashboard):
+def test_markers_keep_the_engine_order_while_the_gui_thread_is_blocked(qtbot, dashboard):
     client, page, _ = dashboard
-    assert not page.banner.isVisible()
-    client.warning_logged.emit(LogWarning(
-        "kv_converted_to_f16", "ggml_cuda_flash_attn_ext: converting K and V to f16 instead (slow)"))
+    recording = page.sampler.recording
+    request = Generate("blocked", SamplingSettings(max_tokens=8, temperature=0.0),
+                       prompt="The tallest mountain on Earth is")
+    sent = recording.now()
+    with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS) as finished:
+        client.generate(request)
+        time.sleep(0.5)  # the GUI thread is busy; the engine goes on without it
+        unblocked = recording.now()
+    markers = [m for m in recording.markers
+               if m.t >= sent and m.kind in ("prompt", "generation", "finished")]
+    assert [m.kind for m in markers] == ["prompt", "generation", "finished"]
+    # Placed when the engine started the prompt, not when the GUI got round to it.
+    assert markers[0].t < unblocked
+    assert markers[0].label == f"prompt: {finished.args[0].prompt_tokens} tokens"
+
+
+def test_banner_shows_what_llama_cpp_logged_when_flash_attention_is_off(qtbot, dashboard):
+    client, page, model = dashboard
+    assert not page.banner.isVisible() and page.warnings == ()
+    with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
+        client.load(LoadOptions(str(model), n_ctx=512, n_threads=2, flash_attn=False))
+    # llama.cpp's own line ("llama_context: flash_attn = disabled"), through its log
+    # callback, the loader, the engine process, the client and the page.
+    assert [w.kind for w in page.warnings] == ["fa_disabled"]
+    assert re.search(r"flash_attn\s*=\s*disabled", page.warnings[0].text)
     assert page.banner.isVisible()
-    assert "not in use" in page.banner.text() and "converting K and V" in page.banner.text()
+    text = page.banner.text()
+    assert "The int8-K kernel is not in use:</b> Flash Attention is off" in text
+    assert page.warnings[0].text in text
+    # The next load starts clean: the warning was about the model it replaced.
+    with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
+        client.load(LoadOptions(str(model), n_ctx=512, n_threads=2))
+    assert not page.banner.isVisible() and page.warnings == () and client.kernel_warnings == ()
+
+
+def test_a_conversation_longer_than_the_context_raises_no_kernel_banner(qtbot, dashboard):
+    client, page, _ = dashboard
+    assert client.loaded.n_ctx == 512
+    long_turn = " ".join(f"word{i}" for i in range(60))
+    messages = [ChatMessage("system", "Be brief.")]
+    for i in range(4):
+        messages += [ChatMessage("user", f"{i}: {long_turn}"), ChatMessage("assistant", "Noted.")]
+    messages.append(ChatMessage("user", "Say hi."))
+    trimmed: list = []
+    client.context_trimmed.connect(trimmed.append)
+    with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS) as finished:
+        client.generate(Generate("long-chat", SamplingSettings(max_tokens=4, temperature=0.0),
+                                 messages=tuple(messages)))
+    client.context_trimmed.disconnect(trimmed.append)
+    assert len(trimmed) == 1 and trimmed[0].request_id == "long-chat"
+    assert trimmed[0].dropped_messages >= 2 and trimmed[0].n_ctx == 512
+    assert trimmed[0].prompt_tokens == finished.args[0].prompt_tokens
+    assert not page.banner.isVisible() and page.warnings == ()
+
+
+def test_banner_follows_a_kernel_warning_logged_after_the_load(qtbot, starter_model_path):
+    """A warning llama.cpp logs on first use of a kernel (the CUDA "no FlashAttention
+    vector kernel compiled for K/V types ..." line), while a reply runs, reaches the
+    banner: llama.cpp's logger, the worker's forwarding, the client, the page."""
+    from app.engine.process import EngineProcess
+    from app.services.engine_client import EngineClient
+    from app.ui.dashboard.page import DashboardPage
+    from tests import kernel_warning_engine
+
+    client = EngineClient(process_factory=lambda: EngineProcess(target=kernel_warning_engine.main))
+    page = DashboardPage(client)
+    try:
+        page.show()
+        with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
+            client.load(LoadOptions(str(starter_model_path), n_ctx=512, n_threads=2))
+        assert not page.banner.isVisible() and page.warnings == ()
+        with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS):
+            client.generate(Generate("first-use", SamplingSettings(max_tokens=2), prompt="Hello"))
+        assert [(w.kind, w.text) for w in page.warnings] == [
+            ("pair_not_compiled", kernel_warning_engine.LINE)]
+        assert page.banner.isVisible()
+        assert "this K/V pair is not compiled" in page.banner.text()
+        assert "GGML_CUDA_FA_QUANTS" in page.banner.text()
+    finally:
+        page.shutdown()
+        client.shutdown()
+        page.close()
+        page.deleteLater()
 
 
 def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):

@@ -27,7 +27,7 @@ from app.core.errors import ContextTooLargeError
 from app.core.load_check import check_model_load
 from app.core.model_ref import resolve_model
 from app.core.settings import Settings, SettingsFile
-from app.engine.messages import Finished, Loaded, LoadOptions, LogWarning
+from app.engine.messages import Finished, Loaded, LoadOptions
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.ui.chat.conversation_list import ConversationList
@@ -182,8 +182,9 @@ class ChatPage(QWidget):
         self.conversations.delete_requested.connect(s.delete_conversation)
         s.conversation_opened.connect(self._on_session_conversation_opened)
         s.conversations_changed.connect(self._on_session_conversations_changed)
-        s.generating_changed.connect(lambda _g: self._update_buttons())
+        s.generating_changed.connect(self._on_session_generating_changed)
         s.context_used.connect(self.status.set_context_used)
+        s.context_trimmed.connect(self.status.show_context_trimmed)
         s.reply_stats.connect(self._on_session_reply_stats)
         s.model.rowsInserted.connect(self._update_stack)
         s.model.rowsRemoved.connect(self._update_stack)
@@ -209,7 +210,7 @@ class ChatPage(QWidget):
         e.model_unloaded.connect(self._on_engine_model_unloaded)
         e.engine_crashed.connect(self._on_engine_crashed)
         e.reply_failed.connect(self._on_engine_reply_failed)
-        e.warning_logged.connect(self._on_engine_warning_logged)
+        e.kernel_warnings_changed.connect(self.status.set_warnings)
         e.busy_changed.connect(lambda _b: self._update_buttons())
 
     # ---- user actions -----------------------------------------------------------------
@@ -340,6 +341,7 @@ class ChatPage(QWidget):
         self.session.open_conversation(conversation_id)
 
     def _on_session_conversation_opened(self, conversation: Conversation) -> None:
+        self.status.clear_context_trimmed()  # it was about another conversation's reply
         self.settings_panel.show_settings(conversation.system_prompt, conversation.sampling)
         if not self.session.generating:  # the context this conversation's last reply used
             replies = [m for m in self.session.model.messages() if m.prompt_tokens]
@@ -384,6 +386,11 @@ class ChatPage(QWidget):
     def _on_offer_clicked(self) -> None:
         self.load_model(STARTER)
 
+    def _on_session_generating_changed(self, generating: bool) -> None:
+        if generating:
+            self.status.clear_context_trimmed()  # until this reply says otherwise
+        self._update_buttons()
+
     def _on_session_reply_stats(self, finished: Finished) -> None:
         self.status.set_speed(finished.tokens_per_second)
 
@@ -427,9 +434,6 @@ class ChatPage(QWidget):
 
     def _on_engine_reply_failed(self, message: str) -> None:
         self.bridge.warning(f"The reply failed: {message}")
-
-    def _on_engine_warning_logged(self, warning: LogWarning) -> None:
-        self.status.add_warning(warning)
 
     # ---- view state -------------------------------------------------------------------
 

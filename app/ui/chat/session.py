@@ -19,7 +19,14 @@ from app.core.chat_store import (
     Conversation,
     StreamingReply,
 )
-from app.engine.messages import ChatMessage, Finished, Generate, SamplingSettings, Token
+from app.engine.messages import (
+    ChatMessage,
+    ContextTrimmed,
+    Finished,
+    Generate,
+    SamplingSettings,
+    Token,
+)
 from app.services.engine_client import EngineClient
 from app.ui.chat.message_model import MessageListModel
 
@@ -45,6 +52,8 @@ class ChatSession(QObject):
     generating_changed(bool): a reply started or ended.
     context_used(int): tokens in the engine's context after the last token/reply.
     reply_stats(Finished): the last reply's numbers (tokens/s for the status bar).
+    context_trimmed(ContextTrimmed): the reply being generated left out the conversation's
+        oldest messages to fit the context.
     """
 
     conversation_opened = Signal(object)
@@ -52,6 +61,7 @@ class ChatSession(QObject):
     generating_changed = Signal(bool)
     context_used = Signal(int)
     reply_stats = Signal(object)
+    context_trimmed = Signal(object)
 
     def __init__(
         self, store: ChatStore, engine: EngineClient, parent: QObject | None = None
@@ -67,6 +77,7 @@ class ChatSession(QObject):
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(int(SAVE_INTERVAL_S * 1000))
         self._save_timer.timeout.connect(self._on_save_timer)
+        engine.context_trimmed.connect(self._on_engine_context_trimmed)
         engine.token_received.connect(self._on_engine_token)
         engine.reply_finished.connect(self._on_engine_finished)
         engine.reply_failed.connect(self._on_engine_failed)
@@ -240,6 +251,10 @@ class ChatSession(QObject):
     def _on_save_timer(self) -> None:
         if self._reply is not None:
             self._reply.flush()
+
+    def _on_engine_context_trimmed(self, trimmed: ContextTrimmed) -> None:
+        if trimmed.request_id == self._request_id:
+            self.context_trimmed.emit(trimmed)
 
     def _on_engine_token(self, token: Token) -> None:
         if token.request_id != self._request_id or self._reply is None:

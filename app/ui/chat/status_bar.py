@@ -1,5 +1,5 @@
 """Status bar pieces for the chat: loaded model, KV mode, tokens/s, context meter,
-load progress and the int8-K warning."""
+load progress, the int8-K kernel warning and the notice that a reply left out old messages."""
 
 from __future__ import annotations
 
@@ -8,12 +8,19 @@ import time
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
-from app.engine.messages import Loaded, LoadOptions, LogWarning
+from app.engine.messages import (
+    ContextTrimmed,
+    KernelWarning,
+    KernelWarningKind,
+    Loaded,
+    LoadOptions,
+)
 
-_WARNING_TEXT = {
-    "kv_converted_to_f16": "K/V converted to f16: the int8-K kernel is not used (slow path)",
-    "assigned_to_cpu": "part of the model or cache runs on the CPU",
-    "fa_disabled": "Flash Attention is off",
+_WARNING_TEXT: dict[KernelWarningKind, str] = {
+    "pair_not_compiled": "K/V pair not compiled: the int8-K kernel is not used (slow f16 path)",
+    "converted_to_f16": "K/V converted to f16: the int8-K kernel is not used (slow path)",
+    "fa_disabled": "Flash Attention is off: the int8-K kernel is not used",
+    "attention_on_cpu": "attention runs on the CPU",
 }
 
 
@@ -47,6 +54,9 @@ class ChatStatus(QWidget):
         self.warning_label = QLabel("")
         self.warning_label.setObjectName("statusWarning")
         self.warning_label.hide()
+        self.trimmed_label = QLabel("")
+        self.trimmed_label.setObjectName("statusContextTrimmed")
+        self.trimmed_label.hide()
         self.busy_bar = QProgressBar()
         self.busy_bar.setObjectName("loadProgress")
         self.busy_bar.setRange(0, 0)  # llama.cpp reports no load percentage
@@ -66,6 +76,7 @@ class ChatStatus(QWidget):
             self.model_label,
             self.kv_label,
             self.speed_label,
+            self.trimmed_label,
             self.context_meter,
         ):
             layout.addWidget(w, 0, Qt.AlignmentFlag.AlignVCenter)
@@ -113,7 +124,6 @@ class ChatStatus(QWidget):
         self._n_ctx = loaded.n_ctx
         self.set_context_used(0)
         self.speed_label.setText("")
-        self.set_warnings(loaded.warnings)
 
     def show_unloaded(self, text: str = "No model loaded") -> None:
         self.hide_loading()
@@ -123,26 +133,33 @@ class ChatStatus(QWidget):
         self.speed_label.setText("")
         self._n_ctx = 0
         self.set_context_used(0)
-        self.set_warnings(())
 
-    def set_warnings(self, warnings: tuple[LogWarning, ...] | list[LogWarning]) -> None:
+    def set_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
+        """The kernel warnings of the loaded model (EngineClient.kernel_warnings_changed)."""
         if not warnings:
             self.warning_label.hide()
             self.warning_label.setToolTip("")
             return
-        first = _WARNING_TEXT.get(warnings[0].kind, warnings[0].text)
+        first = _WARNING_TEXT[warnings[0].kind]
         more = f" (+{len(warnings) - 1} more)" if len(warnings) > 1 else ""
         self.warning_label.setText(f"⚠ {first}{more}")
         self.warning_label.setToolTip("\n".join(w.text for w in warnings))
         self.warning_label.show()
 
-    def add_warning(self, warning: LogWarning) -> None:
-        current = self.warning_label.toolTip()
-        if warning.text in current:
-            return
-        lines = [line for line in current.splitlines() if line]
-        kinds = [LogWarning("other", line) for line in lines]
-        self.set_warnings([warning, *kinds])
+    def show_context_trimmed(self, trimmed: ContextTrimmed) -> None:
+        """The last reply left out the conversation's oldest messages to fit the context."""
+        n = trimmed.dropped_messages
+        self.trimmed_label.setText(f"Context full: {n} oldest message{'s' if n != 1 else ''} left out")
+        self.trimmed_label.setToolTip(
+            f"The conversation is longer than the {trimmed.n_ctx:,}-token context, so its {n} "
+            f"oldest message(s) were left out of this reply (its prompt: "
+            f"{trimmed.prompt_tokens:,} tokens). The model did not see them."
+        )
+        self.trimmed_label.show()
+
+    def clear_context_trimmed(self) -> None:
+        self.trimmed_label.hide()
+        self.trimmed_label.setToolTip("")
 
     def set_context_used(self, used: int) -> None:
         self._used = used

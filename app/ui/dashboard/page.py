@@ -4,10 +4,13 @@ int8-K kernel is not what runs, and the measured Compare run.
 
 Sampling runs on a thread (app.services.memory_sampler); this page redraws from its ring
 buffer on a 10 Hz QTimer, so neither sampling nor streaming tokens can stall the GUI.
+Markers of engine work (loaded, prompt, generation, finished) are placed at the times the
+engine put in its events, so a busy GUI thread can delay them but never reorder them.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,15 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import AppError
 from app.core.recording import Recording
+from app.engine.messages import (
+    Finished,
+    KernelWarning,
+    KernelWarningKind,
+    Loaded,
+    LoadOptions,
+    PromptStarted,
+    Token,
+)
 from app.services.compare_runner import CompareRunner
 from app.services.memory_sampler import MemorySampler
 from app.ui.dashboard.compare_panel import ComparePanel
@@ -41,11 +53,12 @@ SOURCES = ("live", "compare", "file")
 SOURCE_LABELS = ("Live engine", "Compare run", "Opened recording")
 BANNER_STYLE = ("background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
                 "border-radius: 6px; padding: 8px;")
-WARNING_WORDS = {
-    "kv_converted_to_f16": "llama.cpp converts K and V to f16 for attention (this K/V pair is not "
-                           "compiled into its Flash Attention kernels), so the int8-K kernel is not in use",
-    "assigned_to_cpu": "part of the model or its attention runs on the CPU, not on the GPU kernel",
-    "fa_disabled": "Flash Attention is off, so the int8-K kernel is not in use",
+WARNING_WORDS: dict[KernelWarningKind, str] = {
+    "pair_not_compiled": "this K/V pair is not compiled into llama.cpp's Flash Attention kernels, "
+                         "so K and V are converted to f16 for attention",
+    "converted_to_f16": "llama.cpp converts K and V to f16 for attention",
+    "fa_disabled": "Flash Attention is off",
+    "attention_on_cpu": "attention runs on the CPU, not on the GPU kernel",
 }
 
 
@@ -81,11 +94,10 @@ class DashboardPage(QWidget):
         self.source = "live"
         self.compare_recording: Recording | None = None
         self.file_recording: Recording | None = None
-        self.warnings: list[str] = []
+        self.warnings: tuple[KernelWarning, ...] = ()  # shown in the banner
         self._n_past = 0
         self._tick = 0
-        self._request: str | None = None  # the reply being generated, as last seen
-        self._tokens_seen: set[str] = set()
+        self._awaiting_first_token: str | None = None  # a reply whose prompt has started
         self._build()
         self._connect()
 
@@ -100,6 +112,7 @@ class DashboardPage(QWidget):
             self._on_model_loaded(loaded, mark=False)
         else:
             self.compare.set_can_run(False, "Load a model first: the comparison runs on the loaded model.")
+        self._set_warnings(client.kernel_warnings)
 
     # ---- layout -----------------------------------------------------------------------
 
@@ -173,9 +186,10 @@ class DashboardPage(QWidget):
         c.loading_started.connect(self._on_loading_started)
         c.model_loaded.connect(self._on_model_loaded)
         c.model_unloaded.connect(self._on_model_unloaded)
+        c.prompt_started.connect(self._on_prompt_started)
         c.token_received.connect(self._on_token_received)
         c.reply_finished.connect(self._on_reply_finished)
-        c.warning_logged.connect(self._on_warning_logged)
+        c.kernel_warnings_changed.connect(self._set_warnings)
         c.engine_crashed.connect(self._on_engine_crashed)
         self.runner.started.connect(self._on_compare_started)
         self.runner.progress_changed.connect(self.compare.set_progress)
@@ -239,7 +253,6 @@ class DashboardPage(QWidget):
 
     def _redraw(self, force_text: bool = False) -> None:
         """10 Hz: copy the samples and redraw only what changed."""
-        self._poll_generation()
         if self.source == "live":
             points = self.sampler.snapshot()
             markers = list(self.sampler.recording.markers)
@@ -268,29 +281,19 @@ class DashboardPage(QWidget):
         self.stats_label.setText(f"{label} <b>{_gib_or_mib(now.used_bytes)}</b> &middot; "
                                  f"peak <b>{_gib_or_mib(peak)}</b>{whole}")
 
-    def _poll_generation(self) -> None:
-        # EngineClient has no "prompt started" signal: a new request id means a prompt is
-        # being processed now (seen within one 100 ms tick).
-        request = getattr(self.client, "generating", None)
-        if request is not None and request != self._request:
-            self.sampler.mark("prompt", "prompt")
-        self._request = request
-
     # ---- engine events ----------------------------------------------------------------
 
-    def _on_loading_started(self, options: Any) -> None:
+    def _on_loading_started(self, options: LoadOptions) -> None:
         self.sampler.set_pid(self.client.engine_pid)
-        self.sampler.mark("load", Path(options.model_path).name)
-        self._set_warnings([])
+        self.sampler.mark("load", Path(options.model_path).name)  # asked for now, by the GUI
 
-    def _on_model_loaded(self, loaded: Any, mark: bool = True) -> None:
+    def _on_model_loaded(self, loaded: Loaded, mark: bool = True) -> None:
         self.sampler.set_pid(self.client.engine_pid)
         if mark:
-            self.sampler.mark("loaded", "loaded")
+            self.sampler.mark("loaded", "loaded", at=loaded.at)
         self._n_past = 0
         if self.source == "live":
             self.kv_panel.set_loaded(loaded)
-        self._set_warnings([f"{w.kind}: {w.text}" for w in loaded.warnings])
         self.compare.set_can_run(True)
         if not self.compare.rows:  # keep the settings of a comparison on screen
             self.compare.ctx_box.setValue(loaded.n_ctx)
@@ -301,34 +304,37 @@ class DashboardPage(QWidget):
             self.kv_panel.set_loaded(None)
         self.compare.set_can_run(False, "Load a model first: the comparison runs on the loaded model.")
 
-    def _on_token_received(self, token: Any) -> None:
-        if token.request_id not in self._tokens_seen:
-            self._tokens_seen.add(token.request_id)
-            self.sampler.mark("generation", "generation")
+    def _on_prompt_started(self, started: PromptStarted) -> None:
+        self.sampler.mark("prompt", f"prompt: {started.prompt_tokens:,} tokens", at=started.at)
+        self._awaiting_first_token = started.request_id
+
+    def _on_token_received(self, token: Token) -> None:
+        if token.request_id == self._awaiting_first_token:
+            self._awaiting_first_token = None
+            self.sampler.mark("generation", "generation", at=token.at)
         self._n_past = token.n_past
 
-    def _on_reply_finished(self, finished: Any) -> None:
-        self.sampler.mark("finished", finished.stop_reason)
+    def _on_reply_finished(self, finished: Finished) -> None:
+        self._awaiting_first_token = None
+        self.sampler.mark("finished", finished.stop_reason, at=finished.at)
         self._n_past = finished.n_past
-
-    def _on_warning_logged(self, warning: Any) -> None:
-        self._set_warnings([*self.warnings, f"{warning.kind}: {warning.text}"])
 
     def _on_engine_crashed(self, _message: str) -> None:
         self.sampler.mark("end", "engine crashed")
         self.sampler.set_pid(None)
 
-    def _set_warnings(self, warnings: list[str]) -> None:
-        self.warnings = list(dict.fromkeys(warnings))
+    def _set_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
+        """The banner shows llama.cpp's kernel warnings only (the client's
+        kernel_warnings_changed); notices about a conversation belong to the chat."""
+        self.warnings = tuple(warnings)
         if not self.warnings:
             self.banner.hide()
             return
-        kinds = [w.split(":", 1)[0] for w in self.warnings]
-        words = "; ".join(dict.fromkeys(WARNING_WORDS.get(k, "llama.cpp warned about the KV cache") for k in kinds))
+        words = "; ".join(dict.fromkeys(WARNING_WORDS[w.kind] for w in self.warnings))
+        lines = "<br>".join(html.escape(w.text) for w in self.warnings[:4])
         self.banner.setText(
             f"<b>The int8-K kernel is not in use:</b> {words}. The memory saving still holds; "
-            "the speed you see is not the int8-K kernel's.<br><small>" +
-            "<br>".join(w.split(":", 1)[-1].strip() for w in self.warnings[:4]) + "</small>"
+            f"the speed you see is not the int8-K kernel's.<br><small>{lines}</small>"
         )
         self.banner.show()
 
