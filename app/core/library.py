@@ -114,8 +114,23 @@ def list_models(
         starter = _starter_model()
         if starter is not None and os.path.realpath(starter.path) not in seen:
             models.append(starter)
-    models.sort(key=lambda m: (m.name.lower(), str(m.path)))
+    models.sort(key=library_order)
     return models
+
+
+def library_order(model: LibraryModel) -> tuple[str, str]:
+    """How listings are sorted: by name, then path."""
+    return model.name.lower(), str(model.path)
+
+
+def model_at(path: Path, repo_id: str | None = None, source: str = SOURCE_FOLDER) -> LibraryModel:
+    """The library's entry for the model at `path` (e.g. one just downloaded), from its own
+    files only: what list_models would list for it, without walking any folder."""
+    models: list[LibraryModel] = []
+    _add(models, set(), Path(path), repo_id, source)
+    if not models:
+        raise ModelNotFoundError(f"There is no model file at {path}.")
+    return models[0]
 
 
 def _is_model_file(name: str) -> bool:

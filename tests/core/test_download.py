@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from app.core.download_queue import DownloadQueue, DownloadState
 from app.core.errors import HubUnreachableError
-from app.core.hub import Downloader, JobState, download_entry, list_gguf_files
+from app.core.hub import download_entry, list_gguf_files
 from app.core.library import list_models
 from app.core.model_folders import ModelFolders
 
@@ -83,27 +84,44 @@ def test_queue_runs_two_at_a_time_and_reports_progress(hub_env, tiny_gguf) -> No
         hub_env.faults.rate_limit[name] = 2_000_000  # slow enough to overlap
     entries = list_gguf_files("acme/three-GGUF").entries
     events = []
-    downloader = Downloader(max_parallel=2, on_progress=events.append)
+    queue = DownloadQueue(ModelFolders.of_app(), max_parallel=2, on_change=events.append)
     try:
-        jobs = [downloader.enqueue(e) for e in entries]
-        results = [downloader.wait(j, timeout=60) for j in jobs]
+        jobs = [queue.enqueue(e) for e in entries]
+        assert [queue.get(j).state for j in jobs] == [DownloadState.DOWNLOADING] * 2 + [DownloadState.QUEUED]
+        results = [queue.wait(j, timeout=60) for j in jobs]
     finally:
-        downloader.close()
-    assert [r.state for r in results] == [JobState.DONE] * 3
-    assert all(r.path is not None and r.path.exists() for r in results)
+        queue.close()
+    assert [r.state for r in results] == [DownloadState.FINISHED] * 3
+    assert all(r.model is not None and r.model.path.exists() for r in results)
     running_at_once = max(
-        sum(1 for j in jobs if _state_at(events, j, k) is JobState.RUNNING) for k in range(len(events))
+        sum(1 for j in jobs if _state_at(events, j, k) is DownloadState.DOWNLOADING) for k in range(len(events))
     )
     assert running_at_once == 2
-    assert any(e.state is JobState.RUNNING and e.speed > 0 and e.eta is not None for e in events)
+    assert any(e.state is DownloadState.DOWNLOADING and e.speed > 0 and e.eta_seconds is not None for e in events)
 
 
-def _state_at(events: list, job_id: int, k: int) -> JobState | None:
+def _state_at(events: list, key: str, k: int) -> DownloadState | None:
     state = None
     for event in events[: k + 1]:
-        if event.job_id == job_id:
+        if event.key == key:
             state = event.state
     return state
+
+
+def test_a_finished_download_is_described_as_the_library_lists_it(hub_env, tiny_gguf, tmp_path) -> None:
+    """The queue hands back the finished model and records its folder: nothing walks the
+    folders again to find it, and the next listing agrees."""
+    hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf(n_ctx_train=2048)})
+    folders = ModelFolders.of_app()
+    queue = DownloadQueue(folders)
+    try:
+        key = queue.enqueue(list_gguf_files("acme/tiny-GGUF").entries[0], tmp_path / "lib")
+        done = queue.wait(key, timeout=30)
+    finally:
+        queue.close()
+    assert folders.read().download_folders == ((tmp_path / "lib").resolve(),)
+    assert [done.model] == [m for m in list_models(include_starter=False) if m.path == done.model.path]
+    assert (done.model.repo_id, done.model.context_length) == ("acme/tiny-GGUF", 2048)
 
 
 def test_downloaded_split_model_loads_in_llama_cpp_from_part_one(hub_env, tiny_gguf, tmp_path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core.download_queue import DownloadQueue, DownloadState
 from app.core.errors import (
     ChecksumMismatchError,
     DiskFullError,
@@ -23,8 +24,6 @@ from app.core.errors import (
     UnsafePathError,
 )
 from app.core.hub import (
-    Downloader,
-    JobState,
     download_entry,
     list_gguf_files,
     partial_paths,
@@ -33,6 +32,7 @@ from app.core.hub import (
 )
 from app.core.hub.client import GgufEntry
 from app.core.library import list_models
+from app.core.model_folders import ModelFolders
 
 REPO = "acme/tiny-GGUF"
 NAME = "tiny-Q8_0.gguf"
@@ -61,6 +61,11 @@ def _entry() -> GgufEntry:
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _queue(**kwargs) -> DownloadQueue:
+    """The queue the app runs (app/services/downloads.py shows it), on the test's data folder."""
+    return DownloadQueue(ModelFolders.of_app(), **kwargs)
 
 
 def _cdn_gets(hub) -> list:
@@ -281,47 +286,54 @@ def test_pause_resume_cancel(hub_env, tiny_gguf) -> None:
     hub_env.faults.rate_limit["b-Q4_0.gguf"] = 1_000_000
     files = list_gguf_files("acme/two-GGUF")
     third = threading.Event()
-    downloader = Downloader(on_progress=lambda p: p.fraction > 0.3 and third.set())
+    queue = _queue(on_change=lambda d: d.done_bytes > 0.3 * d.total_bytes and third.set())
     try:
-        job_a = downloader.enqueue(files.pick("Q8_0"))
+        job_a = queue.enqueue(files.pick("Q8_0"))
         assert third.wait(10)
         t0 = time.monotonic()
-        downloader.pause(job_a)
-        paused = downloader.wait(job_a, timeout=5)
-        assert paused.state is JobState.PAUSED
+        queue.pause(job_a)
+        paused = queue.wait(job_a, timeout=5)
+        assert paused.state is DownloadState.PAUSED
         assert time.monotonic() - t0 < 1.0, "pause must act quickly"
         (partial,) = partial_paths(files.pick("Q8_0"))
         kept = partial.stat().st_size
-        assert kept > 0.3 * a.stat().st_size
-        downloader.resume(job_a)
-        done = downloader.wait(job_a, timeout=30)
-        assert done.state is JobState.DONE and _sha(done.path) == _sha(a)
+        assert kept > 0.3 * a.stat().st_size and paused.done_bytes == kept
+        queue.resume(job_a)
+        done = queue.wait(job_a, timeout=30)
+        assert done.state is DownloadState.FINISHED and _sha(done.model.path) == _sha(a)
         resumed = [g for g in _cdn_gets(hub_env) if g.path.split("/cdn/")[1].startswith(_sha(a))]
         assert resumed[-1].range == f"bytes={kept}-"
 
-        job_b = downloader.enqueue(files.pick("Q4_0"))
+        job_b = queue.enqueue(files.pick("Q4_0"))
         third.clear()
         assert third.wait(10)
-        downloader.cancel(job_b)
-        cancelled = downloader.wait(job_b, timeout=5)
-        assert cancelled.state is JobState.CANCELLED
+        queue.cancel(job_b)
+        cancelled = queue.wait(job_b, timeout=5)
+        assert cancelled.state is DownloadState.CANCELLED
         assert not any(p.exists() for p in partial_paths(files.pick("Q4_0")))
     finally:
-        downloader.close()
+        queue.close()
     assert [m.name for m in list_models(include_starter=False)] == ["a-Q8_0"]
 
 
 _CHILD = """
-import sys
-from app.core.hub import download_entry, list_gguf_files
-download_entry(list_gguf_files(sys.argv[1]).pick(sys.argv[2]))
+import sys, threading
+from pathlib import Path
+from app.core.download_queue import DownloadQueue
+from app.core.hub import list_gguf_files
+from app.core.model_folders import ModelFolders
+queue = DownloadQueue(ModelFolders.of_app(), state_file=Path(sys.argv[1]))
+queue.enqueue(list_gguf_files(sys.argv[2]).pick(sys.argv[3]))
+threading.Event().wait()  # until killed
 """
 
 
-def test_quit_and_restart_resumes_from_the_partial_file(published) -> None:
+def test_killed_and_restarted_the_queue_resumes_from_the_partial_file(published, tmp_path) -> None:
     hub, f = published
     hub.faults.rate_limit[NAME] = 500_000
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, REPO, "Q8_0"], cwd=ROOT, env=os.environ.copy())
+    saved = tmp_path / "kvstudio-data" / "downloads.json"
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(saved), REPO, "Q8_0"], cwd=ROOT,
+                             env=os.environ.copy())
     (partial,) = partial_paths(_entry())
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and (not partial.exists() or partial.stat().st_size < 0.4 * f.size):
@@ -331,8 +343,13 @@ def test_quit_and_restart_resumes_from_the_partial_file(published) -> None:
     kept = partial.stat().st_size
     assert 0 < kept < f.size
     hub.faults.clear()
-    path = download_entry(_entry())
-    assert _sha(path) == f.sha256
+    queue = _queue(state_file=saved)
+    try:
+        (key,) = queue.restore()  # it was downloading when killed: it continues by itself
+        done = queue.wait(key, timeout=30)
+    finally:
+        queue.close()
+    assert done.state is DownloadState.FINISHED and _sha(done.model.path) == f.sha256
     assert _cdn_gets(hub)[-1].range == f"bytes={kept}-"
 
 
@@ -347,21 +364,21 @@ def test_hub_errors_on_the_metadata_request_are_retried(published, fast_retries)
 def test_pause_acts_while_waiting_to_retry(published) -> None:
     hub, _ = published
     hub.faults.resolve_status_first[NAME] = [503] * 20
-    downloader = Downloader()
+    queue = _queue()
     try:
-        job = downloader.enqueue(_entry())
+        job = queue.enqueue(_entry())
         deadline = time.monotonic() + 10
         while not any(r.status == 503 for r in hub.log) and time.monotonic() < deadline:
             time.sleep(0.01)
         t0 = time.monotonic()
-        downloader.pause(job)
-        assert downloader.wait(job, timeout=5).state is JobState.PAUSED
+        queue.pause(job)
+        assert queue.wait(job, timeout=5).state is DownloadState.PAUSED
         assert time.monotonic() - t0 < 1.0
         hub.faults.clear()
-        downloader.resume(job)
-        assert downloader.wait(job, timeout=30).state is JobState.DONE
+        queue.resume(job)
+        assert queue.wait(job, timeout=30).state is DownloadState.FINISHED
     finally:
-        downloader.close()
+        queue.close()
 
 
 def test_the_same_file_is_never_written_by_two_downloads_at_once(published) -> None:
@@ -394,21 +411,21 @@ def test_pause_and_cancel_act_at_once_on_a_stalled_connection(published) -> None
             time.sleep(0.01)
         raise AssertionError("the download never reached the stall")
 
-    downloader = Downloader()
+    queue = _queue()
     try:
-        job = downloader.enqueue(_entry())
+        job = queue.enqueue(_entry())
         wait_for_stall(200_000)
         t0 = time.monotonic()
-        downloader.pause(job)
-        assert downloader.wait(job, timeout=5).state is JobState.PAUSED
+        queue.pause(job)
+        assert queue.wait(job, timeout=5).state is DownloadState.PAUSED
         assert time.monotonic() - t0 < 1.0, "pause must not wait for the read timeout"
         assert partial.stat().st_size == 200_000
-        downloader.resume(job)
+        queue.resume(job)
         wait_for_stall(400_000)
         t0 = time.monotonic()
-        downloader.cancel(job)
-        assert downloader.wait(job, timeout=5).state is JobState.CANCELLED
+        queue.cancel(job)
+        assert queue.wait(job, timeout=5).state is DownloadState.CANCELLED
         assert time.monotonic() - t0 < 1.0
         assert not partial.exists()
     finally:
-        downloader.close()
+        queue.close()

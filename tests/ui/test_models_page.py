@@ -17,6 +17,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
+from app.core.errors import DiskFullError, GatedRepoError
 from app.services.downloads import DownloadState
 from tests.gguf_factory import write_tiny_gguf
 from tests.hub_fixtures import SMALL_DISK_KINDS, make_small_disk
@@ -231,7 +232,7 @@ def test_split_model_downloads_as_one_entry(qtbot, env, gguf_files):
     start_download(qtbot, page, SPLIT[0])
     with qtbot.waitSignal(page.downloads.download_finished, timeout=WAIT) as finished:
         pass
-    first = Path(finished.args[1])
+    first = finished.args[1].path
     assert first.name == SPLIT[0] and (first.parent / SPLIT[1]).exists()
     lib = page.library_view
     qtbot.waitUntil(lambda: lib.select_path(str(first)), timeout=WAIT)
@@ -301,7 +302,7 @@ def test_download_pause_resume_finishes_without_refetching(qtbot, env, gguf_file
     hub.faults.rate_limit.pop(F16)
     with qtbot.waitSignal(manager.download_finished, timeout=WAIT) as finished:
         qtbot.mouseClick(view.resume_button, Qt.LeftButton)
-    path = Path(finished.args[1])
+    path = finished.args[1].path
     assert path.read_bytes() == gguf_files["f16"].read_bytes()
     # Resumed from the bytes on disk: the server sent the file about once, not twice.
     assert size <= sent_since(hub, mark, F16) < size + size // 4
@@ -321,12 +322,12 @@ def test_cancel_removes_the_partial_file(qtbot, env, gguf_files, hub):
     key = start_download(qtbot, page, Q8)
     manager = page.downloads
     qtbot.waitUntil(lambda: manager.item(key).done_bytes > 0, timeout=WAIT)
-    from app.ui.models import backend
+    from app.core.hub import partial_paths
 
     with qtbot.waitSignal(manager.download_cancelled, timeout=WAIT):
         qtbot.mouseClick(page.downloads_view.cancel_button, Qt.LeftButton)
     assert manager.item(key).state is DownloadState.CANCELLED
-    assert backend.partial_bytes(manager.item(key).entry, None) == 0
+    assert not any(p.exists() for p in partial_paths(manager.item(key).entry))
     assert not list((env / "hf" / "hub").rglob(Q8))
     shut(page)
 
@@ -363,7 +364,7 @@ def test_quit_and_restart_resumes_from_bytes_on_disk(qtbot, env, hub, gguf_files
     assert restored_from > 0
     with qtbot.waitSignal(manager.download_finished, timeout=WAIT) as finished:
         pass
-    assert Path(finished.args[1]).read_bytes() == gguf_files["f16"].read_bytes()
+    assert finished.args[1].path.read_bytes() == gguf_files["f16"].read_bytes()
     assert size <= sent_since(hub, mark, F16) < size + size // 4
     shut(page2)
 
@@ -375,7 +376,7 @@ def test_checksum_mismatch_fails_in_words_and_keeps_library_clean(qtbot, env, hu
     key = start_download(qtbot, page, Q8)
     with qtbot.waitSignal(page.downloads.download_failed, timeout=WAIT) as failed:
         pass
-    assert "checksum" in failed.args[1]
+    assert "checksum" in str(failed.args[1])
     view = page.downloads_view
     assert view.model.index(view.model.row_of(key), 5).data().startswith("Failed: ")
     page.library_view.refresh()
@@ -393,7 +394,7 @@ def test_gated_repo_asks_for_a_token_then_downloads(qtbot, env, hub):
     key = start_download(qtbot, page, "gated-Q8_0.gguf")
     with qtbot.waitSignal(page.downloads.download_failed, timeout=WAIT):
         pass
-    assert page.downloads.item(key).error_kind == "GatedRepoError"
+    assert isinstance(page.downloads.item(key).error, GatedRepoError)
     dialog = page.token_dialog
     qtbot.waitUntil(dialog.isVisible, timeout=WAIT)
     dialog.token_edit.setText("hf_test_token_with_access")
@@ -449,7 +450,7 @@ def test_disk_full_mid_download_fails_in_words_and_resumes(qtbot, env, hub, gguf
     filler.write_bytes(b"\0" * (shutil.disk_usage(small_disk).free - 64 * 1024))
     with qtbot.waitSignal(manager.download_failed, timeout=WAIT) as failed:
         pass
-    assert manager.item(key).error_kind == "DiskFullError", failed.args[1]
+    assert isinstance(manager.item(key).error, DiskFullError), failed.args[1]
     view = page.downloads_view
     assert view.model.index(view.model.row_of(key), 5).data() == f"Failed: {failed.args[1]}"
     kept = manager.item(key).done_bytes
@@ -461,7 +462,7 @@ def test_disk_full_mid_download_fails_in_words_and_resumes(qtbot, env, hub, gguf
     view.select(key)
     with qtbot.waitSignal(manager.download_finished, timeout=WAIT) as finished:
         qtbot.mouseClick(view.resume_button, Qt.LeftButton)
-    assert Path(finished.args[1]).read_bytes() == gguf_files["f16"].read_bytes()
+    assert finished.args[1].path.read_bytes() == gguf_files["f16"].read_bytes()
     assert sent_since(hub, mark, F16) <= size - kept
     shut(page)
 
@@ -476,7 +477,7 @@ def test_not_enough_disk_space_refuses_before_downloading(qtbot, env, hub, small
     key = start_download(qtbot, page, F16)
     with qtbot.waitSignal(page.downloads.download_failed, timeout=WAIT) as failed:
         pass
-    assert failed.args[1].startswith("Not enough disk space")
+    assert str(failed.args[1]).startswith("Not enough disk space")
     assert page.downloads.item(key).state is DownloadState.FAILED
     assert sent_since(hub, mark, F16) == 0
     shut(page)
@@ -491,8 +492,9 @@ def _download_q8(qtbot, page) -> Path:
     with qtbot.waitSignal(page.downloads.download_finished, timeout=WAIT) as finished:
         pass
     lib = page.library_view
-    qtbot.waitUntil(lambda: lib.select_path(finished.args[1]), timeout=WAIT)
-    return Path(finished.args[1])
+    path = finished.args[1].path
+    qtbot.waitUntil(lambda: lib.select_path(str(path)), timeout=WAIT)
+    return path
 
 
 def test_library_lists_header_facts_and_deletes_with_confirmation(qtbot, env, monkeypatch):
@@ -626,7 +628,7 @@ def test_starter_model_from_the_hub(qtbot, env, hub, starter_model_path):
     start_download(qtbot, page, "gemma-3-270m-Q4_K_M.gguf")
     with qtbot.waitSignal(page.downloads.download_finished, timeout=120_000) as finished:
         pass
-    assert os.path.getsize(finished.args[1]) == starter_model_path.stat().st_size
+    assert os.path.getsize(finished.args[1].path) == starter_model_path.stat().st_size
     shut(page)
 
 

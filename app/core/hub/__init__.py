@@ -10,7 +10,7 @@ at call time):
     clear_header_cache()
     estimate_fit(repo_id, file_or_entry, n_ctx, *, budget_bytes=None) -> fit estimate
     download_entry(entry, *, folder=None, control=None, on_progress=None) -> Path
-    Downloader(max_parallel=2, on_progress=cb): enqueue/pause/resume/cancel/get/jobs/wait/close
+    bytes_on_disk(entry, folder=None) / partial_paths(entry, folder=None)
     save_token(token) / load_token() / delete_token() / describe_token()
 """
 
@@ -29,11 +29,11 @@ from app.core.hub.client import (
     search_models,
     split_info,
 )
-from app.core.hub.download_queue import Downloader, DownloadProgress, JobState
 from app.core.hub.downloader import (
     DownloadCancelled,
     DownloadControl,
     DownloadPaused,
+    bytes_on_disk,
     download_entry,
     partial_paths,
 )
@@ -45,13 +45,11 @@ __all__ = [
     "DownloadCancelled",
     "DownloadControl",
     "DownloadPaused",
-    "DownloadProgress",
-    "Downloader",
     "GgufEntry",
-    "JobState",
     "RemoteFile",
     "RepoFiles",
     "RepoSummary",
+    "bytes_on_disk",
     "clear_header_cache",
     "delete_token",
     "describe_token",

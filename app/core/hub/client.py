@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from huggingface_hub import HfApi
 
@@ -89,6 +89,15 @@ class GgufEntry:
     @property
     def n_parts(self) -> int:
         return len(self.files)
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GgufEntry:
+        """The entry to_json wrote; KeyError / TypeError when `data` is not one."""
+        files = tuple(RemoteFile(**f) for f in data["files"])
+        return cls(data["repo_id"], data["name"], data.get("quantization"), files)
 
 
 @dataclass(frozen=True)

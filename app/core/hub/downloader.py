@@ -1,16 +1,13 @@
-"""Download GGUF models from the Hub: one blocking call, and a small queue around it (no Qt).
+"""Download a GGUF model from the Hub: one blocking call (no Qt).
 
-    path = download_entry(entry)                      # blocking; returns part 1's path
-    dl = Downloader(max_parallel=2, on_progress=print)
-    job = dl.enqueue(entry)                           # -> job id; progress via the callback
-    dl.pause(job); dl.resume(job); dl.cancel(job)
+    path = download_entry(entry, control=control, on_progress=cb)   # part 1's path
 
 Files land in the HF cache (HF_HUB_CACHE / HF_HOME, read at call time) or in a folder the
 user picked (<folder>/owner/name/<file>). Partial files stay on disk (`.incomplete`) after
 a pause, a dropped connection, a full disk or a quit, and the next attempt resumes from
 them. Every file is checked against the LFS sha256 of the repo tree before it is visible.
-The UI wraps `download_entry` (with a DownloadControl) in a QRunnable, or uses Downloader;
-callbacks run on the worker thread.
+It returns what it wrote and records nothing: the caller (app.core.download_queue, `kvstudio
+pull`) keeps the folder and tells the library. Callbacks run on the calling thread.
 """
 
 from __future__ import annotations
@@ -43,7 +40,8 @@ from app.core.hub.transfer import (
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DownloadCancelled", "DownloadControl", "DownloadPaused", "download_entry", "partial_paths",
+    "DownloadCancelled", "DownloadControl", "DownloadPaused", "bytes_on_disk", "download_entry",
+    "partial_paths",
 ]
 
 EntryProgressFn = Callable[[int, int], None]  # (bytes on disk for the whole entry, total bytes)
@@ -77,7 +75,7 @@ def download_entry(
     total = entry.total_size
     # All parts of a split model must fit, not only the next one.
     dest = Path(folder) / entry.repo_id if folder is not None else cache_layout.storage_folder(cache, entry.repo_id) / "blobs"
-    check_free_space(dest, total - _bytes_present(entry, folder, cache))
+    check_free_space(dest, total - bytes_on_disk(entry, folder=folder, cache_dir=cache))
     finished = 0
     first: Path | None = None
     for f in entry.files:
@@ -107,10 +105,11 @@ def partial_paths(entry: GgufEntry, *, folder: Path | None = None, cache_dir: Pa
     return paths
 
 
-def _bytes_present(entry: GgufEntry, folder: Path | None, cache: Path) -> int:
-    """Bytes of the entry already on disk: complete files and partial ones."""
+def bytes_on_disk(entry: GgufEntry, *, folder: Path | None = None, cache_dir: Path | None = None) -> int:
+    """Bytes of the entry already on disk, complete files and partial ones (where a resume
+    starts from)."""
     present = 0
-    for f, partial in zip(entry.files, partial_paths(entry, folder=folder, cache_dir=cache), strict=False):
+    for f, partial in zip(entry.files, partial_paths(entry, folder=folder, cache_dir=cache_dir), strict=False):
         if folder is not None:
             final = partial.with_name(partial.name.removesuffix(".incomplete"))
         else:

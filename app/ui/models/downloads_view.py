@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.services.downloads import DownloadItem, DownloadManager, DownloadState
+from app.services.downloads import Download, DownloadManager, DownloadState
 from app.ui.models import format as fmt
 from app.ui.models.flat_table import FlatTableModel, Index, row_table
 
@@ -81,9 +81,9 @@ class DownloadsModel(FlatTableModel):
         return None
 
     @staticmethod
-    def _text(item: DownloadItem, col: int) -> str:
+    def _text(item: Download, col: int) -> str:
         if col == 0:
-            parts = f" ({item.entry.n_parts} parts)" if getattr(item.entry, "is_split", False) else ""
+            parts = f" ({item.entry.n_parts} parts)" if item.entry.is_split else ""
             return f"{item.entry.name}{parts}"
         if col == 1:
             return f"{_percent(item)}%"
@@ -119,7 +119,7 @@ class DownloadsModel(FlatTableModel):
             self.dataChanged.emit(self.index(row, 0), self.index(row, len(self.HEADERS) - 1))
 
 
-def _percent(item: DownloadItem) -> int:
+def _percent(item: Download) -> int:
     if item.state is DownloadState.FINISHED:
         return 100
     return int(100 * item.done_bytes / item.total_bytes) if item.total_bytes else 0

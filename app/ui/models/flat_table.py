@@ -54,6 +54,9 @@ class ListTableModel(FlatTableModel):
     def row_at(self, row: int) -> Any:
         return self._rows[row]
 
+    def rows(self) -> list[Any]:
+        return list(self._rows)
+
     def row_count(self) -> int:
         return len(self._rows)
 

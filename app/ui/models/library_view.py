@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.library import library_order
 from app.ui.models import format as fmt
 from app.ui.models.flat_table import Index, ListTableModel, row_table
 from app.ui.models.tasks import TaskRunner, user_message
@@ -146,6 +147,11 @@ class LibraryView(QWidget):
             "library", self._list_fn, on_done=self._on_listed, on_error=self._on_list_failed
         )
 
+    def add_model(self, model: Any) -> None:
+        """Show one model just downloaded, from what the download says (no new walk)."""
+        rows = [m for m in self.model.rows() if m.path != model.path] + [model]
+        self._on_listed(sorted(rows, key=library_order))
+
     def select_path(self, path: str) -> bool:
         for row, p in enumerate(self.model.paths()):
             if Path(p) == Path(path) or Path(p).resolve() == Path(path).resolve():
@@ -205,7 +211,7 @@ class LibraryView(QWidget):
         except Exception as error:  # noqa: BLE001 - shown as one sentence
             self.status_label.setText(user_message(error))
             return
-        self.refresh()
+        self._on_listed([m for m in self.model.rows() if m.path != model.path])
 
     def _on_add_folder_clicked(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder with GGUF models")

@@ -10,7 +10,6 @@ Everything that touches the network or reads GGUF headers runs off the GUI threa
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.hub import GgufEntry, RemoteFile
-from app.core.library import delete_model, list_models
+from app.core.download_queue import QUEUE_FILE
+from app.core.errors import AppError, GatedRepoError
+from app.core.hub import GgufEntry
+from app.core.library import LibraryModel, delete_model, list_models
 from app.core.model_folders import ModelFolders
 from app.core.model_ref import resolve_model
 from app.engine.messages import LoadOptions
@@ -43,7 +44,6 @@ from app.ui.models.token_dialog import TokenDialog
 
 log = logging.getLogger(__name__)
 
-DOWNLOAD_QUEUE_FILE = "downloads.json"
 _CHOOSE = "choose"  # the destination list's last item opens a folder dialog
 # The page's own touches on top of the app style (assets/style.qss): the primary actions
 # in the app's accent colour, a splitter gap instead of a hairline.
@@ -55,15 +55,6 @@ QPushButton#primaryButton:disabled { background: #a9c1ee; }
 QSplitter::handle { background: transparent; }
 QLabel#repoTitle { font-size: 13pt; font-weight: 700; }
 """
-
-
-def encode_entry(entry: GgufEntry) -> dict:
-    return dataclasses.asdict(entry)
-
-
-def decode_entry(data: dict) -> GgufEntry:
-    files = tuple(RemoteFile(**f) for f in data["files"])
-    return GgufEntry(data["repo_id"], data["name"], data.get("quantization"), files)
 
 
 class ModelsPage(QWidget):
@@ -116,11 +107,8 @@ class ModelsPage(QWidget):
         self.fit_estimator = FitEstimator(backend.entry_header, **fit_kwargs)
 
         self.downloads = DownloadManager(
-            backend.download,
-            state_file=(Path(data_dir) / DOWNLOAD_QUEUE_FILE) if data_dir else None,
-            entry_codec=(encode_entry, decode_entry),
-            partial_bytes_fn=backend.partial_bytes,
-            discard_fn=backend.discard_partials,
+            self.folders,
+            state_file=(Path(data_dir) / QUEUE_FILE) if data_dir else None,
             max_parallel=max_parallel,
             parent=self,
         )
@@ -161,8 +149,9 @@ class ModelsPage(QWidget):
         self.repo_view.token_requested.connect(self._on_token_requested)
         self.downloads.download_finished.connect(self._on_download_finished)
         self.downloads.download_failed.connect(self._on_download_failed)
-        self.downloads.download_changed.connect(lambda _k: self._update_tab_titles())
-        self.downloads.download_removed.connect(lambda _k: self._update_tab_titles())
+        for signal in (self.downloads.download_added, self.downloads.download_changed,
+                       self.downloads.download_removed):
+            signal.connect(lambda _k: self._update_tab_titles())
         self.library_view.load_requested.connect(self._on_library_load_requested)
 
         self._fill_destinations(self.folders.read().download_to)
@@ -255,17 +244,17 @@ class ModelsPage(QWidget):
         self.tabs.setCurrentIndex(self.TAB_DOWNLOADS)
         self.downloads_view.select(key)
 
-    def _on_download_finished(self, _key: str, path: str) -> None:
-        self.library_view.refresh()
-        self.download_finished.emit(path)
+    def _on_download_finished(self, _key: str, model: LibraryModel) -> None:
+        self.library_view.add_model(model)
+        self.download_finished.emit(str(model.path))
         if self.bridge is not None:
-            self.bridge.info(f"Downloaded {Path(path).name}; it is in My models.")
+            self.bridge.info(f"Downloaded {model.path.name}; it is in My models.")
 
-    def _on_download_failed(self, key: str, message: str) -> None:
+    def _on_download_failed(self, _key: str, error: AppError) -> None:
         if self.bridge is not None:
-            self.bridge.warning(message)
-        if self.downloads.item(key).error_kind == "GatedRepoError":
-            self._on_token_requested(message)
+            self.bridge.warning(str(error))
+        if isinstance(error, GatedRepoError):
+            self._on_token_requested(str(error))
 
     def _on_token_requested(self, reason: str = "") -> None:
         dialog = TokenDialog(reason or "", self)
