@@ -15,23 +15,29 @@ need(n_ctx) = weights + KV cache + compute buffer + output buffer, where
 - output buffer: n_vocab floats per sequence.
 Verdicts leave a MARGIN of 10% of the budget for the estimate's error and what no formula
 sees (the GPU runtime's own context, fragmentation): need <= 90% of the budget 'fits',
-need <= budget 'tight', else 'does not fit'.
+need <= budget 'tight', else 'does not fit'; 'not supported' when llama.cpp refuses the
+K/V type for the model (estimate_fit, for the Models page, says so per mode).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.core.errors import BadInputError
 from app.core.gguf_header import GgufHeader
 from app.core.kv_cache import KvCacheEstimate, kv_cache_bytes
 from app.core.kv_types import COMPARE_MODES, KvMode
 
+if TYPE_CHECKING:
+    from app.core.probes import FreeMemory
+
 MARGIN = 0.10
 FITS, TIGHT, NO_FIT = "fits", "tight", "does not fit"
-_CTX_STEP = 256
-_COMPUTE_SAFETY = 1.05  # the estimate's own cushion above the two peaks it models  # llama.cpp pads n_ctx to 256, so candidates are multiples of it
+UNSUPPORTED = "not supported"  # llama.cpp refuses this K/V type for this model
+_CTX_STEP = 256  # llama.cpp pads n_ctx to 256, so candidates are multiples of it
+_COMPUTE_SAFETY = 1.05  # the estimate's own cushion above the two peaks it models
 
 _UNITS = {
     "": 1, "b": 1,
@@ -72,13 +78,40 @@ class MemoryNeed:
 
 @dataclass(frozen=True)
 class ModeFit:
+    """One KV mode of one model against one memory budget."""
+
     mode: KvMode
     n_ctx: int
-    need: MemoryNeed
     budget_bytes: int
-    verdict: str  # FITS | TIGHT | NO_FIT
-    largest_n_ctx: int  # the largest context whose need stays within the budget (0: none)
-    largest_n_ctx_with_margin: int  # ... within the budget less the margin
+    verdict: str  # FITS | TIGHT | NO_FIT | UNSUPPORTED
+    need: MemoryNeed | None = None  # None when UNSUPPORTED
+    largest_n_ctx: int = 0  # the largest context whose need stays within the budget (0: none)
+    largest_n_ctx_with_margin: int = 0  # ... within the budget less the margin
+    reason: str = ""  # why UNSUPPORTED, one sentence
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.need.kv_bytes if self.need else 0
+
+    @property
+    def total_bytes(self) -> int:
+        return self.need.total_bytes if self.need else 0
+
+
+@dataclass(frozen=True)
+class FitEstimate:
+    """Every KV mode of one model file against one budget (a row of the Models page)."""
+
+    n_ctx: int
+    weights_bytes: int
+    buffers_bytes: int  # compute + output buffers at n_ctx (estimated), for the first mode
+    budget: FreeMemory
+    modes: tuple[ModeFit, ...]
+    n_ctx_train: int | None = None
+    note: str = ""  # e.g. "approximate: this architecture's cache is not a plain KV cache"
+
+    def for_mode(self, label: str) -> ModeFit | None:
+        return next((m for m in self.modes if m.mode.label == label), None)
 
 
 def weights_bytes(header: GgufHeader, file_size: int | None = None) -> int:
@@ -223,6 +256,40 @@ def fit_estimate(
         largest_margin = fit_context_length(
             header, int(budget_bytes * (1 - MARGIN)), mode, **options  # type: ignore[arg-type]
         )
-        results.append(ModeFit(mode, n_ctx, need, budget_bytes, verdict(need.total_bytes, budget_bytes),
-                               largest, largest_margin))
+        results.append(ModeFit(mode, n_ctx, budget_bytes, verdict(need.total_bytes, budget_bytes),
+                               need, largest, largest_margin))
     return tuple(results)
+
+
+def estimate_fit(
+    header: GgufHeader,
+    file_size: int | None,
+    n_ctx: int,
+    budget: FreeMemory,
+    modes: tuple[KvMode, ...] = COMPARE_MODES,
+) -> FitEstimate:
+    """fit_estimate for every mode against `budget` (free VRAM, or RAM, as the probes read
+    it), a mode llama.cpp refuses for this model marked UNSUPPORTED with the reason.
+    BadInputError when no mode can be estimated."""
+    results: list[ModeFit] = []
+    for mode in modes:
+        try:
+            (fit,) = fit_estimate(header, file_size, n_ctx, budget.bytes, (mode,), on_gpu=budget.on_gpu)
+        except BadInputError as error:
+            # e.g. q8_0 needs a head size divisible by 32: llama.cpp refuses that cache type.
+            results.append(ModeFit(mode, n_ctx, budget.bytes, UNSUPPORTED, reason=str(error)))
+            continue
+        results.append(fit)
+    first = next((m.need for m in results if m.need is not None), None)
+    if first is None:
+        raise BadInputError(results[0].reason if results else "No KV cache mode can be estimated.")
+    note = "" if first.kv.exact else first.kv.note or "The KV estimate is approximate for this architecture."
+    return FitEstimate(
+        n_ctx=n_ctx,
+        weights_bytes=first.weights_bytes,
+        buffers_bytes=first.compute_bytes + first.output_bytes,
+        budget=budget,
+        modes=tuple(results),
+        n_ctx_train=header.context_length,
+        note=note,
+    )

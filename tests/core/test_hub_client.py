@@ -146,22 +146,3 @@ def test_remote_header_of_gated_repo_needs_a_token(hub_env, tiny_gguf) -> None:
     hub_env.add_repo("meta/locked-GGUF", {"locked-Q8_0.gguf": tiny_gguf("l.gguf")}, gated=True)
     with pytest.raises(GatedRepoError, match="gated or private"):
         fetch_remote_header("meta/locked-GGUF", "locked-Q8_0.gguf")
-
-
-def test_fit_estimate_of_a_hub_file_without_downloading_it(hub_env, tiny_gguf) -> None:
-    from app.core.fit import FITS, NO_FIT
-    from app.core.hub import estimate_fit
-
-    source = tiny_gguf("t.gguf", n_layer=4, n_ctx_train=8192)
-    hub_env.add_repo("acme/tiny-GGUF", {"tiny-F16.gguf": source})
-    entry = list_gguf_files("acme/tiny-GGUF").entries[0]
-    roomy = estimate_fit("acme/tiny-GGUF", entry, 4096, budget_bytes=8 * 2**30)
-    assert [f.verdict for f in roomy] == [FITS] * len(roomy)
-    kv = [f.need.kv_bytes for f in roomy]  # fp16, K=q8_0/V=f16, K=V=q8_0
-    assert kv[0] > kv[1] > kv[2] > 0
-    assert all(f.largest_n_ctx >= 4096 for f in roomy)
-    tight = estimate_fit("acme/tiny-GGUF", "tiny-F16.gguf", 4096, budget_bytes=source.stat().st_size // 2)
-    assert all(f.verdict == NO_FIT and f.largest_n_ctx == 0 for f in tight)
-    hub_env.wait_idle()
-    reads = [r for r in hub_env.log if "/cdn/" in r.path]
-    assert len(reads) == 1 and reads[0].range.startswith("bytes=0-")  # one range read, then cached

@@ -18,6 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from app.core.errors import DiskFullError, GatedRepoError
+from app.core.probes import FreeMemory
 from app.services.downloads import DownloadState
 from tests.gguf_factory import write_tiny_gguf
 from tests.hub_fixtures import SMALL_DISK_KINDS, make_small_disk
@@ -76,13 +77,13 @@ def env(hub, tmp_path, monkeypatch):
 
 
 class Budget:
-    """A memory budget the test controls (bytes, label, on_gpu)."""
+    """A memory budget the test controls."""
 
     def __init__(self, n: int) -> None:
         self.n = n
 
-    def __call__(self) -> tuple[int, str, bool]:
-        return self.n, "free RAM", False
+    def __call__(self) -> FreeMemory:
+        return FreeMemory(self.n, "system RAM", "test", False)
 
 
 def make_page(qtbot, env, budget: int = 8 * GIB, engine_client=None, max_parallel: int = 2,
@@ -263,7 +264,7 @@ def test_small_budget_says_does_not_fit(qtbot, env):
     for row in _tree_rows(page)["Q8_0"]:
         assert row[2:] == ["does not fit"] * 3
     # Changing the context re-estimates every file.
-    page.fit_estimator._budget_fn = Budget(8 * GIB)
+    page.fit_estimator.budget_fn = Budget(8 * GIB)
     page.fit_estimator.refresh_budget()
     page.repo_view.context_spin.setValue(4096)
     qtbot.waitUntil(lambda: _tree_rows(page)["Q8_0"][0][2].startswith("fits"), timeout=WAIT)
@@ -715,7 +716,7 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
                  last_modified=datetime(2025, 9, 2, tzinfo=UTC))
     from PySide6.QtWidgets import QApplication
 
-    from app.ui.models.fit import free_memory
+    from app.core.probes import read_free_memory
 
     style = Path(__file__).resolve().parents[2] / "assets" / "style.qss"
     app = QApplication.instance()
@@ -723,7 +724,7 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
     if style.exists():  # as the app shows it
         app.setStyleSheet(style.read_text(encoding="utf-8"))
     page = make_page(qtbot, env)
-    page.fit_estimator._budget_fn = free_memory  # this machine's real free memory
+    page.fit_estimator.budget_fn = read_free_memory  # this machine's real free memory
     page.resize(1440, 600)
     page.repo_view.context_spin.setValue(131072)
     page.search_view.query_edit.setText("GGUF")

@@ -8,7 +8,6 @@ at call time):
     parse_model_spec("owner/name:Q4_K_M") -> ("owner/name", "Q4_K_M")
     fetch_remote_header(repo_id, filename) -> GgufHeader        (range reads, a few MiB; cached)
     clear_header_cache()
-    estimate_fit(repo_id, file_or_entry, n_ctx, *, budget_bytes=None) -> fit estimate
     download_entry(entry, *, folder=None, control=None, on_progress=None) -> Path
     bytes_on_disk(entry, folder=None) / partial_paths(entry, folder=None)
     save_token(token) / load_token() / delete_token() / describe_token()
@@ -37,7 +36,7 @@ from app.core.hub.downloader import (
     download_entry,
     partial_paths,
 )
-from app.core.hub.remote_header import clear_header_cache, estimate_fit, fetch_remote_header
+from app.core.hub.remote_header import clear_header_cache, fetch_remote_header
 from app.core.hub.tokens import delete_token, describe_token, load_token, save_token, token_path
 
 __all__ = [
@@ -54,7 +53,6 @@ __all__ = [
     "delete_token",
     "describe_token",
     "download_entry",
-    "estimate_fit",
     "fetch_remote_header",
     "list_gguf_files",
     "list_repo_files",

@@ -10,22 +10,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
 
 import httpx2
 from huggingface_hub.utils import build_hf_headers, get_session
 
 from app.core.errors import DownloadError, HubUnreachableError, NotAGgufError, TruncatedGgufError
 from app.core.gguf_header import GgufHeader, GgufHeaderIncompleteError, parse_gguf_header
-from app.core.hub.client import GgufEntry
 from app.core.hub.env import hub_endpoint, is_offline
 from app.core.hub.hub_errors import gated_message, translate
 from app.core.hub.safe_paths import check_relative_name
 from app.core.hub.tokens import load_token
 from app.core.hub.transfer import same_origin
-
-if TYPE_CHECKING:
-    from app.core.fit import ModeFit
 
 log = logging.getLogger(__name__)
 
@@ -120,43 +115,6 @@ def _read_range(
     except (httpx2.TransportError, httpx2.TimeoutException) as error:
         raise translate(error, repo_id, filename) from error
     return bytes(out[: end - start])
-
-
-def estimate_fit(
-    repo_id: str,
-    file: str | GgufEntry,
-    n_ctx: int,
-    *,
-    budget_bytes: int | None = None,
-    revision: str = "main",
-    token: str | None = None,
-) -> tuple[ModeFit, ...]:
-    """app.core.fit.fit_estimate for a Hub file, without downloading it.
-
-    `file` is a path in the repo or a GgufEntry (a split model counts all its parts'
-    bytes; its header is read from part 1). `budget_bytes` None: free VRAM, else free RAM
-    (app.core.probes). Returns what fit_estimate returns (fits / tight / does not fit,
-    KV bytes per mode, the largest context per mode).
-    """
-    from app.core.fit import fit_estimate
-
-    if isinstance(file, GgufEntry):
-        filename, file_size = file.first_file, file.total_size
-    else:
-        filename, file_size = file, None
-    header = fetch_remote_header(repo_id, filename, revision=revision, token=token)
-    if file_size is None:
-        file_size = header.file_size or header.data_end
-    if budget_bytes is None:
-        budget_bytes = default_budget_bytes()
-    return fit_estimate(header, file_size, n_ctx, budget_bytes)
-
-
-def default_budget_bytes() -> int:
-    """Free VRAM of the GPU the probes find, or free RAM when there is none (app.core.probes)."""
-    from app.core.probes import read_free_memory
-
-    return read_free_memory().bytes
 
 
 def clear_header_cache() -> None:

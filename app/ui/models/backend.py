@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from app.core.gguf_header import GgufHeader
 from app.core.hub import (
-    GgufEntry,
     RepoFiles,
     RepoSummary,
-    fetch_remote_header,
     list_gguf_files,
     search_models,
 )
@@ -27,11 +24,6 @@ def search(query: str, sort: str) -> list[RepoSummary]:
 
 def list_repo(repo_id: str) -> RepoFiles:
     return list_gguf_files(repo_id)
-
-
-def entry_header(entry: GgufEntry) -> GgufHeader:
-    """The header of the entry's first file, from a few MiB of range reads."""
-    return fetch_remote_header(entry.repo_id, entry.first_file)
 
 
 def forget_headers() -> None:

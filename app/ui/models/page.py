@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.core.download_queue import QUEUE_FILE
 from app.core.errors import AppError, GatedRepoError
+from app.core.fit_estimator import FitEstimator
 from app.core.hub import GgufEntry
 from app.core.library import LibraryModel, delete_model, list_models
 from app.core.model_folders import ModelFolders
@@ -35,7 +36,6 @@ from app.engine.messages import LoadOptions
 from app.services.downloads import DownloadManager
 from app.ui.models import backend
 from app.ui.models.downloads_view import DownloadsView
-from app.ui.models.fit import FitEstimator
 from app.ui.models.library_view import LibraryView
 from app.ui.models.repo_view import RepoView
 from app.ui.models.search_view import SearchView
@@ -103,8 +103,7 @@ class ModelsPage(QWidget):
         self._last_destination: Path | None = None
         self.runner = TaskRunner(self)
         self.folders = ModelFolders(Path(data_dir)) if data_dir else ModelFolders.of_app()
-        fit_kwargs = {"budget_fn": budget_fn} if budget_fn is not None else {}
-        self.fit_estimator = FitEstimator(backend.entry_header, **fit_kwargs)
+        self.fit_estimator = FitEstimator(budget_fn=budget_fn) if budget_fn else FitEstimator()
 
         self.downloads = DownloadManager(
             self.folders,

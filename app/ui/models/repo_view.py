@@ -30,10 +30,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import GatedRepoError
-from app.core.fit import MARGIN
+from app.core.fit import FITS, MARGIN, NO_FIT, TIGHT, UNSUPPORTED, FitEstimate, ModeFit
+from app.core.fit_estimator import FitEstimator
 from app.core.kv_types import COMPARE_MODES
+from app.core.probes import FreeMemory
 from app.ui.models import format as fmt
-from app.ui.models.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED, FitEstimate, ModeFit
 from app.ui.models.tasks import TaskRunner
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -63,7 +64,12 @@ class _VerdictDelegate(QStyledItemDelegate):
 
 
 def verdict_text(fit: ModeFit) -> str:
-    return f"{fit.verdict} · max {fmt.tokens_short(fit.max_context)}" if fit.max_context else fit.verdict
+    return f"{fit.verdict} · max {fmt.tokens_short(fit.largest_n_ctx)}" if fit.largest_n_ctx else fit.verdict
+
+
+def budget_text(budget: FreeMemory) -> str:
+    """'free VRAM (NVIDIA H200)' or 'free system RAM'."""
+    return f"free VRAM ({budget.device})" if budget.on_gpu else f"free {budget.device}"
 
 
 class RepoView(QWidget):
@@ -77,7 +83,7 @@ class RepoView(QWidget):
     def __init__(
         self,
         list_fn: Callable[[str], Any],
-        fit_fn: Callable[[Any, int], FitEstimate],
+        fit_fn: FitEstimator,
         runner: TaskRunner,
         parent: QWidget | None = None,
     ) -> None:
@@ -224,9 +230,7 @@ class RepoView(QWidget):
         if repo.repo_id != self._repo_id:
             return
         self._clear()
-        set_entries = getattr(self._fit_fn, "set_entries", None)
-        if set_entries is not None:
-            set_entries(repo.entries)
+        self._fit_fn.set_entries(repo.entries)
         groups = repo.by_quantization()
         for quant, entries in groups.items():
             total = sum(e.total_size for e in entries)
@@ -302,7 +306,7 @@ class RepoView(QWidget):
             item.setToolTip(
                 f"KV {mode_fit.mode.label} at {fit.n_ctx:,} tokens: {fmt.size(mode_fit.kv_bytes)}; "
                 f"weights {fmt.size(fit.weights_bytes)}; total {fmt.size(mode_fit.total_bytes)} "
-                f"of {fmt.size(fit.budget_bytes)} {fit.budget_label}."
+                f"of {fmt.size(fit.budget.bytes)} {budget_text(fit.budget)}."
             )
 
     def _on_fit_done(self, repo_id: str | None, first_file: str, fit: FitEstimate) -> None:
@@ -311,8 +315,8 @@ class RepoView(QWidget):
         self._fits[first_file] = fit
         self._set_mode_cells(first_file, fit)
         self.budget_label.setText(
-            f"Estimates for {fit.n_ctx:,} tokens of context against {fmt.size(fit.budget_bytes)} "
-            f"{fit.budget_label} (fits: within {100 - round(MARGIN * 100)}% of it; tight: up to all of it)."
+            f"Estimates for {fit.n_ctx:,} tokens of context against {fmt.size(fit.budget.bytes)} "
+            f"{budget_text(fit.budget)} (fits: within {100 - round(MARGIN * 100)}% of it; tight: up to all of it)."
         )
         current = self._current_entry()
         if current is not None and current.first_file == first_file:
@@ -374,7 +378,7 @@ class RepoView(QWidget):
                 fmt.size(mode_fit.kv_bytes) if supported else "–",
                 fmt.size(mode_fit.total_bytes) if supported else "–",
                 mode_fit.verdict,
-                fmt.tokens(mode_fit.max_context) if mode_fit.max_context else "none",
+                fmt.tokens(mode_fit.largest_n_ctx) if mode_fit.largest_n_ctx else "none",
             ]
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
