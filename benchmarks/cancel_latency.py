@@ -62,7 +62,7 @@ def mid_prompt(proc, prompt: str, delay: float) -> tuple[float, str, int]:
     from app.engine.messages import Finished, Generate, SamplingSettings
 
     proc.send(Generate("before", SamplingSettings(temperature=0.0, max_tokens=1), prompt="Hi"))
-    proc.send(Generate("prompt", SamplingSettings(temperature=0.0, max_tokens=4), prompt=prompt))
+    proc.send(Generate("prompt", SamplingSettings(temperature=0.0, max_tokens=64), prompt=prompt))
     _until(proc, (Finished,))
     time.sleep(delay)  # a benchmark may wait; the tests wait on events
     cancelled_at = time.perf_counter()
@@ -115,19 +115,23 @@ def main() -> int:
         reply = [mid_reply(proc, rng) for _ in range(args.cancels)]
         prompt_runs = []
         for i in range(args.cancels):
-            # Cancel somewhere in the first 80% of the prompt's evaluation.
-            prompt_runs.append(mid_prompt(proc, prompt + f" {i}", rng.uniform(0.05, 0.8) * prompt_s))
+            # Cancel somewhere in the first half of the prompt's evaluation.
+            prompt_runs.append(mid_prompt(proc, prompt + f" {i}", rng.uniform(0.05, 0.5) * prompt_s))
     finally:
         proc.stop()
 
-    print(_summary("mid-reply", [r[0] for r in reply]))
-    print(_summary("mid-prompt", [r[0] for r in prompt_runs]))
-    not_cancelled = [r for r in reply + [(p[0], p[1]) for p in prompt_runs] if r[1] != "cancelled"]
-    if not_cancelled:
-        print(f"{len(not_cancelled)} run(s) ended before the cancel landed ({not_cancelled[0][1]})")
-    late = [p for p in prompt_runs if p[2] > 0]
-    if late:
-        print(f"{len(late)} mid-prompt run(s) generated tokens: the cancel came after the prompt")
+    # Only cancels that landed where they were meant to count: a reply still streaming, a
+    # prompt still being evaluated (no token yet). A busy machine makes prompts slower or
+    # faster than the first measurement, so a few cancels may land after the prompt.
+    replies = [r[0] for r in reply if r[1] == "cancelled"]
+    prompts = [p[0] for p in prompt_runs if p[1] == "cancelled" and p[2] == 0]
+    if replies:
+        print(_summary("mid-reply", replies))
+    if prompts:
+        print(_summary("mid-prompt", prompts))
+    missed = len(reply) - len(replies) + len(prompt_runs) - len(prompts)
+    if missed:
+        print(f"{missed} cancel(s) left out: they landed after the reply or the prompt had ended")
     return 0
 
 
