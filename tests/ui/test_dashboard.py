@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -15,8 +16,10 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+from PySide6.QtCore import Qt  # noqa: E402
+
 from app.core.errors import BadInputError
-from app.engine.messages import ChatMessage, Generate, LoadOptions, SamplingSettings
+from app.engine.messages import ChatMessage, Finished, Generate, LoadOptions, SamplingSettings
 
 pytestmark = pytest.mark.slow
 LOAD_MS, REPLY_MS, COMPARE_MS = 120_000, 120_000, 400_000
@@ -72,10 +75,22 @@ def test_markers_keep_the_engine_order_while_the_gui_thread_is_blocked(qtbot, da
     request = Generate("blocked", SamplingSettings(max_tokens=8, temperature=0.0),
                        prompt="The tallest mountain on Earth is")
     sent = recording.now()
+    # The reader thread hands each engine event to the GUI thread through a queued signal;
+    # a direct connection here sees it arrive on the reader thread, while the GUI is blocked.
+    engine_done = threading.Event()
+
+    def on_reader_thread(event: object, _generation: int) -> None:
+        if isinstance(event, Finished):
+            engine_done.set()
+
+    client._event_arrived.connect(on_reader_thread, Qt.ConnectionType.DirectConnection)
     with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS) as finished:
         client.generate(request)
-        time.sleep(0.5)  # the GUI thread is busy; the engine goes on without it
+        # Block the GUI thread until the engine has finished the whole reply: every event
+        # (prompt started, tokens, finished) waits in the GUI's queue, none handled yet.
+        assert engine_done.wait(REPLY_MS / 1000)
         unblocked = recording.now()
+    client._event_arrived.disconnect(on_reader_thread)
     markers = [m for m in recording.markers
                if m.t >= sent and m.kind in ("prompt", "generation", "finished")]
     assert [m.kind for m in markers] == ["prompt", "generation", "finished"]
