@@ -1,4 +1,4 @@
-"""`python -m kernels ...`: build variants, build, verify (see kernels/__init__.py)."""
+"""`python -m kernels ...`: build variants, build, verify, isa-proof (see kernels/__init__.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 NOTHING_TO_VERIFY = 3  # exit status: checks passed, but no GPU kernel ran (CPU build)
 
@@ -33,6 +34,17 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--ctx", type=int, default=4096)
     verify.add_argument("--gpu-layers", type=int, default=-1)
     verify.add_argument("--json", action="store_true")
+    isa = sub.add_parser(
+        "isa-proof",
+        help="compile the FA vector kernels for RDNA3 and count the int8 dot instruction",
+        description="Needs root (a Debian 13 hipcc root, made once). Exit status: 0 every q8_0-K "
+        "kernel has v_dot4_i32_iu8 and the f16 control none; 1 not so; 2 it could not run.",
+    )
+    isa.add_argument("--root", type=Path, help="the Debian 13 hipcc root (made when missing)")
+    isa.add_argument("--targets", nargs="+", help="AMD GPU targets (default: the rdna3 variant's)")
+    isa.add_argument("--out", type=Path, help="the JSON report (default docs/int8k-isa-report.json)")
+    isa.add_argument("--table", type=Path, help="the Markdown page (default docs/int8k-isa.md)")
+    isa.add_argument("--no-cache", action="store_true", help="compile even if cached objects exist")
     return parser
 
 
@@ -52,10 +64,40 @@ def main(argv: list[str] | None = None) -> int:
             from kernels.build import build
 
             return build(variant(args.variant), args.source, args.target, args.jobs)
+        if args.command == "isa-proof":
+            return _isa_proof(args)
         return _verify(args)
     except ValueError as error:  # includes BadInputError
         print(f"kernels: {error}", file=sys.stderr)
         return 2
+
+
+def _isa_proof(args: argparse.Namespace) -> int:
+    from kernels import isa_proof
+    from kernels.isa_report import render_markdown, write_json
+
+    out = args.out or isa_proof.DEFAULT_JSON
+    table = args.table or isa_proof.DEFAULT_TABLE
+    try:
+        run = isa_proof.prove(
+            args.root,
+            args.targets or isa_proof.DEFAULT_TARGETS,
+            use_cache=not args.no_cache,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+    except isa_proof.IsaProofError as error:
+        print(f"kernels: {error}", file=sys.stderr)
+        return 2
+    write_json(run.report, out)
+    table.write_text(render_markdown(run.report, os.path.relpath(out, table.parent)), encoding="utf-8")
+    cached = [pair for pair in run.report["instances"] if pair not in run.compiled]
+    print(
+        f"wrote {out} and {table} (compiled now: {', '.join(run.compiled) or 'none'}; "
+        f"from the cache: {', '.join(cached) or 'none'})"
+    )
+    for line in run.report["violations"]:
+        print(line, file=sys.stderr)
+    return 0 if run.report["ok"] else 1
 
 
 def _verify(args: argparse.Namespace) -> int:
