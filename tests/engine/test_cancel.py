@@ -155,8 +155,9 @@ def test_a_cancel_while_llama_cpp_decodes_a_token_drops_only_that_token(model):
 def engine(starter_model_path) -> Iterator[EngineProcess]:
     proc = EngineProcess()
     proc.start()
-    # One batch for a whole long prompt: only the abort callback can stop it part-way.
-    proc.send(Load(_options(starter_model_path, n_batch=N_CTX)))
+    # One batch for a whole long prompt: only the abort callback can stop it part-way. On the
+    # CPU, where llama.cpp checks that callback between graph nodes (as in the tests above).
+    proc.send(Load(_options(starter_model_path, n_batch=N_CTX, n_gpu_layers=0)))
     _, loaded = _wait(proc, (Loaded, Failed))
     assert isinstance(loaded, Loaded), loaded
     yield proc
