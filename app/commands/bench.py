@@ -14,12 +14,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.core.errors import BadInputError
-
-if TYPE_CHECKING:
-    from app.core.kv_types import KvMode
 
 NAME = "bench"
 HELP = "compare KV cache modes (memory, speed, quality), measured, one engine per mode"
@@ -89,7 +86,7 @@ def _progress(fraction: float, message: str) -> None:
 def _plotter() -> Any:
     """The PNG renderer (Qt, imported only for --plot), or BadInputError without PySide6."""
     try:
-        from app.ui.dashboard.bar_chart import render_compare_png
+        from app.services.compare_chart import render_compare_png
     except ImportError:
         raise BadInputError(
             "--plot needs PySide6; save the results with --json and plot them elsewhere with "
@@ -125,16 +122,6 @@ def _title(data: dict[str, Any]) -> str:
             f"{data.get('device') or data.get('probe')}")
 
 
-def _check_loads(path: Path, modes: list[KvMode], args: argparse.Namespace) -> None:
-    """Refuse before minutes of measuring when a mode's load cannot fit (unless --force)."""
-    from app.core.load_check import check_model_load
-    from app.engine.messages import LoadOptions
-
-    loads = [LoadOptions(model_path=str(path), n_ctx=args.ctx, n_gpu_layers=args.gpu_layers,
-                         type_k=mode.k.name, type_v=mode.v.name) for mode in modes]
-    check_model_load(path, *loads, force=args.force)
-
-
 def run(args: argparse.Namespace) -> int:
     _check(args)
     if args.plot:
@@ -147,7 +134,6 @@ def run(args: argparse.Namespace) -> int:
 
     modes = parse_modes(args.modes)
     path = resolve_model(args.model)
-    _check_loads(path, modes, args)
     text = None
     if args.text is not None:
         try:
@@ -159,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         path, n_ctx=args.ctx, depth=args.depth, modes=modes, reference_text=text,
         progress_cb=_progress, n_gpu_layers=args.gpu_layers, n_prompt=args.prompt_tokens,
         n_gen=args.gen_tokens, quality_chunks=args.chunks, chunk_tokens=args.chunk_tokens,
-        n_threads=args.threads, repetitions=args.repetitions,
+        n_threads=args.threads, repetitions=args.repetitions, force=args.force,
     )
     if args.record and result.recording is not None:
         result.recording.save(args.record)

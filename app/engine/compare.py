@@ -24,6 +24,7 @@ from typing import Any
 
 from app.core.errors import AppError, BadInputError, EngineFailedError
 from app.core.kv_types import FP16_KV_MODE, KvMode
+from app.core.load_check import CLI_ADVICE, check_model_load
 from app.core.recording import ProbeSampler, Recording
 from app.engine.compare_result import CompareResult, ModeResult
 from app.engine.messages import (
@@ -241,12 +242,16 @@ def run_compare(
     probe: Any = None,
     sample_hz: float = 10.0,
     recording: Recording | None = None,
+    force: bool = False,
+    load_advice: str = CLI_ADVICE,
 ) -> CompareResult:
     """Measure every mode in `modes` (f16/f16 always first) on `model_path`.
 
     `recording`: an empty Recording to fill (so a GUI can draw it while the run goes on);
-    by default a new one. `quality_chunks=0` skips the quality measurement. Raises BadInputError for bad
-    settings, CompareCancelledError when `cancel` is set, EngineFailedError or
+    by default a new one. `quality_chunks=0` skips the quality measurement. Every mode's load
+    is checked against the free memory first (app.core.load_check; `force` skips what can be
+    forced, `load_advice` ends the refusal). Raises BadInputError for bad settings,
+    ContextTooLargeError before any engine starts when a load cannot fit, CompareCancelledError when `cancel` is set, EngineFailedError or
     EngineCrashedError when an engine fails (the result so far is lost).
     """
     from app.engine.quality import default_reference_text
@@ -264,6 +269,15 @@ def run_compare(
         )
     if quality_chunks < 0 or (quality_chunks and chunk_tokens > n_ctx):
         raise BadInputError(f"Quality chunks of {chunk_tokens} tokens must fit the {n_ctx}-token context.")
+    loads = {
+        mode: LoadOptions(
+            model_path=str(path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, flash_attn=True,
+            type_k=mode.k.name, type_v=mode.v.name, n_threads=n_threads,
+        )
+        for mode in kv_modes
+    }
+    # Minutes of measuring must not end in an out-of-memory kill: refuse up front instead.
+    check_model_load(path, *loads.values(), force=force, advice=load_advice)
 
     if probe is None:
         probe = detect_default_probe(gpu=n_gpu_layers != 0)
@@ -297,10 +311,7 @@ def run_compare(
         try:
             for mode in kv_modes:
                 run.check_cancel()
-                options = LoadOptions(
-                    model_path=str(path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, flash_attn=True,
-                    type_k=mode.k.name, type_v=mode.v.name, n_threads=n_threads,
-                )
+                options = loads[mode]
                 bench = Bench(uuid.uuid4().hex, depth=depth, n_prompt=n_prompt, n_gen=n_gen,
                               repetitions=repetitions)
                 evaluate = None

@@ -78,7 +78,8 @@ class CompareRunner(QObject):
         try:
             result = run_compare(
                 model_path, n_ctx=n_ctx, depth=depth, progress_cb=self.progress_changed.emit,
-                cancel=cancel, probe=self._probe, recording=recording, **options,
+                cancel=cancel, probe=self._probe, recording=recording,
+                load_advice="lower the context in the Compare settings", **options,
             )
         except CompareCancelledError:
             self.cancelled.emit()

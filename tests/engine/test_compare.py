@@ -121,6 +121,17 @@ def test_bad_settings_refused_before_any_engine(starter_model_path, tmp_path):
         run_compare(tmp_path / "none.gguf", probe=PsutilProbe())
 
 
+def test_a_load_that_cannot_fit_is_refused_before_any_engine(starter_model_path, monkeypatch):
+    from app.core.errors import NotEnoughMemoryError
+
+    monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "1MiB")  # the probes' cap: a tiny device
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with pytest.raises(NotEnoughMemoryError, match=r"has 0\.0 GiB free .*; lower the context\.$"):
+        run_compare(starter_model_path, n_ctx=1024, depth=0, probe=PsutilProbe(),
+                    load_advice="lower the context")
+    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
+
+
 def test_cancel_stops_the_engine(starter_model_path):
     cancel = threading.Event()
     before = {p.pid for p in psutil.Process().children(recursive=True)}
