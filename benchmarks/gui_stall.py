@@ -73,9 +73,10 @@ class StallWatchdog:
         sites = self.sites.get(phase)
         if not sites:
             return f"watchdog ({phase}): no heartbeat was {LATE_MS:.0f} ms late"
-        lines = [f"watchdog ({phase}): where the GUI thread was while a heartbeat was "
-                 f">{LATE_MS:.0f} ms late ({sum(sites.values())} samples, 5 ms apart; the event "
-                 "loop's own wait means the thread was waiting for the CPU or the GIL):"]
+        header = (f"watchdog ({phase}): where the GUI thread was while a heartbeat was "
+                  f">{LATE_MS:.0f} ms late ({sum(sites.values())} samples, 5 ms apart; the event "
+                  "loop's own wait means the thread was waiting for the CPU or the GIL):")
+        lines = [header]
         lines += [f"  {n:4d}  {site}" for site, n in sites.most_common(top)]
         return "\n".join(lines)
 
