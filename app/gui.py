@@ -47,22 +47,16 @@ def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     bridge = MessageBridge()
     engine = engine or EngineClient()
     window = MainWindow(engine, store, settings, bridge)
-    _add_pages(window, engine, bridge, settings, folder)
+    _add_pages(window, engine, bridge, folder)
     return AppParts(window, engine, store, settings, bridge)
 
 
-def _add_pages(
-    window: MainWindow,
-    engine: EngineClient,
-    bridge: MessageBridge,
-    settings: SettingsFile,
-    folder: Path,
-) -> None:
+def _add_pages(window: MainWindow, engine: EngineClient, bridge: MessageBridge, folder: Path) -> None:
     """The Models and Dashboard pages beside Chat. Load into chat goes through the chat
-    page, so the load shows its progress there and the model is remembered."""
-    models = ModelsPage(
-        engine, bridge, data_dir=folder, settings=settings, load_fn=window.chat.load_model
-    )
+    page (the one place a load is prepared from the settings), so the load shows its
+    progress there and the model is remembered."""
+    models = ModelsPage(folder, bridge)
+    models.load_requested.connect(window.chat.load_model)
     models.load_requested.connect(lambda _ref: window.show_page("Chat"))
     window.add_page("Models", models)
     window.add_page("Dashboard", DashboardPage(engine))

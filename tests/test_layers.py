@@ -2,7 +2,8 @@
 
 app/core and app/engine never import Qt (so the CLI, the engine process and the GPU bench run
 without PySide6); app/core never imports app/engine, app/services or app/ui; app/services never
-imports app/ui; the CLI's command modules import Qt only inside functions (the lazy --plot path).
+imports app/ui; the CLI's command modules never import app/ui, and Qt only inside functions (the
+lazy --plot path); every module in app/ui imports Qt (logic that runs without Qt lives below).
 """
 
 from __future__ import annotations
@@ -59,6 +60,28 @@ def test_cli_commands_import_qt_only_lazily() -> None:
         if name.split(".")[0] in QT or name.startswith(("app.ui", "app.services", "app.gui"))
     ]
     assert not offenders, "\n".join(offenders)
+
+
+def test_commands_never_import_the_ui() -> None:
+    """Not even lazily: what a command needs from Qt (bench --plot) lives in app/services."""
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in _files("app/commands") + [ROOT / "app/cli.py"]
+        for name in _imports(path)
+        if name == "app.ui" or name.startswith("app.ui.")
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_every_ui_module_is_qt() -> None:
+    """A module in app/ui that imports no Qt holds logic that belongs in app/core (or a
+    service): it would run, and be tested, without the widgets."""
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in _files("app/ui")
+        if path.name != "__init__.py" and not any(n.split(".")[0] in QT for n in _imports(path))
+    ]
+    assert not offenders, "no Qt import in: " + ", ".join(offenders)
 
 
 def test_cli_and_engine_load_without_qt() -> None:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from app.core.errors import BadInputError
+from app.core.units import size as _size
 
 NAME = "fit"
 HELP = "show the KV cache per K/V mode and the largest context that fits a memory budget"
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _budget(args: argparse.Namespace) -> tuple[int, str, bool]:
     """(bytes, where the number came from, whether the model is on a GPU)."""
-    from app.core.fit import parse_size
+    from app.core.units import parse_size
 
     if args.vram is not None:
         return parse_size(args.vram), "--vram", not args.cpu
@@ -113,10 +114,6 @@ def _report(path: Any, header: Any, n_ctx: int, budget: int, source: str, on_gpu
 
 def _mib(n: int) -> str:
     return f"{n / MIB:,.1f}"
-
-
-def _size(n: int) -> str:
-    return f"{n / 1024**3:,.2f} GiB" if n >= 1024**3 else f"{n / MIB:,.1f} MiB"
 
 
 def _text(r: dict[str, Any]) -> str:

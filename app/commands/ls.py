@@ -15,17 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", type=Path, action="append", default=[], help="also look in this folder (repeatable)")
 
 
-def _params(n: int | None) -> str:
-    if not n:
-        return "?"
-    if n >= 1e9:
-        return f"{n / 1e9:.1f}B"
-    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
-
-
 def run(args: argparse.Namespace) -> int:
     from app.core.library import list_models
     from app.core.text_table import aligned_rows
+    from app.core.units import parameters, size
 
     models = list_models(extra_dirs=args.dir)
     if args.json:
@@ -37,9 +30,9 @@ def run(args: argparse.Namespace) -> int:
     rows = [("NAME", "REPO", "ARCH", "PARAMS", "QUANT", "CONTEXT", "SIZE", "PATH")]
     for m in models:
         rows.append((
-            m.name, m.repo_id or "-", m.architecture or "?", _params(m.parameter_count),
+            m.name, m.repo_id or "-", m.architecture or "?", parameters(m.parameter_count),
             m.quantization or "?", f"{m.context_length:,}" if m.context_length else "?",
-            f"{m.file_size / 1e9:.2f} GB", str(m.path) + (f"  ({m.error})" if m.error else ""),
+            size(m.file_size), str(m.path) + (f"  ({m.error})" if m.error else ""),
         ))
     print("\n".join(aligned_rows(rows)))
     return 0

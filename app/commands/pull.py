@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 from app.core.errors import AppError
+from app.core.units import size
+from app.core.units import speed as rate
 
 NAME = "pull"
 HELP = "download a GGUF model from the Hugging Face Hub (resumable)"
@@ -50,10 +52,7 @@ class _ProgressLine:
         speed = (done - self.first) / elapsed
         eta = (total - done) / speed if speed > 0 else None
         pct = 100 * done / total
-        text = (
-            f"{self.name}: {pct:5.1f}%  {done / 1e6:,.1f}/{total / 1e6:,.1f} MB  "
-            f"{speed / 1e6:,.1f} MB/s  ETA {_eta(eta)}"
-        )
+        text = f"{self.name}: {pct:5.1f}%  {size(done)}/{size(total)}  {rate(speed)}  ETA {_eta(eta)}"
         if self.tty:
             if now - self.last_draw >= 0.2 or done == total:
                 self.last_draw = now
@@ -92,7 +91,7 @@ def pull(spec: str, *, revision: str = "main", folder: Path | None = None, quiet
     entry = list_gguf_files(repo_id, revision=revision).pick(selector)
     parts = f" ({entry.n_parts} parts)" if entry.is_split else ""
     if not quiet:
-        print(f"Pulling {repo_id} {entry.first_file}{parts}, {entry.total_size / 1e6:,.1f} MB", file=sys.stderr)
+        print(f"Pulling {repo_id} {entry.first_file}{parts}, {size(entry.total_size)}", file=sys.stderr)
     line = _ProgressLine(entry.name, quiet)
     try:
         path = download_entry(entry, revision=revision, folder=folder, on_progress=line)

@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.core.errors import AppError
     from app.core.library import delete_model, find_model
+    from app.core.units import size
 
     try:
         model = find_model(args.name, extra_dirs=args.dir)
@@ -25,5 +26,5 @@ def run(args: argparse.Namespace) -> int:
     except AppError as error:
         print(f"kvstudio: {error}", file=sys.stderr)
         return 2
-    print(f"Deleted {model.name} ({model.file_size / 1e9:.2f} GB) from {model.path}")
+    print(f"Deleted {model.name} ({size(model.file_size)}) from {model.path}")
     return 0

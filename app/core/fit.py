@@ -21,7 +21,6 @@ K/V type for the model (estimate_fit, for the Models page, says so per mode).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,27 +37,6 @@ FITS, TIGHT, NO_FIT = "fits", "tight", "does not fit"
 UNSUPPORTED = "not supported"  # llama.cpp refuses this K/V type for this model
 _CTX_STEP = 256  # llama.cpp pads n_ctx to 256, so candidates are multiples of it
 _COMPUTE_SAFETY = 1.05  # the estimate's own cushion above the two peaks it models
-
-_UNITS = {
-    "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "kib": 1024,
-    "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
-    "g": 1000**3, "gb": 1000**3, "gib": 1024**3,
-    "t": 1000**4, "tb": 1000**4, "tib": 1024**4,
-}
-
-
-def parse_size(text: str) -> int:
-    """Bytes in '24GiB', '24 GB', '512MiB', '1.5g' or '1000000'. Raises BadInputError."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text or "")
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _UNITS:
-        raise BadInputError(f"'{text}' is not a memory size; write it like 24GiB, 16GB or 8000MiB.")
-    value = int(float(match.group(1)) * _UNITS[unit])
-    if value <= 0:
-        raise BadInputError(f"The memory size must be more than zero, not '{text}'.")
-    return value
-
 
 @dataclass(frozen=True)
 class MemoryNeed:

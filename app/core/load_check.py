@@ -22,6 +22,7 @@ from app.core.errors import BadInputError, ContextTooLargeError, NotEnoughMemory
 from app.core.fit import fit_context_length, memory_need
 from app.core.gguf_header import GgufHeader
 from app.core.probes import FreeMemory
+from app.core.units import gib
 
 # llama.cpp keeps n_ctx in a uint32 and pads it to a multiple of 256 (llama-context.cpp):
 # above 2**32 - 256 the padding wraps to 0 and the context cannot be created.
@@ -47,10 +48,6 @@ class LoadShape(Protocol):
     def n_ubatch(self) -> int: ...
     @property
     def swa_full(self) -> bool: ...
-
-
-def gib(n_bytes: int, digits: int = 1) -> str:
-    return f"{n_bytes / 1024**3:,.{digits}f} GiB"
 
 
 def _gibs(*n_bytes: int) -> list[str]:

@@ -12,7 +12,8 @@ import pytest
 
 from app.core.fit import memory_need
 from app.core.gguf_header import read_gguf_header
-from app.core.load_check import free_memory_for, gib
+from app.core.load_check import free_memory_for
+from app.core.units import gib
 from tests.gguf_factory import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,6 @@ from app.core.fit import (
     fit_context_length,
     fit_estimate,
     memory_need,
-    parse_size,
     verdict,
     weights_bytes,
 )
@@ -34,21 +33,6 @@ def tiny(tmp_path_factory) -> Path:
         tmp_path_factory.mktemp("fit") / "tiny.gguf", arch="llama", n_layer=4, n_head=8, n_head_kv=2,
         head_dim=128, n_embd=512, n_ctx_train=131072,
     )
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [("24GiB", 24 * GIB), ("24 GB", 24 * 10**9), ("512MiB", 512 * MIB), ("1.5g", 1_500_000_000),
-     ("1000000", 1_000_000), ("8000mib", 8000 * MIB)],
-)
-def test_parse_size(text, expected):
-    assert parse_size(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", "GiB", "24 parsecs", "-3GiB", "0", "1e9"])
-def test_parse_size_refuses_nonsense(text):
-    with pytest.raises(BadInputError):
-        parse_size(text)
 
 
 def test_verdict_thresholds():

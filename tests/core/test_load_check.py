@@ -17,10 +17,10 @@ from app.core.load_check import (
     check_load_fits,
     check_model_load,
     free_memory_for,
-    gib,
     gpu_build,
 )
 from app.core.probes import FREE_MEMORY_ENV, FreeMemory, read_free_memory
+from app.core.units import gib
 from app.engine.messages import LoadOptions
 from tests.gguf_factory import write_tiny_gguf
 

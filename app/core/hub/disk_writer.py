@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 
 from app.core.errors import DiskFullError
+from app.core.units import size
 
 LARGE_READ = 1024 * 1024
 QUEUE_CHUNKS = 8  # written chunks waiting to be hashed
@@ -113,7 +114,7 @@ class DiskWriter:
             if error.errno in _DISK_FULL:
                 raise DiskFullError(
                     f"The disk filled up while downloading {self.display_name}; free some space "
-                    f"and resume (the {self.written / 1e6:,.1f} MB already downloaded are kept)."
+                    f"and resume (the {size(self.written)} already downloaded are kept)."
                 ) from None
             raise
 

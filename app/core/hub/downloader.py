@@ -25,7 +25,7 @@ from app.core.hub import cache_layout, transfer
 from app.core.hub.client import GgufEntry, RemoteFile
 from app.core.hub.env import hub_cache_dir, hub_endpoint, is_offline
 from app.core.hub.hub_errors import status_of, translate
-from app.core.hub.safe_paths import check_commit, check_relative_name, check_repo_id
+from app.core.hub.safe_paths import check_commit, check_relative_name
 from app.core.hub.tokens import load_token
 from app.core.hub.transfer import (
     DownloadCancelled,
@@ -67,15 +67,14 @@ def download_entry(
     AppError with one sentence on failure (GatedRepoError, ChecksumMismatchError,
     DiskFullError, UnsafePathError, HubUnreachableError, ModelNotFoundError, DownloadError).
     """
-    check_repo_id(entry.repo_id)
+    dest = _destination(entry, folder, cache_dir)  # checks the repo id, once
     for f in entry.files:
         check_relative_name(f.path)
     token = token if token is not None else load_token()
-    cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
     total = entry.total_size
-    # All parts of a split model must fit, not only the next one.
-    dest = Path(folder) / entry.repo_id if folder is not None else cache_layout.storage_folder(cache, entry.repo_id) / "blobs"
-    check_free_space(dest, total - bytes_on_disk(entry, folder=folder, cache_dir=cache))
+    # Once, for all parts of a split model (not only the next one); a disk that fills up
+    # later is caught by the write itself (DiskFullError, partial kept).
+    check_free_space(dest.data_folder, total - bytes_on_disk(entry, folder=folder, cache_dir=cache_dir))
     finished = 0
     first: Path | None = None
     for f in entry.files:
@@ -85,7 +84,7 @@ def download_entry(
             if on_progress:
                 on_progress(base + n, total)
 
-        path = _download_file(entry.repo_id, f, revision, folder, cache, token, control, part_progress)
+        path = _download_file(dest, entry.repo_id, f, revision, token, control, part_progress)
         first = first or path
         finished += f.size
     assert first is not None
@@ -95,30 +94,29 @@ def download_entry(
 
 def partial_paths(entry: GgufEntry, *, folder: Path | None = None, cache_dir: Path | None = None) -> list[Path]:
     """The `.incomplete` files an entry's download keeps between attempts."""
-    cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
-    paths = []
-    for f in entry.files:
-        if folder is not None:
-            paths.append(cache_layout.folder_placement(Path(folder), entry.repo_id, f.path).incomplete)
-        elif f.sha256:
-            paths.append(cache_layout.cache_incomplete(cache, entry.repo_id, f.sha256))
-    return paths
+    dest = _destination(entry, folder, cache_dir)
+    return [p for f in entry.files if (p := dest.incomplete(f.path, f.sha256)) is not None]
 
 
 def bytes_on_disk(entry: GgufEntry, *, folder: Path | None = None, cache_dir: Path | None = None) -> int:
     """Bytes of the entry already on disk, complete files and partial ones (where a resume
     starts from)."""
+    dest = _destination(entry, folder, cache_dir)
     present = 0
-    for f, partial in zip(entry.files, partial_paths(entry, folder=folder, cache_dir=cache_dir), strict=False):
-        if folder is not None:
-            final = partial.with_name(partial.name.removesuffix(".incomplete"))
-        else:
-            final = partial.with_name(f.sha256 or "")
-        if final.exists():
+    for f in entry.files:
+        partial = dest.incomplete(f.path, f.sha256)
+        if partial is None:
+            continue
+        if partial.with_name(partial.name.removesuffix(".incomplete")).exists():
             present += f.size
         elif partial.exists():
             present += min(partial.stat().st_size, f.size)
     return present
+
+
+def _destination(entry: GgufEntry, folder: Path | None, cache_dir: Path | None) -> cache_layout.Destination:
+    cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
+    return cache_layout.Destination.of(entry.repo_id, folder, cache)
 
 
 @dataclass(frozen=True)
@@ -158,24 +156,21 @@ def _metadata(
 
 
 def _download_file(
+    dest: cache_layout.Destination,
     repo_id: str,
     f: RemoteFile,
     revision: str,
-    folder: Path | None,
-    cache: Path,
     token: str | None,
     control: DownloadControl | None,
     on_progress: Callable[[int], None],
 ) -> Path:
-    if folder is not None:
-        placement = cache_layout.folder_placement(Path(folder), repo_id, f.path)
+    if not dest.in_cache:
+        placement = dest.placement(f.path)
         if placement.final.exists() and placement.final.stat().st_size == f.size:
             on_progress(f.size)
             return placement.final
-        storage = None
     else:
-        storage = cache_layout.storage_folder(cache, repo_id)
-        offline_path = _cached_path(storage, revision, f.path)
+        offline_path = _cached_path(dest.root, revision, f.path)
         if offline_path is not None and (is_offline() or _blob_matches(offline_path, f)):
             on_progress(f.size)
             return offline_path
@@ -184,12 +179,12 @@ def _download_file(
             f"Offline mode is on (HF_HUB_OFFLINE) and {f.path} is not downloaded yet."
         )
     meta = _metadata(repo_id, f.path, revision, token, control or DownloadControl())
-    if storage is not None:
+    if dest.in_cache:
         blob_name = f.sha256 or _etag_as_sha256(meta.etag, f.path)
-        placement = cache_layout.cache_placement(cache, repo_id, f.path, blob_name, meta.commit)
+        placement = dest.placement(f.path, blob_name, meta.commit)
         if placement.final.exists() and placement.final.stat().st_size == f.size:
             # The blob is here already (another revision, or a link was removed): link it.
-            cache_layout.finish_existing(placement, storage, revision, meta.commit)
+            cache_layout.finish_existing(placement, dest.root, revision, meta.commit)
             on_progress(f.size)
             return placement.visible
     target = FetchTarget(
@@ -201,8 +196,8 @@ def _download_file(
         repo_id=repo_id,
         send_auth=same_origin(meta.location, hub_endpoint()),
     )
-    check_free_space(placement.incomplete.parent, f.size - _size_of(placement.incomplete))
     fetch(target, token=token, control=control, on_progress=on_progress)
+    storage = dest.root if dest.in_cache else None
     return cache_layout.finish(placement, cache_storage=storage, revision=revision, commit=meta.commit)
 
 
@@ -229,10 +224,3 @@ def _etag_as_sha256(etag: str | None, filename: str) -> str:
     if etag and len(etag) == 64:
         return etag
     raise DownloadError(f"The Hub gives no SHA-256 for {filename}, so it cannot be verified; not downloaded.")
-
-
-def _size_of(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

@@ -26,6 +26,7 @@ from huggingface_hub.utils import build_hf_headers, get_session
 from app.core.errors import ChecksumMismatchError, DiskFullError, DownloadError, GatedRepoError
 from app.core.hub.disk_writer import DiskWriter, use_large_reads
 from app.core.hub.hub_errors import gated_message, translate
+from app.core.units import size
 
 log = logging.getLogger(__name__)
 
@@ -153,17 +154,9 @@ def check_free_space(folder: Path, needed: int) -> None:
     free = shutil.disk_usage(folder).free
     if free < needed + min(DISK_MARGIN, needed // 10 + 1):
         raise DiskFullError(
-            f"Not enough disk space: the download needs {_human(needed)} more, "
-            f"but {folder} has only {_human(free)} free."
+            f"Not enough disk space: the download needs {size(needed)} more, "
+            f"but {folder} has only {size(free)} free."
         )
-
-
-def _human(n: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
-            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
-        n /= 1000
-    return f"{n} TB"
 
 
 def _hash_existing(path: Path, control: DownloadControl | None) -> tuple[int, hashlib._Hash]:
@@ -244,7 +237,6 @@ def _fetch(
             state = _State(0, hashlib.sha256())
         if on_progress:
             on_progress(state.done)
-        check_free_space(target.incomplete.parent, target.size - state.done)
         attempts = 0
         while state.done < target.size:
             control.check()

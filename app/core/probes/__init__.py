@@ -52,7 +52,7 @@ def read_free_memory(gpu: bool = True) -> FreeMemory:
     cap = os.environ.get(FREE_MEMORY_ENV, "").strip()
     if cap:
         from app.core.errors import BadInputError
-        from app.core.fit import parse_size
+        from app.core.units import parse_size
 
         try:
             limit = parse_size(cap)

@@ -1,6 +1,5 @@
-"""The comparison as small bar charts (KV allocated, peak memory, prompt and decode speed,
-perplexity), one panel per measure, painted with QPainter so the same drawing serves the
-dashboard widget and `kvstudio bench --plot` (an offscreen QImage saved as PNG)."""
+"""The comparison's bar charts as a dashboard widget; the drawing itself is
+app/services/compare_chart.py, shared with `kvstudio bench --plot`."""
 
 from __future__ import annotations
 
@@ -8,112 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPen
+from PySide6.QtCore import QRectF, QSize
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-# One colour per mode, in the order the modes were measured (f16/f16 first, grey).
-MODE_COLORS = ("#8a94a6", "#2f7ed8", "#16a085", "#e67e22", "#8e44ad", "#c0392b")
+from app.services.compare_chart import MODE_COLORS, paint_compare, render_compare_png
 
-PANELS = (
-    ("kv_allocated_mib", "KV cache allocated", "MiB", "{:,.1f}"),
-    ("peak_memory_mib", "Peak memory", "MiB", "{:,.0f}"),
-    ("prompt_tokens_per_second", "Prompt speed", "tokens/s", "{:,.0f}"),
-    ("decode_tokens_per_second", "Decode speed", "tokens/s", "{:,.1f}"),
-    ("perplexity", "Perplexity (lower is better)", "", "{:.3f}"),
-)
-
-BACKGROUND = QColor("#ffffff")
-TEXT = QColor("#1f2937")
-MUTED = QColor("#6b7280")
-GRID = QColor("#e5e7eb")
-
-
-def _panel(painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]], key: str,
-           title: str, unit: str, fmt: str) -> None:
-    values = [row.get(key) for row in rows]
-    painter.setPen(TEXT)
-    font = painter.font()
-    bold = QFont(font)
-    bold.setBold(True)
-    painter.setFont(bold)
-    painter.drawText(QRectF(rect.left(), rect.top(), rect.width(), 20), Qt.AlignmentFlag.AlignLeft, title)
-    painter.setFont(font)
-    if unit:
-        painter.setPen(MUTED)
-        painter.drawText(QRectF(rect.left(), rect.top(), rect.width(), 20), Qt.AlignmentFlag.AlignRight, unit)
-    plot = QRectF(rect.left(), rect.top() + 26, rect.width(), rect.height() - 26 - 22)
-    painter.setPen(QPen(GRID, 1))
-    painter.drawLine(plot.bottomLeft(), plot.bottomRight())
-    numeric = [v for v in values if isinstance(v, (int, float))]
-    if not numeric:
-        painter.setPen(MUTED)
-        painter.drawText(plot, Qt.AlignmentFlag.AlignCenter, "not measured")
-        return
-    top = max(numeric) * 1.18 or 1.0
-    n = max(1, len(rows))
-    slot = plot.width() / n
-    bar_w = min(70.0, slot * 0.62)
-    for i, (row, value) in enumerate(zip(rows, values)):
-        x = plot.left() + slot * i + (slot - bar_w) / 2
-        color = QColor(MODE_COLORS[i % len(MODE_COLORS)])
-        if isinstance(value, (int, float)):
-            h = max(1.0, plot.height() * value / top)
-            bar = QRectF(x, plot.bottom() - h, bar_w, h)
-            painter.fillRect(bar, color)
-            painter.setPen(TEXT)
-            painter.drawText(QRectF(x - 20, bar.top() - 18, bar_w + 40, 16),
-                             Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom, fmt.format(value))
-        painter.setPen(MUTED)
-        painter.drawText(QRectF(plot.left() + slot * i, plot.bottom() + 4, slot, 18),
-                         Qt.AlignmentFlag.AlignHCenter, str(row.get("mode", "")))
-
-
-def paint_compare(painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]], title: str = "") -> None:
-    """Draw the panels for `rows` (CompareResult.rows()) into `rect`."""
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    painter.fillRect(rect, BACKGROUND)
-    y = rect.top() + 10
-    if title:
-        painter.setPen(TEXT)
-        painter.drawText(QRectF(rect.left() + 14, y, rect.width() - 28, 20), Qt.AlignmentFlag.AlignLeft, title)
-        y += 28
-    if not rows:
-        painter.setPen(MUTED)
-        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "Run a comparison to see the results here.")
-        return
-    panels = [p for p in PANELS if any(isinstance(r.get(p[0]), (int, float)) for r in rows)] or list(PANELS[:1])
-    gap = 18.0
-    width = (rect.width() - 28 - gap * (len(panels) - 1)) / len(panels)
-    height = rect.bottom() - y - 8
-    for i, (key, panel_title, unit, fmt) in enumerate(panels):
-        x = rect.left() + 14 + i * (width + gap)
-        _panel(painter, QRectF(x, y, width, height), rows, key, panel_title, unit, fmt)
-
-
-def render_compare_png(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "",
-                       size: QSize | None = None) -> Path:
-    """Write the chart as a PNG (works offscreen; creates a QGuiApplication if none)."""
-    size = size or QSize(1400, 420)
-    app = QGuiApplication.instance()
-    if app is None:
-        import os
-
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        app = QGuiApplication([])
-    image = QImage(size, QImage.Format.Format_ARGB32)
-    image.fill(BACKGROUND)
-    painter = QPainter(image)
-    try:
-        paint_compare(painter, QRectF(0, 0, size.width(), size.height()), rows, title)
-    finally:
-        painter.end()
-    path = Path(path)
-    if not image.save(str(path), "PNG"):  # type: ignore[call-overload]  # the stubs want bytes; PySide wants str
-        from app.core.errors import AppError
-
-        raise AppError(f"The chart could not be written to {path}.")
-    return path
+__all__ = ["MODE_COLORS", "CompareBarChart"]
 
 
 class CompareBarChart(QWidget):

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core import units as fmt
 from app.services.downloads import Download, DownloadManager, DownloadState
-from app.ui.models import format as fmt
 from app.ui.models.flat_table import FlatTableModel, Index, row_table
 
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1

@@ -22,21 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core import units as fmt
 from app.core.library import library_order
-from app.ui.models import format as fmt
 from app.ui.models.flat_table import Index, ListTableModel, row_table
 from app.ui.models.tasks import TaskRunner, user_message
-
-
-def parameters(n: int | None) -> str:
-    """268098176 -> '268M', 8030261248 -> '8.0B'."""
-    if not n:
-        return "?"
-    if n >= 1_000_000_000:
-        return f"{n / 1e9:.1f}B"
-    if n >= 1_000_000:
-        return f"{n / 1e6:.0f}M"
-    return f"{n / 1e3:.0f}K"
 
 
 class LibraryModel(ListTableModel):
@@ -57,7 +46,7 @@ class LibraryModel(ListTableModel):
             return (
                 m.name,
                 m.architecture or "?",
-                parameters(m.parameter_count),
+                fmt.parameters(m.parameter_count),
                 m.quantization or "?",
                 fmt.tokens(m.context_length),
                 fmt.size(m.file_size),

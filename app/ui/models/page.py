@@ -1,8 +1,7 @@
 """The Models page: Discover (search the Hub, open a repo, fit estimates), Downloads, My models.
 
-    page = ModelsPage(engine_client, bridge, data_dir=data_dir, settings=settings_file,
-                      load_fn=chat_page.load_model)
-    page.load_requested.connect(lambda _ref: main_window.show_page("Chat"))
+    page = ModelsPage(data_dir, bridge)
+    page.load_requested.connect(chat_page.load_model)   # the one place a load is prepared
 
 Everything that touches the network or reads GGUF headers runs off the GUI thread
 (TaskRunner for short calls, DownloadManager's pool for downloads).
@@ -13,7 +12,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtWidgets import (
@@ -25,16 +23,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.download_queue import QUEUE_FILE
+from app.core.download_queue import DEFAULT_MAX_PARALLEL, QUEUE_FILE
 from app.core.errors import AppError, GatedRepoError
 from app.core.fit_estimator import FitEstimator
-from app.core.hub import GgufEntry
+from app.core.hub import GgufEntry, clear_header_cache, list_gguf_files, search_models
 from app.core.library import LibraryModel, delete_model, list_models
 from app.core.model_folders import ModelFolders
-from app.core.model_ref import resolve_model
-from app.engine.messages import LoadOptions
+from app.core.probes import FreeMemory, read_free_memory
 from app.services.downloads import DownloadManager
-from app.ui.models import backend
+from app.services.message_bridge import MessageBridge
 from app.ui.models.downloads_view import DownloadsView
 from app.ui.models.library_view import LibraryView
 from app.ui.models.repo_view import RepoView
@@ -62,8 +59,7 @@ class ModelsPage(QWidget):
 
     Signals:
         load_requested(str ref): the user chose 'Load into chat' on a model (ref: its path,
-            or 'starter'); the page has already started the load (load_fn, else
-            engine_client); switch to the chat page.
+            or 'starter'); the chat page loads it with the user's load options.
         download_finished(str path): a model finished downloading (it is in My models).
     """
 
@@ -74,46 +70,30 @@ class ModelsPage(QWidget):
 
     def __init__(
         self,
-        engine_client: Any = None,
-        bridge: Any = None,
+        data_dir: Path,
+        bridge: MessageBridge | None = None,
         *,
-        data_dir: Path | None = None,
-        settings: Any = None,
-        max_parallel: int = 2,
-        budget_fn: Any = None,
-        load_fn: Callable[[str], None] | None = None,
+        max_parallel: int = DEFAULT_MAX_PARALLEL,
+        budget_fn: Callable[[], FreeMemory] = read_free_memory,
         parent: QWidget | None = None,
     ) -> None:
-        """`engine_client`: app.services.engine_client.EngineClient (or None: only emit
-        load_requested). `bridge`: MessageBridge for errors (optional). `data_dir`: where the
-        download queue is saved (None: not saved). `settings`: app.core.settings.Settings,
-        or a SettingsFile (read at each load, so later changes count), for the n_ctx / K / V /
-        GPU layers of 'Load into chat'. `budget_fn() -> (bytes,
-        label)`: memory to fit into (default: free VRAM, else free RAM).
-        `load_fn(ref)`: how 'Load into chat' loads (e.g. the chat page's load_model, which
-        also remembers the model); None: resolve the ref off the GUI thread and call
-        engine_client.load(self.load_options(path))."""
+        """`data_dir`: the app's data folder (model folders, the saved download queue).
+        `bridge`: where errors and notes go (optional). `budget_fn()`: the memory fit
+        verdicts compare against (default: free VRAM, else free RAM)."""
         super().__init__(parent)
-        self.engine_client = engine_client
-        self.load_fn = load_fn
         self.bridge = bridge
-        self.settings = settings
         self._shut_down = False
         self._shown_once = False
         self._last_destination: Path | None = None
         self.runner = TaskRunner(self)
-        self.folders = ModelFolders(Path(data_dir)) if data_dir else ModelFolders.of_app()
-        self.fit_estimator = FitEstimator(budget_fn=budget_fn) if budget_fn else FitEstimator()
-
+        self.folders = ModelFolders(data_dir)
+        self.fit_estimator = FitEstimator(budget_fn=budget_fn)
         self.downloads = DownloadManager(
-            self.folders,
-            state_file=(Path(data_dir) / QUEUE_FILE) if data_dir else None,
-            max_parallel=max_parallel,
-            parent=self,
+            self.folders, state_file=data_dir / QUEUE_FILE, max_parallel=max_parallel, parent=self
         )
 
-        self.search_view = SearchView(backend.search, self.runner)
-        self.repo_view = RepoView(backend.list_repo, self.fit_estimator, self.runner)
+        self.search_view = SearchView(lambda query, sort: search_models(query, sort=sort), self.runner)
+        self.repo_view = RepoView(list_gguf_files, self.fit_estimator, self.runner)
         self.downloads_view = DownloadsView(self.downloads)
         self.library_view = LibraryView(
             lambda: list_models(folders=self.folders), delete_model, self.folders.add_folder,
@@ -151,7 +131,7 @@ class ModelsPage(QWidget):
         for signal in (self.downloads.download_added, self.downloads.download_changed,
                        self.downloads.download_removed):
             signal.connect(lambda _k: self._update_tab_titles())
-        self.library_view.load_requested.connect(self._on_library_load_requested)
+        self.library_view.load_requested.connect(self.load_requested)
 
         self._fill_destinations(self.folders.read().download_to)
         self._last_destination = self.download_folder()
@@ -188,16 +168,6 @@ class ModelsPage(QWidget):
         """Send downloads to `folder` (None: the HF cache), remembered for the next start."""
         self.folders.choose_download_folder(folder)
         self._fill_destinations(folder)
-
-    def load_options(self, path: str) -> LoadOptions:
-        """Options for 'Load into chat': the user's n_ctx / GPU layers, K=q8_0, V=f16 by default."""
-        s = getattr(self.settings, "settings", self.settings)  # a SettingsFile or a Settings
-        if s is None:
-            return LoadOptions(model_path=path, type_k="q8_0", type_v="f16")
-        return LoadOptions(
-            model_path=path, n_ctx=s.n_ctx, n_gpu_layers=s.n_gpu_layers, type_k=s.type_k,
-            type_v=s.type_v, n_threads=s.n_threads,
-        )
 
     def showEvent(self, event) -> None:
         # The first time the page shows, list the most downloaded GGUF models (like a
@@ -265,26 +235,9 @@ class ModelsPage(QWidget):
     def _on_token_saved(self) -> None:
         if self.bridge is not None:
             self.bridge.info("Hugging Face token saved.")
-        backend.forget_headers()
+        clear_header_cache()  # a file that failed before may open with the new token
         self.fit_estimator.forget_headers()
         self.repo_view.reload()
-
-    def _on_library_load_requested(self, ref: str) -> None:
-        if self.load_fn is not None:
-            self.load_fn(ref)
-        elif self.engine_client is not None:
-            # resolve_model checks the file (and assembles the starter model on first use).
-            self.runner.submit(
-                f"load:{ref}", resolve_model, ref,
-                on_done=lambda path: self.engine_client.load(self.load_options(str(path))),
-                on_error=self._on_load_resolve_failed,
-            )
-        self.load_requested.emit(ref)
-
-    def _on_load_resolve_failed(self, message: str, _error: BaseException) -> None:
-        self.library_view.status_label.setText(message)
-        if self.bridge is not None:
-            self.bridge.error(message)
 
     def _update_tab_titles(self) -> None:
         active = sum(1 for i in self.downloads.items() if i.is_active)

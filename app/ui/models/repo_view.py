@@ -29,12 +29,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core import units as fmt
 from app.core.errors import GatedRepoError
 from app.core.fit import FITS, MARGIN, NO_FIT, TIGHT, UNSUPPORTED, FitEstimate, ModeFit
 from app.core.fit_estimator import FitEstimator
 from app.core.kv_types import COMPARE_MODES
 from app.core.probes import FreeMemory
-from app.ui.models import format as fmt
 from app.ui.models.tasks import TaskRunner
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1

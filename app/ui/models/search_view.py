@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.ui.models import format as fmt
+from app.core import units as fmt
 from app.ui.models.flat_table import Index, ListTableModel, row_table
 from app.ui.models.tasks import TaskRunner
 
