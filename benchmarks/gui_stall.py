@@ -169,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="markers of this many earlier replies in the live recording, as in a "
                              "session that has run a while (the chart's work grew with them)")
     args = parser.parse_args(argv)
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    # Another program: its own session, as a compile started in a terminal would be.
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+            for _ in range(args.busy)]
     try:
         return _measure(args)
     finally:
