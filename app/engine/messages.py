@@ -4,8 +4,9 @@ Small frozen dataclasses of plain values, pickled over a multiprocessing pipe.
 Commands go in (Load, Generate, Unload, Evaluate, Shutdown); events come out
 (Loaded, KvCacheInfo, ComputeBufferInfo, KernelWarning, ContextTrimmed, PromptStarted,
 Token, Finished, Evaluated, Failed).
-Cancellation is not a message: it is a shared multiprocessing.Event the engine checks
-between tokens, so it works while the engine is busy generating.
+Cancellation is not a message: it is a shared byte (app.engine.cancel) that llama.cpp's
+abort callback reads inside a token's or a prompt batch's decode on the CPU backend, so it
+works while the engine is busy generating.
 
 Times named `at` are the engine's `time.monotonic()` when the thing happened. That clock is
 one for the whole machine (CLOCK_MONOTONIC on Linux, QueryPerformanceCounter on Windows,

@@ -3,7 +3,7 @@
     proc = EngineProcess(); proc.start()
     proc.send(Load(LoadOptions(model_path=...)))   # starts a (fresh) engine if needed
     event = proc.recv(timeout=30)                  # None on timeout; EngineCrashedError if it died
-    proc.cancel()                                  # stop generating, between tokens
+    proc.cancel()                                  # stop generating (inside the current decode)
     proc.stop()
 
 The child is started with multiprocessing 'spawn' (a clean interpreter: no Qt, no

@@ -182,8 +182,8 @@ class EngineClient(QObject):
         self._update_busy()
 
     def stop(self) -> None:
-        """Stop the reply being generated (between two tokens); reply_finished follows
-        with stop_reason 'cancelled'."""
+        """Stop the reply being generated (llama.cpp aborts its current decode);
+        reply_finished follows with stop_reason 'cancelled'."""
         self._queued = None
         if self._generating is not None and self._proc is not None:
             self._proc.cancel()
