@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core.errors import BadInputError
 from app.core.units import size as _size
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from app.core.fit import ModeFit
+    from app.core.gguf_header import GgufHeader
 
 NAME = "fit"
 HELP = "show the KV cache per K/V mode and the largest context that fits a memory budget"
@@ -69,11 +75,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(path: Any, header: Any, n_ctx: int, budget: int, source: str, on_gpu: bool, fits: Any) -> dict[str, Any]:
-    first = fits[0]
+def _report(
+    path: Path, header: GgufHeader, n_ctx: int, budget: int, source: str, on_gpu: bool,
+    fits: tuple[ModeFit, ...],
+) -> dict[str, Any]:
+    needs = [(fit, fit.need) for fit in fits if fit.need is not None]  # fit_estimate sets each
+    first = needs[0][1]
     modes = []
-    for fit in fits:
-        kv = fit.need.kv
+    for fit, need in needs:
+        kv = need.kv
         fp16 = kv.fp16_equivalent()
         modes.append({
             "kv": fit.mode.label,
@@ -87,8 +97,8 @@ def _report(path: Any, header: Any, n_ctx: int, budget: int, source: str, on_gpu
                  "v_bytes": c.v_bytes, "total_bytes": c.total_bytes, "llama_log_line": c.log_line()}
                 for c in kv.caches
             ],
-            "compute_bytes_estimate": fit.need.compute_bytes,
-            "need_bytes": fit.need.total_bytes,
+            "compute_bytes_estimate": need.compute_bytes,
+            "need_bytes": need.total_bytes,
             "verdict": fit.verdict,
             "largest_n_ctx": fit.largest_n_ctx,
             "largest_n_ctx_with_margin": fit.largest_n_ctx_with_margin,
@@ -100,14 +110,14 @@ def _report(path: Any, header: Any, n_ctx: int, budget: int, source: str, on_gpu
             "context_length": header.context_length,
         },
         "n_ctx": n_ctx,
-        "n_ctx_allocated": first.need.kv.n_ctx,
+        "n_ctx_allocated": first.kv.n_ctx,
         "budget_bytes": budget,
         "budget_source": source,
         "on_gpu": on_gpu,
-        "weights_bytes": first.need.weights_bytes,
-        "output_bytes": first.need.output_bytes,
-        "exact_kv": first.need.kv.exact,
-        "note": first.need.kv.note,
+        "weights_bytes": first.weights_bytes,
+        "output_bytes": first.output_bytes,
+        "exact_kv": first.kv.exact,
+        "note": first.kv.note,
         "modes": modes,
     }
 

@@ -6,7 +6,9 @@ is separate and only calls the manager's methods.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QRect, Qt
+from collections.abc import Callable
+
+from PySide6.QtCore import QModelIndex, QObject, QRect, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -39,7 +41,7 @@ _STATE_TEXT = {
 class DownloadsModel(FlatTableModel):
     HEADERS = ("Model", "Progress", "Downloaded", "Speed", "Time left", "Status")
 
-    def __init__(self, manager: DownloadManager, parent=None) -> None:
+    def __init__(self, manager: DownloadManager, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._manager = manager
         self._keys: list[str] = [i.key for i in manager.items()]
@@ -207,7 +209,7 @@ class DownloadsView(QWidget):
         rows = self.table.selectionModel().selectedRows()
         return self.model.key_at(rows[0].row()) if rows else None
 
-    def _act(self, action) -> None:
+    def _act(self, action: Callable[[str], None]) -> None:
         key = self.selected_key()
         if key is not None:
             action(key)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Generic, TypeVar
 
 from PySide6.QtCore import (
     QAbstractItemModel,
     QAbstractTableModel,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     Qt,
 )
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import QAbstractItemView, QTableView
 
 Index = QModelIndex | QPersistentModelIndex
 ROOT = QModelIndex()  # the invisible root: these models are flat
+Row = TypeVar("Row")
 
 
 class FlatTableModel(QAbstractTableModel):
@@ -39,22 +41,22 @@ class FlatTableModel(QAbstractTableModel):
         return None
 
 
-class ListTableModel(FlatTableModel):
+class ListTableModel(FlatTableModel, Generic[Row]):
     """A FlatTableModel over a plain list of row objects, replaced all at once."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._rows: list[Any] = []
+        self._rows: list[Row] = []
 
-    def set_rows(self, rows: Sequence[Any]) -> None:
+    def set_rows(self, rows: Sequence[Row]) -> None:
         self.beginResetModel()
         self._rows = list(rows)
         self.endResetModel()
 
-    def row_at(self, row: int) -> Any:
+    def row_at(self, row: int) -> Row:
         return self._rows[row]
 
-    def rows(self) -> list[Any]:
+    def rows(self) -> list[Row]:
         return list(self._rows)
 
     def row_count(self) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -23,12 +22,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.core import units as fmt
-from app.core.library import library_order
+from app.core.library import LibraryModel, library_order
+from app.services.tasks import TaskRunner, user_message
 from app.ui.models.flat_table import Index, ListTableModel, row_table
-from app.ui.models.tasks import TaskRunner, user_message
 
 
-class LibraryModel(ListTableModel):
+class LibraryTableModel(ListTableModel[LibraryModel]):
     """Rows of library models (name, architecture, parameter_count, quantization,
     context_length, file_size, path, source)."""
 
@@ -53,17 +52,14 @@ class LibraryModel(ListTableModel):
                 _location(m),
             )[index.column()]
         if role == Qt.ItemDataRole.ToolTipRole:
-            problem = getattr(m, "error", None)
-            return f"{m.path}\n{problem}" if problem else str(m.path)
+            return f"{m.path}\n{m.error}" if m.error else str(m.path)
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (2, 4, 5):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
 
-def _location(m: Any) -> str:
-    source = getattr(m, "source", None) or ""
-    folder = str(Path(m.path).parent)
-    return f"{source}: {folder}" if source else folder
+def _location(m: LibraryModel) -> str:
+    return f"{m.source}: {m.path.parent}"
 
 
 class LibraryView(QWidget):
@@ -74,9 +70,9 @@ class LibraryView(QWidget):
 
     def __init__(
         self,
-        list_fn: Callable[[], Sequence[Any]],
-        delete_fn: Callable[[Any], Any],
-        add_folder_fn: Callable[[Path], Any] | None,
+        list_fn: Callable[[], list[LibraryModel]],
+        delete_fn: Callable[[LibraryModel], None],
+        add_folder_fn: Callable[[Path], None],
         runner: TaskRunner,
         parent: QWidget | None = None,
     ) -> None:
@@ -86,7 +82,7 @@ class LibraryView(QWidget):
         self._add_folder_fn = add_folder_fn
         self._runner = runner
 
-        self.model = LibraryModel(self)
+        self.model = LibraryTableModel(self)
         self.table = row_table(self.model)
         self.table.setAlternatingRowColors(True)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
@@ -103,7 +99,6 @@ class LibraryView(QWidget):
         self.delete_button = QPushButton("Delete…")
         self.refresh_button = QPushButton("Refresh")
         self.add_folder_button = QPushButton("Add folder…")
-        self.add_folder_button.setVisible(add_folder_fn is not None)
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
 
@@ -136,7 +131,7 @@ class LibraryView(QWidget):
             "library", self._list_fn, on_done=self._on_listed, on_error=self._on_list_failed
         )
 
-    def add_model(self, model: Any) -> None:
+    def add_model(self, model: LibraryModel) -> None:
         """Show one model just downloaded, from what the download says (no new walk)."""
         rows = [m for m in self.model.rows() if m.path != model.path] + [model]
         self._on_listed(sorted(rows, key=library_order))
@@ -148,13 +143,13 @@ class LibraryView(QWidget):
                 return True
         return False
 
-    def selected_model(self) -> Any:
+    def selected_model(self) -> LibraryModel | None:
         rows = self.table.selectionModel().selectedRows()
         return self.model.row_at(rows[0].row()) if rows else None
 
     # ---- slots -------------------------------------------------------------------------
 
-    def _on_listed(self, models: Sequence[Any]) -> None:
+    def _on_listed(self, models: Sequence[LibraryModel]) -> None:
         selected = self.selected_model()
         self.model.set_rows(models)
         if selected is not None:
@@ -175,12 +170,12 @@ class LibraryView(QWidget):
         model = self.selected_model()
         if model is not None:
             # 'starter' for the starter model (assembled on first use), else the path.
-            self.load_requested.emit(getattr(model, "ref", str(model.path)))
+            self.load_requested.emit(model.ref)
 
     def _on_reveal_clicked(self) -> None:
         model = self.selected_model()
         if model is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(model.path).parent)))
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(model.path.parent)))
 
     def _on_delete_clicked(self) -> None:
         model = self.selected_model()
@@ -204,7 +199,7 @@ class LibraryView(QWidget):
 
     def _on_add_folder_clicked(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Add a folder with GGUF models")
-        if folder and self._add_folder_fn is not None:
+        if folder:
             self._add_folder_fn(Path(folder))
             self.refresh()
 

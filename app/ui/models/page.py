@@ -32,11 +32,11 @@ from app.core.model_folders import ModelFolders
 from app.core.probes import FreeMemory, read_free_memory
 from app.services.downloads import DownloadManager
 from app.services.message_bridge import MessageBridge
+from app.services.tasks import TaskRunner
 from app.ui.models.downloads_view import DownloadsView
 from app.ui.models.library_view import LibraryView
 from app.ui.models.repo_view import RepoView
 from app.ui.models.search_view import SearchView
-from app.ui.models.tasks import TaskRunner
 from app.ui.models.token_dialog import TokenDialog
 
 log = logging.getLogger(__name__)

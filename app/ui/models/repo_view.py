@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
@@ -33,9 +32,10 @@ from app.core import units as fmt
 from app.core.errors import GatedRepoError
 from app.core.fit import FITS, MARGIN, NO_FIT, TIGHT, UNSUPPORTED, FitEstimate, ModeFit
 from app.core.fit_estimator import FitEstimator
+from app.core.hub import GgufEntry, RepoFiles
 from app.core.kv_types import COMPARE_MODES
 from app.core.probes import FreeMemory
-from app.ui.models.tasks import TaskRunner
+from app.services.tasks import TaskRunner
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 # Background / text colours per verdict: readable on light and dark palettes.
@@ -82,7 +82,7 @@ class RepoView(QWidget):
 
     def __init__(
         self,
-        list_fn: Callable[[str], Any],
+        list_fn: Callable[[str], RepoFiles],
         fit_fn: FitEstimator,
         runner: TaskRunner,
         parent: QWidget | None = None,
@@ -92,7 +92,7 @@ class RepoView(QWidget):
         self._fit_fn = fit_fn
         self._runner = runner
         self._repo_id: str | None = None
-        self._entries: dict[str, tuple[Any, QStandardItem]] = {}  # first_file -> (entry, row)
+        self._entries: dict[str, tuple[GgufEntry, QStandardItem]] = {}  # first_file -> (entry, row)
         self._fits: dict[str, FitEstimate] = {}
 
         self.title_label = QLabel("Pick a model on the left to see its files.")
@@ -226,7 +226,7 @@ class RepoView(QWidget):
         self.detail_label.clear()
         self.download_button.setEnabled(False)
 
-    def _on_listed(self, repo: Any) -> None:
+    def _on_listed(self, repo: RepoFiles) -> None:
         if repo.repo_id != self._repo_id:
             return
         self._clear()
@@ -333,7 +333,7 @@ class RepoView(QWidget):
 
     # ---- selection and detail ----------------------------------------------------------
 
-    def _current_entry(self) -> Any:
+    def _current_entry(self) -> GgufEntry | None:
         index = self.tree.currentIndex()
         if not index.isValid():
             return None
@@ -355,7 +355,7 @@ class RepoView(QWidget):
         if entry is not None:
             self.download_requested.emit(entry)
 
-    def _show_detail(self, entry: Any) -> None:
+    def _show_detail(self, entry: GgufEntry) -> None:
         fit = self._fits.get(entry.first_file)
         parts = f" in {entry.n_parts} parts" if entry.is_split else ""
         if fit is None:

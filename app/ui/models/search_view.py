@@ -7,7 +7,6 @@ sentence when it fails (offline, HTTP error).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
@@ -22,15 +21,16 @@ from PySide6.QtWidgets import (
 )
 
 from app.core import units as fmt
+from app.core.hub import RepoSummary
+from app.services.tasks import TaskRunner
 from app.ui.models.flat_table import Index, ListTableModel, row_table
-from app.ui.models.tasks import TaskRunner
 
 # (label shown, sort key passed to the search function)
 SORTS = (("Most downloads", "downloads"), ("Most likes", "likes"), ("Recently updated", "last_modified"))
 
 
 
-class SearchResultsModel(ListTableModel):
+class SearchResultsModel(ListTableModel[RepoSummary]):
     """Rows of RepoSummary (repo_id, author, downloads, likes, last_modified)."""
 
     HEADERS = ("Model", "Author", "Downloads", "Likes", "Updated")
@@ -65,7 +65,7 @@ class SearchView(QWidget):
 
     def __init__(
         self,
-        search_fn: Callable[[str, str], Sequence[Any]],
+        search_fn: Callable[[str, str], list[RepoSummary]],
         runner: TaskRunner,
         parent: QWidget | None = None,
     ) -> None:
@@ -121,7 +121,7 @@ class SearchView(QWidget):
         if self.results.rowCount() or self.query_edit.text().strip():
             self.search()
 
-    def _on_search_done(self, rows: Sequence[Any]) -> None:
+    def _on_search_done(self, rows: Sequence[RepoSummary]) -> None:
         self.results.set_rows(rows)
         n = len(rows)
         self.status_label.setText(

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from app.core.errors import AppError
 
 log = logging.getLogger(__name__)
+
+Result = TypeVar("Result")
+OnError = Callable[[str, BaseException], None]
 
 
 def user_message(error: BaseException) -> str:
@@ -39,7 +42,7 @@ class _TaskSignals(QObject):
 
 
 class _Task(QRunnable):
-    def __init__(self, ticket: int, fn: Callable[..., Any], args: tuple, signals: _TaskSignals):
+    def __init__(self, ticket: int, fn: Callable[..., object], args: tuple[object, ...], signals: _TaskSignals):
         super().__init__()
         self._ticket = ticket
         self._fn = fn
@@ -51,7 +54,7 @@ class _Task(QRunnable):
             result = self._fn(*self._args)
         except Exception as error:  # the worker boundary: log it, tell the user in words
             if not isinstance(error, AppError):
-                log.exception("background task %s failed", getattr(self._fn, "__name__", self._fn))
+                log.exception("background task %r failed", self._fn)
             self._signals.failed.emit(self._ticket, user_message(error), error)
         else:
             self._signals.succeeded.emit(self._ticket, result)
@@ -73,21 +76,21 @@ class TaskRunner(QObject):
         self._signals.succeeded.connect(self._on_task_succeeded)
         self._signals.failed.connect(self._on_task_failed)
         self._next = 0
-        self._pending: dict[int, tuple[str, Callable, Callable | None]] = {}
+        self._pending: dict[int, tuple[str, Callable[[object], None], OnError | None]] = {}
         self._latest: dict[str, int] = {}
 
     def submit(
         self,
         kind: str,
-        fn: Callable[..., Any],
-        *args: Any,
-        on_done: Callable[[Any], None],
-        on_error: Callable[[str, BaseException], None] | None = None,
+        fn: Callable[..., Result],
+        *args: object,
+        on_done: Callable[[Result], None],
+        on_error: OnError | None = None,
     ) -> int:
         """Run fn(*args) on the pool; only the newest task of each `kind` reports back."""
         self._next += 1
         ticket = self._next
-        self._pending[ticket] = (kind, on_done, on_error)
+        self._pending[ticket] = (kind, on_done, on_error)  # type: ignore[assignment]  # Result erased
         self._latest[kind] = ticket
         if len(self._pending) == 1:
             self.busy_changed.emit(True)
@@ -101,7 +104,7 @@ class TaskRunner(QObject):
         """Block until the pool is idle (for shutdown and tests)."""
         return self._pool.waitForDone(msecs)
 
-    def _take(self, ticket: int) -> tuple[Callable, Callable | None] | None:
+    def _take(self, ticket: int) -> tuple[Callable[[object], None], OnError | None] | None:
         kind, on_done, on_error = self._pending.pop(ticket)
         if not self._pending:
             self.busy_changed.emit(False)
@@ -114,7 +117,7 @@ class TaskRunner(QObject):
         if callbacks:
             callbacks[0](result)
 
-    def _on_task_failed(self, ticket: int, message: str, error: object) -> None:
+    def _on_task_failed(self, ticket: int, message: str, error: BaseException) -> None:
         callbacks = self._take(ticket)
         if callbacks and callbacks[1]:
             callbacks[1](message, error)
