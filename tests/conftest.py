@@ -1,10 +1,13 @@
-"""Fixtures shared by every test area."""
+"""Fixtures shared by every test area; the Hub's (hub, hub_env, tiny_gguf, small_fs) are
+registered here once, from tests/hub_fixtures.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["tests.hub_fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,5 @@
-"""pytest fixtures around tests/hub_server.py; import them into a test module:
-
-    from tests.hub_fixtures import hub, hub_env, small_fs, tiny_gguf  # noqa: F401
+"""pytest fixtures around tests/hub_server.py, registered for every test by tests/conftest.py
+(pytest_plugins), so a test only names them: hub, hub_env, tiny_gguf, small_fs.
 
 `hub_env` points HF_ENDPOINT at the fake Hub and HF_HUB_CACHE, HF_HOME, HF_TOKEN_PATH and
 KVSTUDIO_DATA_DIR at fresh folders under tmp_path (and clears HF_TOKEN / HF_HUB_OFFLINE),

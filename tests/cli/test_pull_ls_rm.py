@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

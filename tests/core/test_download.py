@@ -14,8 +14,6 @@ from app.core.hub import download_entry, list_gguf_files
 from app.core.library import list_models
 from app.core.model_folders import ModelFolders
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -38,8 +38,6 @@ REPO = "acme/tiny-GGUF"
 NAME = "tiny-Q8_0.gguf"
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 
 @pytest.fixture
 def published(hub_env, tiny_gguf):

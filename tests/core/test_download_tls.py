@@ -30,8 +30,6 @@ from app.core.hub.client import GgufEntry
 from app.core.hub.transfer import DownloadControl, DownloadPaused
 from tests.hub_server import HubServer
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 REPO = "acme/tls-GGUF"
 NAME = "tls-Q8_0.gguf"
 SIZE = 64 * 1024 * 1024

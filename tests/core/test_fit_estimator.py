@@ -7,8 +7,6 @@ from app.core.fit_estimator import FitEstimator, model_family
 from app.core.hub import list_gguf_files
 from app.core.probes import FreeMemory
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 GIB = 2**30
 
 

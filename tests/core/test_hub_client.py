@@ -16,8 +16,6 @@ from app.core.hub import (
     split_info,
 )
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 
 @pytest.mark.parametrize(
     ("name", "quant"),

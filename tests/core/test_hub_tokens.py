@@ -10,8 +10,6 @@ import pytest
 from app.core.errors import BadInputError
 from app.core.hub import delete_token, describe_token, load_token, save_token, token_path
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 
 def test_saved_token_is_private_and_read_back(hub_env, caplog) -> None:
     caplog.set_level(logging.DEBUG)

@@ -11,8 +11,6 @@ from app.core.hub import download_entry, list_gguf_files
 from app.core.library import delete_model, find_model, list_models
 from app.core.model_folders import ModelFolders
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 
 @pytest.fixture
 def two_repos(hub_env, tiny_gguf):

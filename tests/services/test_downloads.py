@@ -14,8 +14,6 @@ from app.core.library import LibraryModel
 from app.core.model_folders import ModelFolders
 from app.services.downloads import DownloadManager, DownloadState
 
-pytest_plugins = ["tests.hub_fixtures"]
-
 REPO = "acme/tiny-GGUF"
 WAIT = 20_000
 
