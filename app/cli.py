@@ -37,15 +37,25 @@ def _command_modules() -> dict[str, ModuleType]:
 
 
 def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
-    parser = _Parser(prog="kvstudio", description="Run GGUF models locally; see what the KV cache costs.")
+    parser = _Parser(
+        prog="kvstudio", description="Run GGUF models locally; see what the KV cache costs."
+    )
     parser.add_argument("--version", action="version", version=f"kvstudio {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
-    parser.add_argument("--model", help="with no command: a .gguf path or 'starter' to load at start")
-    parser.add_argument("--send", metavar="TEXT", help="with no command: send TEXT in the chat once the model has loaded")
+    parser.add_argument(
+        "--model", help="with no command: a .gguf path or 'starter' to load at start"
+    )
+    parser.add_argument(
+        "--send",
+        metavar="TEXT",
+        help="with no command: send TEXT in the chat once the model has loaded",
+    )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     gui = sub.add_parser("gui", help="open the app (the default)")
     gui.add_argument("--model", help="a .gguf path or 'starter' to load at start")
-    gui.add_argument("--send", metavar="TEXT", help="send TEXT in the chat once the model has loaded")
+    gui.add_argument(
+        "--send", metavar="TEXT", help="send TEXT in the chat once the model has loaded"
+    )
     for name, module in modules.items():
         module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.HELP))
     return parser

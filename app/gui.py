@@ -51,7 +51,9 @@ def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     return AppParts(window, engine, store, settings, bridge)
 
 
-def _add_pages(window: MainWindow, engine: EngineClient, bridge: MessageBridge, folder: Path) -> None:
+def _add_pages(
+    window: MainWindow, engine: EngineClient, bridge: MessageBridge, folder: Path
+) -> None:
     """The Models and Dashboard pages beside Chat. Load into chat goes through the chat
     page (the one place a load is prepared from the settings), so the load shows its
     progress there and the model is remembered."""

@@ -73,8 +73,10 @@ def mid_prompt(proc, prompt: str, delay: float) -> tuple[float, str, int]:
 
 def _summary(name: str, latencies: list[float]) -> str:
     ms = [x * 1000 for x in latencies]
-    return (f"{name:<11} n={len(ms):<3} median {statistics.median(ms):7.1f} ms   "
-            f"max {max(ms):7.1f} ms   min {min(ms):6.1f} ms")
+    return (
+        f"{name:<11} n={len(ms):<3} median {statistics.median(ms):7.1f} ms   "
+        f"max {max(ms):7.1f} ms   min {min(ms):6.1f} ms"
+    )
 
 
 def main() -> int:
@@ -94,14 +96,24 @@ def main() -> int:
 
     path = resolve_model(args.model)
     k, v = args.kv.split("/")
-    options = LoadOptions(model_path=str(path), n_ctx=args.ctx, type_k=k, type_v=v, n_threads=args.threads,
-                          n_gpu_layers=args.gpu_layers, n_batch=args.ctx, seed=1)
+    options = LoadOptions(
+        model_path=str(path),
+        n_ctx=args.ctx,
+        type_k=k,
+        type_v=v,
+        n_threads=args.threads,
+        n_gpu_layers=args.gpu_layers,
+        n_batch=args.ctx,
+        seed=1,
+    )
     rng = random.Random(args.seed)
     proc = EngineProcess()
     try:
         proc.send(Load(options))
         loaded = _until(proc, (Loaded,))
-        print(f"model {path.name}, KV {args.kv}, n_ctx {loaded.n_ctx}, n_batch {args.ctx} (a prompt is one decode)")
+        print(
+            f"model {path.name}, KV {args.kv}, n_ctx {loaded.n_ctx}, n_batch {args.ctx} (a prompt is one decode)"
+        )
 
         # A prompt of about 85% of the context, evaluated whole once to know its cost.
         words = max(8, int(args.ctx * 0.85 / 4.5))
@@ -109,14 +121,18 @@ def main() -> int:
         proc.send(Generate("whole", SamplingSettings(temperature=0.0, max_tokens=1), prompt=prompt))
         whole = _until(proc, (Finished,))
         prompt_s = whole.time_to_first_token_s
-        print(f"the whole prompt: {whole.prompt_tokens} tokens in {prompt_s * 1000:.0f} ms "
-              f"(without the abort callback, a cancel during it waits for the rest)")
+        print(
+            f"the whole prompt: {whole.prompt_tokens} tokens in {prompt_s * 1000:.0f} ms "
+            f"(without the abort callback, a cancel during it waits for the rest)"
+        )
 
         reply = [mid_reply(proc, rng) for _ in range(args.cancels)]
         prompt_runs = []
         for i in range(args.cancels):
             # Cancel somewhere in the first half of the prompt's evaluation.
-            prompt_runs.append(mid_prompt(proc, prompt + f" {i}", rng.uniform(0.05, 0.5) * prompt_s))
+            prompt_runs.append(
+                mid_prompt(proc, prompt + f" {i}", rng.uniform(0.05, 0.5) * prompt_s)
+            )
     finally:
         proc.stop()
 

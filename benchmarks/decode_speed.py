@@ -31,7 +31,9 @@ def bare_round(llm, prompt: str, n_tokens: int) -> tuple[float, int]:
     pieces = []
     count = 0
     first = last = 0.0
-    for token in llm.generate(tokens, top_k=40, top_p=0.95, min_p=0.05, temp=0.0, repeat_penalty=1.0):
+    for token in llm.generate(
+        tokens, top_k=40, top_p=0.95, min_p=0.05, temp=0.0, repeat_penalty=1.0
+    ):
         last = time.perf_counter()
         if not first:
             first = last
@@ -48,8 +50,9 @@ def engine_round(proc, prompt: str, n_tokens: int) -> tuple[float, int]:
     """(decode tokens/s, tokens) seen by the client of EngineProcess."""
     from app.engine.messages import Failed, Finished, Generate, SamplingSettings, Token
 
-    sampling = SamplingSettings(temperature=0.0, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
-                                max_tokens=n_tokens)
+    sampling = SamplingSettings(
+        temperature=0.0, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0, max_tokens=n_tokens
+    )
     proc.send(Generate("bench", sampling, prompt=prompt))
     first = 0.0
     while True:
@@ -83,13 +86,27 @@ def main() -> int:
 
     path = resolve_model(args.model)
     mode = KvMode.parse(args.kv)
-    options = LoadOptions(model_path=str(path), n_ctx=args.ctx, n_gpu_layers=args.gpu_layers,
-                          type_k=mode.k.name, type_v=mode.v.name, n_threads=args.threads, seed=1)
+    options = LoadOptions(
+        model_path=str(path),
+        n_ctx=args.ctx,
+        n_gpu_layers=args.gpu_layers,
+        type_k=mode.k.name,
+        type_v=mode.v.name,
+        n_threads=args.threads,
+        seed=1,
+    )
     quiet = llama_cpp.llama_log_callback(lambda *_: None)  # must outlive every llama.cpp call
     llama_cpp.llama_log_set(quiet, None)
-    kwargs = {"n_ctx": args.ctx, "n_gpu_layers": args.gpu_layers, "flash_attn": True,
-              "type_k": mode.k.ggml_id, "type_v": mode.v.ggml_id, "swa_full": False, "seed": 1,
-              "verbose": False}
+    kwargs = {
+        "n_ctx": args.ctx,
+        "n_gpu_layers": args.gpu_layers,
+        "flash_attn": True,
+        "type_k": mode.k.ggml_id,
+        "type_v": mode.v.ggml_id,
+        "swa_full": False,
+        "seed": 1,
+        "verbose": False,
+    }
     if args.threads:
         kwargs.update(n_threads=args.threads, n_threads_batch=args.threads)
     llm = llama_cpp.Llama(str(path), **kwargs)
@@ -118,7 +135,9 @@ def main() -> int:
         proc.stop()
         llm.close()
     ratio = statistics.median(engine) / statistics.median(bare)
-    print(f"median bare {statistics.median(bare):.2f} t/s, engine {statistics.median(engine):.2f} t/s")
+    print(
+        f"median bare {statistics.median(bare):.2f} t/s, engine {statistics.median(engine):.2f} t/s"
+    )
     print(f"ratio engine/bare = {ratio:.3f} (target >= 0.97)")
     return 0
 

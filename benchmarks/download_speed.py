@@ -108,8 +108,16 @@ def _curl_once(url: str, out: Path, verify: bool) -> float:
     out.unlink(missing_ok=True)
     t0 = time.perf_counter()
     subprocess.run(
-        ["curl", "-sS", "-L", "-H", "Accept-Encoding: identity", "-o", str(out),
-         f"{url}/{REPO}/resolve/main/{NAME}"],
+        [
+            "curl",
+            "-sS",
+            "-L",
+            "-H",
+            "Accept-Encoding: identity",
+            "-o",
+            str(out),
+            f"{url}/{REPO}/resolve/main/{NAME}",
+        ],
         check=True,
     )
     if verify:
@@ -156,10 +164,14 @@ def _kill_and_resume(url: str, cache: Path, size: int, sha256: str, cdn_port: in
     counter = cache.parent / "received.bin"
     counter.write_bytes(bytes(8))
     before = _stats(url)
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, REPO, "Q8_0", str(counter)], cwd=ROOT, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, REPO, "Q8_0", str(counter)], cwd=ROOT, env=env
+    )
     while not partial.exists() or partial.stat().st_size < size // 2:
         if child.poll() is not None:
-            raise SystemExit("the download finished before it could be killed; use a bigger --size-mb")
+            raise SystemExit(
+                "the download finished before it could be killed; use a bigger --size-mb"
+            )
         time.sleep(0.002)
     queues = _socket_queues(cdn_port)  # just before the kill: what the kill will discard
     child.send_signal(signal.SIGKILL)
@@ -170,7 +182,9 @@ def _kill_and_resume(url: str, cache: Path, size: int, sha256: str, cdn_port: in
     sent_first = _stats(url) - before
     counter.write_bytes(bytes(8))
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", _CHILD, REPO, "Q8_0", str(counter)], cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", _CHILD, REPO, "Q8_0", str(counter)], cwd=ROOT, env=env, check=True
+    )
     resume_s = time.perf_counter() - t0
     received_total = received_first + int.from_bytes(counter.read_bytes(), "little")
     sent_total = _stats(url) - before
@@ -191,8 +205,16 @@ def _kill_and_resume(url: str, cache: Path, size: int, sha256: str, cdn_port: in
 def _curl_kill_and_resume(url: str, out: Path, size: int, sha256: str) -> int:
     """The same kill -9 at 50% and resume (`curl -C -`) with curl: bytes the server sent twice."""
     out.unlink(missing_ok=True)
-    command = ["curl", "-sS", "-L", "-H", "Accept-Encoding: identity", "-o", str(out),
-               f"{url}/{REPO}/resolve/main/{NAME}"]
+    command = [
+        "curl",
+        "-sS",
+        "-L",
+        "-H",
+        "Accept-Encoding: identity",
+        "-o",
+        str(out),
+        f"{url}/{REPO}/resolve/main/{NAME}",
+    ]
     before = _stats(url)
     child = subprocess.Popen(command)
     while not out.exists() or out.stat().st_size < size // 2:
@@ -203,7 +225,9 @@ def _curl_kill_and_resume(url: str, out: Path, size: int, sha256: str) -> int:
     child.wait()
     time.sleep(0.3)
     subprocess.run([*command[:-1], "-C", "-", command[-1]], check=True)
-    digest = subprocess.run(["sha256sum", str(out)], check=True, capture_output=True, text=True).stdout.split()[0]
+    digest = subprocess.run(
+        ["sha256sum", str(out)], check=True, capture_output=True, text=True
+    ).stdout.split()[0]
     if digest != sha256:
         raise SystemExit("curl's resumed file does not match; the comparison is void")
     out.unlink()
@@ -211,7 +235,9 @@ def _curl_kill_and_resume(url: str, out: Path, size: int, sha256: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size-mb", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--kills", type=int, default=3, help="kill-and-resume repetitions")
@@ -224,7 +250,10 @@ def main() -> None:
         source = _make_file(work, size)
         server = subprocess.Popen(
             [sys.executable, "-m", "tests.hub_server", REPO, str(source)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert server.stdout is not None and server.stdin is not None
         info = json.loads(server.stdout.readline())
@@ -246,56 +275,91 @@ def main() -> None:
             curl_s.append(_curl_once(url, work / "curl.out", verify=False))
             curl_cpu.append(_cpu(resource.RUSAGE_CHILDREN) - before)
             curl_sha_s.append(_curl_once(url, work / "curl.out", verify=True))
-            print(f"round {i + 1}: app {size / app_s[-1] / 1e6:7.1f} MB/s   curl {size / curl_s[-1] / 1e6:7.1f} MB/s"
-                  f"   curl+sha256sum {size / curl_sha_s[-1] / 1e6:7.1f} MB/s"
-                  f"   app/curl {curl_s[-1] / app_s[-1]:5.2f}", flush=True)
+            print(
+                f"round {i + 1}: app {size / app_s[-1] / 1e6:7.1f} MB/s   curl {size / curl_s[-1] / 1e6:7.1f} MB/s"
+                f"   curl+sha256sum {size / curl_sha_s[-1] / 1e6:7.1f} MB/s"
+                f"   app/curl {curl_s[-1] / app_s[-1]:5.2f}",
+                flush=True,
+            )
         shutil.rmtree(work / "cache", ignore_errors=True)
         (work / "curl.out").unlink(missing_ok=True)
-        app, curl, curl_sha = (size / statistics.median(t) / 1e6 for t in (app_s, curl_s, curl_sha_s))
+        app, curl, curl_sha = (
+            size / statistics.median(t) / 1e6 for t in (app_s, curl_s, curl_sha_s)
+        )
         ratios = sorted(c / a for a, c in zip(app_s, curl_s, strict=True))
         ratios_sha = sorted(c / a for a, c in zip(app_s, curl_sha_s, strict=True))
-        print(f"\nfile: {size / 1e6:.0f} MB, {args.rounds} interleaved rounds after a warm-up, medians; "
-              f"load average now: {_load()}")
-        print(f"  app downloader (SHA-256 verified):  {app:8.1f} MB/s   {statistics.median(app_cpu):.3f} CPU s")
-        print(f"  curl -L (no verification):          {curl:8.1f} MB/s   {statistics.median(curl_cpu):.3f} CPU s")
+        print(
+            f"\nfile: {size / 1e6:.0f} MB, {args.rounds} interleaved rounds after a warm-up, medians; "
+            f"load average now: {_load()}"
+        )
+        print(
+            f"  app downloader (SHA-256 verified):  {app:8.1f} MB/s   {statistics.median(app_cpu):.3f} CPU s"
+        )
+        print(
+            f"  curl -L (no verification):          {curl:8.1f} MB/s   {statistics.median(curl_cpu):.3f} CPU s"
+        )
         print(f"  curl -L + sha256sum:                {curl_sha:8.1f} MB/s")
-        print(f"  ratio app / curl:                   {statistics.median(ratios):8.2f}   (target >= 0.9; "
-              f"per round {ratios[0]:.2f} .. {ratios[-1]:.2f}; ratio of medians {app / curl:.2f})")
+        print(
+            f"  ratio app / curl:                   {statistics.median(ratios):8.2f}   (target >= 0.9; "
+            f"per round {ratios[0]:.2f} .. {ratios[-1]:.2f}; ratio of medians {app / curl:.2f})"
+        )
         print(f"  ratio app / (curl + sha256sum):     {statistics.median(ratios_sha):8.2f}")
         tiny = []
         for _ in range(9):
             t0 = time.perf_counter()
             subprocess.run(["curl", "-sS", "-o", os.devnull, f"{url}/_fake/stats"], check=True)
             tiny.append(time.perf_counter() - t0)
-        print(f"  (curl's time includes starting the process: a tiny request takes "
-              f"{statistics.median(tiny) * 1e3:.1f} ms = {statistics.median(tiny) / statistics.median(curl_s):.1%} "
-              f"of its download; the app runs in this process)")
+        print(
+            f"  (curl's time includes starting the process: a tiny request takes "
+            f"{statistics.median(tiny) * 1e3:.1f} ms = {statistics.median(tiny) / statistics.median(curl_s):.1%} "
+            f"of its download; the app runs in this process)"
+        )
 
         cdn_port = _cdn_port(url)
-        kills = [_kill_and_resume(url, work / "cache", size, sha256, cdn_port) for _ in range(args.kills)]
+        kills = [
+            _kill_and_resume(url, work / "cache", size, sha256, cdn_port) for _ in range(args.kills)
+        ]
         for i, r in enumerate(kills):
-            print(f"\nkill -9 #{i + 1} at {r['killed_at'] / size:.0%} ({r['killed_at']:,} bytes on disk), then resume "
-                  f"({r['resume_s']:.2f} s, re-hashing what is on disk included):")
-            print(f"  the app had read from its socket:   {r['received_before_kill']:,} bytes "
-                  f"({r['received_before_kill'] - r['killed_at']:,} not yet on disk)")
+            print(
+                f"\nkill -9 #{i + 1} at {r['killed_at'] / size:.0%} ({r['killed_at']:,} bytes on disk), then resume "
+                f"({r['resume_s']:.2f} s, re-hashing what is on disk included):"
+            )
+            print(
+                f"  the app had read from its socket:   {r['received_before_kill']:,} bytes "
+                f"({r['received_before_kill'] - r['killed_at']:,} not yet on disk)"
+            )
             print(f"  the server had sent (sendfile):     {r['sent_before_kill']:,} bytes")
             if r["server_unsent"] is not None:
-                print(f"  just before the kill: {r['client_unread']:,} bytes in the app's socket receive queue, "
-                      f"{r['server_unsent']:,} still in the server's send queue")
-        curl_kills = [_curl_kill_and_resume(url, work / "curl.out", size, sha256) for _ in range(args.kills)]
-        print(f"\nre-fetched after kill -9 at 50% and resume, {args.kills} kills each, median (min .. max), "
-              f"% of the file:")
+                print(
+                    f"  just before the kill: {r['client_unread']:,} bytes in the app's socket receive queue, "
+                    f"{r['server_unsent']:,} still in the server's send queue"
+                )
+        curl_kills = [
+            _curl_kill_and_resume(url, work / "curl.out", size, sha256) for _ in range(args.kills)
+        ]
+        print(
+            f"\nre-fetched after kill -9 at 50% and resume, {args.kills} kills each, median (min .. max), "
+            f"% of the file:"
+        )
 
         def line(label: str, values: list[int], note: str = "") -> None:
             values = sorted(values)
-            print(f"  {label:<48} {statistics.median(values) / size:7.3%}  "
-                  f"({values[0] / size:.3%} .. {values[-1] / size:.3%}){note}")
+            print(
+                f"  {label:<48} {statistics.median(values) / size:7.3%}  "
+                f"({values[0] / size:.3%} .. {values[-1] / size:.3%}){note}"
+            )
 
-        line("app: read twice by the app's process", [r["refetched_by_app"] for r in kills], "   (target < 1%)")
+        line(
+            "app: read twice by the app's process",
+            [r["refetched_by_app"] for r in kills],
+            "   (target < 1%)",
+        )
         line("app: sent twice by the server", [r["refetched_by_server"] for r in kills])
         line("curl -C -: sent twice by the server", curl_kills)
-        print("  (the server's count adds what the kill discards in the kernel: the app's socket receive\n"
-              "   queue and the server's own send queue, neither of which the app ever read)")
+        print(
+            "  (the server's count adds what the kill discards in the kernel: the app's socket receive\n"
+            "   queue and the server's own send queue, neither of which the app ever read)"
+        )
     finally:
         if server is not None and server.stdin is not None:
             server.stdin.close()

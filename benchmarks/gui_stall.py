@@ -44,7 +44,9 @@ class StallWatchdog:
         self.heartbeat = heartbeat
         self.gui_thread = threading.get_ident()
         self.phase = ""  # set by the GUI thread; samples are counted per phase
-        self.sites: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        self.sites: dict[str, collections.Counter[str]] = collections.defaultdict(
+            collections.Counter
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stall-watchdog", daemon=True)
 
@@ -66,16 +68,21 @@ class StallWatchdog:
             stack = traceback.extract_stack(frame)[-6:]
             project = [f for f in stack if "/app/" in f.filename or "pyqtgraph" in f.filename]
             where = project or stack
-            self.sites[self.phase]["  <  ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}"
-                                    for f in reversed(where[-3:]))] += 1
+            self.sites[self.phase][
+                "  <  ".join(
+                    f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(where[-3:])
+                )
+            ] += 1
 
     def report(self, phase: str, top: int = 6) -> str:
         sites = self.sites.get(phase)
         if not sites:
             return f"watchdog ({phase}): no heartbeat was {LATE_MS:.0f} ms late"
-        header = (f"watchdog ({phase}): where the GUI thread was while a heartbeat was "
-                  f">{LATE_MS:.0f} ms late ({sum(sites.values())} samples, 5 ms apart; the event "
-                  "loop's own wait means the thread was waiting for the CPU or the GIL):")
+        header = (
+            f"watchdog ({phase}): where the GUI thread was while a heartbeat was "
+            f">{LATE_MS:.0f} ms late ({sum(sites.values())} samples, 5 ms apart; the event "
+            "loop's own wait means the thread was waiting for the CPU or the GIL):"
+        )
         lines = [header]
         lines += [f"  {n:4d}  {site}" for site, n in sites.most_common(top)]
         return "\n".join(lines)
@@ -147,8 +154,13 @@ def stream_once(client, n_tokens: int, seed: int, beat: Heartbeat) -> tuple[list
     client.reply_finished.connect(finished)
     client.reply_failed.connect(loop.quit)
     beat.start()
-    client.generate(Generate(f"stall-{seed}", SamplingSettings(max_tokens=n_tokens, temperature=0.8, seed=seed),
-                             prompt="Once upon a time, in a lighthouse by the sea,"))
+    client.generate(
+        Generate(
+            f"stall-{seed}",
+            SamplingSettings(max_tokens=n_tokens, temperature=0.8, seed=seed),
+            prompt="Once upon a time, in a lighthouse by the sea,",
+        )
+    )
     QTimer.singleShot(600_000, loop.quit)
     loop.exec()
     stalls = beat.stop()
@@ -165,13 +177,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--busy", type=int, default=1, help="busy-loop processes during the run")
-    parser.add_argument("--earlier-replies", type=int, default=60,
-                        help="markers of this many earlier replies in the live recording, as in a "
-                             "session that has run a while (the chart's work grew with them)")
+    parser.add_argument(
+        "--earlier-replies",
+        type=int,
+        default=60,
+        help="markers of this many earlier replies in the live recording, as in a "
+        "session that has run a while (the chart's work grew with them)",
+    )
     args = parser.parse_args(argv)
     # Another program: its own session, as a compile started in a terminal would be.
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-            for _ in range(args.busy)]
+    busy = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(args.busy)
+    ]
     try:
         return _measure(args)
     finally:
@@ -231,26 +249,36 @@ def _measure(args: argparse.Namespace) -> int:
             beat.late = []
             results[phase].extend(stalls)
             tokens[phase] += n
-            print(f"round {round_ + 1} {phase:>12}: {n} tokens, longest stall {max(stalls, default=0):.1f} ms")
+            print(
+                f"round {round_ + 1} {phase:>12}: {n} tokens, longest stall {max(stalls, default=0):.1f} ms"
+            )
 
     print()
     for phase, stalls in results.items():
         stalls = sorted(stalls) or [0.0]
         p99 = stalls[int(0.99 * (len(stalls) - 1))]
-        print(f"{phase:>12}: {tokens[phase]} tokens, {len(stalls)} heartbeats, longest stall "
-              f"{stalls[-1]:.1f} ms, p99 {p99:.1f} ms, median {statistics.median(stalls):.2f} ms")
+        print(
+            f"{phase:>12}: {tokens[phase]} tokens, {len(stalls)} heartbeats, longest stall "
+            f"{stalls[-1]:.1f} ms, p99 {p99:.1f} ms, median {statistics.median(stalls):.2f} ms"
+        )
         print(watchdog.report(phase))
         worst = sorted(late[phase], reverse=True)[:5]
         if worst:
-            print("  longest stalls: ms stalled = ran on a CPU + waited for a CPU + slept (GIL or idle):")
+            print(
+                "  longest stalls: ms stalled = ran on a CPU + waited for a CPU + slept (GIL or idle):"
+            )
             for stall, ran, waited in worst:
-                print(f"    {stall:6.1f} = {ran:5.1f} + {waited:5.1f} + {max(0.0, stall - ran - waited):5.1f}")
+                print(
+                    f"    {stall:6.1f} = {ran:5.1f} + {waited:5.1f} + {max(0.0, stall - ran - waited):5.1f}"
+                )
     watchdog.stop()
     longest = max(results["dashboard"], default=0.0)
     baseline = max(results["no dashboard"], default=0.0)
-    print(f"longest GUI stall with the dashboard sampling at 10 Hz: {longest:.1f} ms "
-          f"(target < {TARGET_MS:.0f} ms: {'OK' if longest < TARGET_MS else 'MISSED'}); "
-          f"without it: {baseline:.1f} ms")
+    print(
+        f"longest GUI stall with the dashboard sampling at 10 Hz: {longest:.1f} ms "
+        f"(target < {TARGET_MS:.0f} ms: {'OK' if longest < TARGET_MS else 'MISSED'}); "
+        f"without it: {baseline:.1f} ms"
+    )
     # What one frame costs on its own: under CPU contention (another process on every
     # core) stalls also include time the GUI thread simply was not scheduled.
     page.redraw_timer.stop()
@@ -265,8 +293,10 @@ def _measure(args: argparse.Namespace) -> int:
         load = os.getloadavg()[0]
     except OSError:
         load = float("nan")
-    print(f"full repaint: memory chart {chart_ms:.1f} ms, whole page {page_ms:.1f} ms; "
-          f"{os.cpu_count()} CPUs, {args.busy} busy-loop process(es), load average {load:.1f}")
+    print(
+        f"full repaint: memory chart {chart_ms:.1f} ms, whole page {page_ms:.1f} ms; "
+        f"{os.cpu_count()} CPUs, {args.busy} busy-loop process(es), load average {load:.1f}"
+    )
     page.shutdown()
     client.shutdown()
     return 0 if longest < TARGET_MS else 1

@@ -67,8 +67,9 @@ def copy_vocab(writer: GGUFWriter, vocab_path: Path) -> int:
     return n_vocab
 
 
-def write_model(out: Path, layers: int | None, vocab: str, vocab_gguf: Path | None,
-                seed: int = 0) -> Path:
+def write_model(
+    out: Path, layers: int | None, vocab: str, vocab_gguf: Path | None, seed: int = 0
+) -> Path:
     shapes = dict(SMALL if vocab == "small" else FULL)
     if layers is not None:
         shapes["n_layer"] = layers
@@ -142,11 +143,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the .gguf file to write")
     parser.add_argument("--layers", type=int, default=None, help="number of layers (default 32)")
-    parser.add_argument("--vocab", choices=("full", "small"), default="full",
-                        help="'small': tiny shapes and a 512-token synthetic vocabulary (tests)")
-    parser.add_argument("--vocab-gguf", type=Path, default=None,
-                        help="copy the tokenizer from this vocab-only GGUF "
-                             "(e.g. vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf)")
+    parser.add_argument(
+        "--vocab",
+        choices=("full", "small"),
+        default="full",
+        help="'small': tiny shapes and a 512-token synthetic vocabulary (tests)",
+    )
+    parser.add_argument(
+        "--vocab-gguf",
+        type=Path,
+        default=None,
+        help="copy the tokenizer from this vocab-only GGUF "
+        "(e.g. vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")

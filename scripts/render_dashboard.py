@@ -1,9 +1,9 @@
 """Render the Dashboard page offscreen to a PNG (for docs/screenshots).
 
-    # after a real run here: load the model, stream a reply, run a small comparison
-    QT_QPA_PLATFORM=offscreen python scripts/render_dashboard.py --live docs/screenshots/dashboard.png
-    # from a recording saved by `kvstudio bench --record` (e.g. the NVML run on a GPU)
-    QT_QPA_PLATFORM=offscreen python scripts/render_dashboard.py --recording run.json out.png
+# after a real run here: load the model, stream a reply, run a small comparison
+QT_QPA_PLATFORM=offscreen python scripts/render_dashboard.py --live docs/screenshots/dashboard.png
+# from a recording saved by `kvstudio bench --record` (e.g. the NVML run on a GPU)
+QT_QPA_PLATFORM=offscreen python scripts/render_dashboard.py --recording run.json out.png
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--live", action="store_true", help="run the starter model (or --model) first")
+    source.add_argument(
+        "--live", action="store_true", help="run the starter model (or --model) first"
+    )
     source.add_argument("--recording", type=Path, help="a recording JSON to show")
     parser.add_argument("--model", default="starter")
     parser.add_argument("--ctx", type=int, default=4096)
@@ -62,8 +64,14 @@ def main(argv: list[str] | None = None) -> int:
             finished: list = []
             page.runner.finished.connect(finished.append)
             page.runner.failed.connect(finished.append)
-            page.start_compare(model_path=str(model), n_ctx=2048, depth=512, quality_chunks=2,
-                               n_prompt=256, n_gen=32)
+            page.start_compare(
+                model_path=str(model),
+                n_ctx=2048,
+                depth=512,
+                quality_chunks=2,
+                n_prompt=256,
+                n_gen=32,
+            )
             _wait(app, lambda: bool(finished), 900)
             page.sampler.new_recording()
             page.set_source("live")
@@ -72,8 +80,11 @@ def main(argv: list[str] | None = None) -> int:
             done: list = []
             client.reply_finished.connect(done.append)
             prompt = default_reference_text()[20000:23000]
-            client.generate(Generate("shot", SamplingSettings(max_tokens=300, temperature=0.8, seed=7),
-                                     prompt=prompt))
+            client.generate(
+                Generate(
+                    "shot", SamplingSettings(max_tokens=300, temperature=0.8, seed=7), prompt=prompt
+                )
+            )
             _wait(app, lambda: bool(done), 300)
             page._redraw(force_text=True)
         for _ in range(20):

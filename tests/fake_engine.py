@@ -70,14 +70,33 @@ class FakeEngine:
         o = load.options
         cells = o.n_ctx
         k_bytes, v_bytes = cells * 1024, cells * 2048
-        kv = KvCacheInfo(total_bytes=k_bytes + v_bytes, cells=cells, layers=4, seqs=1,
-                         k_type=o.type_k, k_bytes=k_bytes, v_type=o.type_v, v_bytes=v_bytes,
-                         total_mib=(k_bytes + v_bytes) / 2**20, k_mib=k_bytes / 2**20,
-                         v_mib=v_bytes / 2**20, devices=("CPU",))
+        kv = KvCacheInfo(
+            total_bytes=k_bytes + v_bytes,
+            cells=cells,
+            layers=4,
+            seqs=1,
+            k_type=o.type_k,
+            k_bytes=k_bytes,
+            v_type=o.type_v,
+            v_bytes=v_bytes,
+            total_mib=(k_bytes + v_bytes) / 2**20,
+            k_mib=k_bytes / 2**20,
+            v_mib=v_bytes / 2**20,
+            devices=("CPU",),
+        )
         return Loaded(
-            model_path=o.model_path, options=o, load_seconds=0.01, n_ctx=cells, n_ctx_train=cells,
-            architecture="llama", chat_format="gguf", kv_caches=(kv,), compute_buffers=(),
-            warnings=(), system_info="fake engine", at=time.monotonic(),
+            model_path=o.model_path,
+            options=o,
+            load_seconds=0.01,
+            n_ctx=cells,
+            n_ctx_train=cells,
+            architecture="llama",
+            chat_format="gguf",
+            kv_caches=(kv,),
+            compute_buffers=(),
+            warnings=(),
+            system_info="fake engine",
+            at=time.monotonic(),
         )
 
     def _reply(self, command: Generate) -> None:
@@ -86,8 +105,16 @@ class FakeEngine:
         self._events.put(PromptStarted(command.request_id, 8, time.monotonic()))
         for i, piece in enumerate(pieces):
             self._events.put(Token(command.request_id, piece, 9 + i, time.monotonic()))
-        self._events.put(Finished(
-            command.request_id, self.reply, prompt_tokens=8, generated_tokens=len(pieces),
-            time_to_first_token_s=0.001, tokens_per_second=1000.0, stop_reason="stop",
-            n_past=8 + len(pieces), at=time.monotonic(),
-        ))
+        self._events.put(
+            Finished(
+                command.request_id,
+                self.reply,
+                prompt_tokens=8,
+                generated_tokens=len(pieces),
+                time_to_first_token_s=0.001,
+                tokens_per_second=1000.0,
+                stop_reason="stop",
+                n_past=8 + len(pieces),
+                at=time.monotonic(),
+            )
+        )

@@ -18,9 +18,30 @@ import numpy as np
 
 # Word pieces after the byte tokens; "\u2581" is SentencePiece's space marker.
 _WORDS = [
-    "\u2581the", "\u2581a", "\u2581and", "\u2581of", "\u2581to", "\u2581in", "\u2581is",
-    "\u2581it", "\u2581you", "\u2581that", "\u2581Hello", "\u2581world", "\u2581cache",
-    "\u2581memory", "\u2581model", "\u2581", "e", "t", "a", "o", "i", "n", "s", "r",
+    "\u2581the",
+    "\u2581a",
+    "\u2581and",
+    "\u2581of",
+    "\u2581to",
+    "\u2581in",
+    "\u2581is",
+    "\u2581it",
+    "\u2581you",
+    "\u2581that",
+    "\u2581Hello",
+    "\u2581world",
+    "\u2581cache",
+    "\u2581memory",
+    "\u2581model",
+    "\u2581",
+    "e",
+    "t",
+    "a",
+    "o",
+    "i",
+    "n",
+    "s",
+    "r",
 ]
 
 ARCHES = ("llama", "gemma3")
@@ -101,7 +122,10 @@ def write_tiny_gguf(
         writer.add_sliding_window(sliding_window)
     if sliding_window_pattern is not None:
         if isinstance(sliding_window_pattern, list):
-            writer.add_array(f"{arch}.attention.sliding_window_pattern", [bool(v) for v in sliding_window_pattern])
+            writer.add_array(
+                f"{arch}.attention.sliding_window_pattern",
+                [bool(v) for v in sliding_window_pattern],
+            )
         else:
             writer.add_uint32(f"{arch}.attention.sliding_window_pattern", sliding_window_pattern)
 
@@ -160,7 +184,9 @@ def write_tiny_gguf(
 VOCAB_TOKENIZERS = ("llama", "gpt2", "bert")
 
 
-def write_vocab_only_gguf(path: str | Path, tokenizer: str = "llama", n_vocab: int = 32_000, seed: int = 0) -> Path:
+def write_vocab_only_gguf(
+    path: str | Path, tokenizer: str = "llama", n_vocab: int = 32_000, seed: int = 0
+) -> Path:
     """Write a vocab-only GGUF like llama.cpp's `models/ggml-vocab-*.gguf` and return its path.
 
     What `convert_hf_to_gguf.py --vocab-only` writes: the architecture's hyperparameters and a
@@ -194,7 +220,9 @@ def write_vocab_only_gguf(path: str | Path, tokenizer: str = "llama", n_vocab: i
     if merges is not None:
         writer.add_token_merges(merges)
     end_of_text = len(tokens) - 1  # gpt2: <|endoftext|> is both, as in GPT-2
-    specials = {"llama": (1, 2, 0), "gpt2": (end_of_text, end_of_text, None), "bert": (2, 3, 1)}[tokenizer]
+    specials = {"llama": (1, 2, 0), "gpt2": (end_of_text, end_of_text, None), "bert": (2, 3, 1)}[
+        tokenizer
+    ]
     writer.add_bos_token_id(specials[0])
     writer.add_eos_token_id(specials[1])
     if specials[2] is not None:
@@ -206,7 +234,9 @@ def write_vocab_only_gguf(path: str | Path, tokenizer: str = "llama", n_vocab: i
     return path
 
 
-def _made_up_words(rng: np.random.Generator, taken: set[str], n: int, prefix: str = "") -> list[str]:
+def _made_up_words(
+    rng: np.random.Generator, taken: set[str], n: int, prefix: str = ""
+) -> list[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"
     words: list[str] = []
     while len(words) < n:
@@ -219,7 +249,9 @@ def _made_up_words(rng: np.random.Generator, taken: set[str], n: int, prefix: st
     return words
 
 
-def _spm_vocab(rng: np.random.Generator, n_vocab: int) -> tuple[list[str], list[int], list[float], None]:
+def _spm_vocab(
+    rng: np.random.Generator, n_vocab: int
+) -> tuple[list[str], list[int], list[float], None]:
     tokens, scores, types = tiny_vocab()
     taken = set(tokens)
     tokens += _made_up_words(rng, taken, n_vocab - len(tokens), prefix="\u2581")
@@ -228,9 +260,15 @@ def _spm_vocab(rng: np.random.Generator, n_vocab: int) -> tuple[list[str], list[
     return tokens, types, scores, None
 
 
-def _bpe_vocab(rng: np.random.Generator, n_vocab: int) -> tuple[list[str], list[int], None, list[str]]:
+def _bpe_vocab(
+    rng: np.random.Generator, n_vocab: int
+) -> tuple[list[str], list[int], None, list[str]]:
     # GPT-2's byte-to-unicode table: every byte is one printable character (space is "Ġ").
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     extra = iter(range(256, 512))
     tokens = [chr(b) if b in printable else chr(next(extra)) for b in range(256)]
     taken = set(tokens)

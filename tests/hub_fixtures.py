@@ -132,7 +132,9 @@ def make_small_disk(
         return point
     result = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs to fill the disk: {result.stderr.strip()}")
@@ -150,7 +152,9 @@ def small_fs(
     count = iter(range(100))
 
     def make(size: int) -> Path:
-        return make_small_disk(request.param, tmp_path / f"small-fs-{next(count)}", size, monkeypatch, mounts)
+        return make_small_disk(
+            request.param, tmp_path / f"small-fs-{next(count)}", size, monkeypatch, mounts
+        )
 
     yield make
     for point in mounts:
@@ -172,8 +176,12 @@ def write_split_gguf(source: Path, target: Path, max_tensors: int) -> list[Path]
         sub_type = field.types[-1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
         writer.add_key_value(field.name, field.contents(), field.types[0], sub_type=sub_type)
     for tensor in reader.tensors:
-        writer.add_tensor(tensor.name, tensor.data, raw_shape=tuple(reversed(tensor.shape.tolist())),
-                          raw_dtype=tensor.tensor_type)
+        writer.add_tensor(
+            tensor.name,
+            tensor.data,
+            raw_shape=tuple(reversed(tensor.shape.tolist())),
+            raw_dtype=tensor.tensor_type,
+        )
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -46,9 +46,16 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         return auth[7:].strip() if auth.lower().startswith("bearer ") else None
 
     def _finish(self, status: int, sent: int) -> LoggedRequest:
-        return self.hub.record(LoggedRequest(
-            self.command, self.path, self.headers.get("Range"), status, self._token() is not None, sent
-        ))
+        return self.hub.record(
+            LoggedRequest(
+                self.command,
+                self.path,
+                self.headers.get("Range"),
+                status,
+                self._token() is not None,
+                sent,
+            )
+        )
 
     def _json(self, status: int, payload: object, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(payload).encode()
@@ -62,8 +69,14 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         self._finish(status, len(body))
 
-    def _error(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
-        self._json(status, {"error": message}, {"X-Error-Code": code, "X-Error-Message": message, **(headers or {})})
+    def _error(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self._json(
+            status,
+            {"error": message},
+            {"X-Error-Code": code, "X-Error-Message": message, **(headers or {})},
+        )
 
     def do_HEAD(self) -> None:
         self._route()
@@ -85,10 +98,16 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         try:
             if self.server.cdn:
                 match = re.fullmatch(r"/cdn/([0-9a-f]{64})", path)
-                return self._cdn(match.group(1)) if match else self._error(404, "NotFound", "no such object")
+                return (
+                    self._cdn(match.group(1))
+                    if match
+                    else self._error(404, "NotFound", "no such object")
+                )
             if path == "/api/models":
                 return self._search(query)
-            if path == "/_fake/stats":  # not a Hub route: lets a benchmark in another process count bytes
+            if (
+                path == "/_fake/stats"
+            ):  # not a Hub route: lets a benchmark in another process count bytes
                 return self._json(200, {"cdn_bytes_sent": self.hub.bytes_sent_now()})
             match = re.fullmatch(r"/api/models/([^/]+/[^/]+)/tree/([^/]+)(?:/(.*))?", path)
             if match:
@@ -122,21 +141,32 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         sort = (query.get("sort") or [""])[0]
         limit = int((query.get("limit") or ["1000"])[0])
         repos = [
-            r for r in self.hub.repos.values()
+            r
+            for r in self.hub.repos.values()
             if search in r.repo_id.lower() and all(f in r.tags for f in filters) and not r.private
         ]
-        key = {"downloads": lambda r: r.downloads, "likes": lambda r: r.likes,
-               "lastModified": lambda r: r.last_modified}.get(sort)
+        key = {
+            "downloads": lambda r: r.downloads,
+            "likes": lambda r: r.likes,
+            "lastModified": lambda r: r.last_modified,
+        }.get(sort)
         if key is not None:
             repos.sort(key=key, reverse=True)  # the Hub sorts descending
         self._json(200, [self._summary(r) for r in repos[:limit]])
 
     def _summary(self, repo: HubRepo) -> dict:
         return {
-            "_id": repo.commit[:24], "id": repo.repo_id, "author": repo.author,
-            "downloads": repo.downloads, "likes": repo.likes, "lastModified": _iso(repo.last_modified),
-            "gated": "manual" if repo.gated else False, "private": repo.private,
-            "tags": list(repo.tags), "library_name": "gguf", "createdAt": _iso(repo.last_modified),
+            "_id": repo.commit[:24],
+            "id": repo.repo_id,
+            "author": repo.author,
+            "downloads": repo.downloads,
+            "likes": repo.likes,
+            "lastModified": _iso(repo.last_modified),
+            "gated": "manual" if repo.gated else False,
+            "private": repo.private,
+            "tags": list(repo.tags),
+            "library_name": "gguf",
+            "createdAt": _iso(repo.last_modified),
         }
 
     def _tree(self, repo_id: str, revision: str, sub: str, query: dict[str, list[str]]) -> None:
@@ -149,18 +179,35 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         for f in repo.files.values():
             if not f.path.startswith(prefix):
                 continue
-            rest = f.path[len(prefix):]
+            rest = f.path[len(prefix) :]
             if "/" in rest and not recursive:
                 folder = prefix + rest.split("/", 1)[0]
-                entries[folder] = {"type": "directory", "oid": hashlib.sha1(folder.encode()).hexdigest(), "size": 0, "path": folder}
+                entries[folder] = {
+                    "type": "directory",
+                    "oid": hashlib.sha1(folder.encode()).hexdigest(),
+                    "size": 0,
+                    "path": folder,
+                }
                 continue
             parts = f.path.split("/")
             for i in range(len(prefix.split("/")) if prefix else 1, len(parts)):
                 folder = "/".join(parts[:i])
-                entries.setdefault(folder, {"type": "directory", "oid": hashlib.sha1(folder.encode()).hexdigest(), "size": 0, "path": folder})
+                entries.setdefault(
+                    folder,
+                    {
+                        "type": "directory",
+                        "oid": hashlib.sha1(folder.encode()).hexdigest(),
+                        "size": 0,
+                        "path": folder,
+                    },
+                )
             item = {"type": "file", "oid": f.git_oid, "size": f.size, "path": f.path}
             if f.lfs:
-                item["lfs"] = {"oid": self.hub.reported_sha256(f), "size": f.size, "pointerSize": LFS_POINTER_SIZE}
+                item["lfs"] = {
+                    "oid": self.hub.reported_sha256(f),
+                    "size": f.size,
+                    "pointerSize": LFS_POINTER_SIZE,
+                }
             entries[f.path] = item
         self._json(200, sorted(entries.values(), key=lambda e: e["path"]))
 
@@ -175,10 +222,22 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             if blobs:
                 sibling.update(size=f.size, blobId=f.git_oid)
                 if f.lfs:
-                    sibling["lfs"] = {"sha256": self.hub.reported_sha256(f), "size": f.size, "pointerSize": LFS_POINTER_SIZE}
+                    sibling["lfs"] = {
+                        "sha256": self.hub.reported_sha256(f),
+                        "size": f.size,
+                        "pointerSize": LFS_POINTER_SIZE,
+                    }
             siblings.append(sibling)
-        self._json(200, {**self._summary(repo), "sha": repo.commit, "disabled": False, "siblings": siblings,
-                         "usedStorage": sum(f.size for f in repo.files.values())})
+        self._json(
+            200,
+            {
+                **self._summary(repo),
+                "sha": repo.commit,
+                "disabled": False,
+                "siblings": siblings,
+                "usedStorage": sum(f.size for f in repo.files.values()),
+            },
+        )
 
     # -- files ------------------------------------------------------------------------------
 
@@ -189,25 +248,37 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         token = self._token()
         if repo.gated and token not in self.hub.tokens:
             status = 401 if token is None else 403
-            message = (f"Access to model {repo_id} is restricted. You must have access to it and be "
-                       f"authenticated to access it. Please log in.")
+            message = (
+                f"Access to model {repo_id} is restricted. You must have access to it and be "
+                f"authenticated to access it. Please log in."
+            )
             return self._error(status, "GatedRepo", message, {"X-Repo-Commit": repo.commit})
         fault = self.hub.faults.take(self.hub.faults.resolve_status_first, filename)
         if fault is not None:
             return self._error(fault, "ServiceUnavailable", "try again later", {"Retry-After": "0"})
         f = repo.files.get(filename)
         if f is None:
-            return self._error(404, "EntryNotFound", f"{filename} does not exist on \"{revision}\"",
-                               {"X-Repo-Commit": repo.commit})
+            return self._error(
+                404,
+                "EntryNotFound",
+                f'{filename} does not exist on "{revision}"',
+                {"X-Repo-Commit": repo.commit},
+            )
         common = {"X-Repo-Commit": repo.commit, "Accept-Ranges": "bytes"}
         if not f.lfs:
             return self._send_file(f, {**common, "ETag": f'"{f.git_oid}"'})
         location = f"{self.hub.cdn_url}/cdn/{f.sha256}?response-content-disposition=attachment%3B+filename%3D{quote(f.path.rsplit('/', 1)[-1])}"
         body = f"Found. Redirecting to {location}".encode()
         self.send_response(302)
-        for k, v in {**common, "Location": location, "ETag": f'"{f.git_oid}"',
-                     "X-Linked-Etag": f'"{self.hub.reported_sha256(f)}"', "X-Linked-Size": str(f.size),
-                     "Content-Type": "text/plain; charset=utf-8", "Content-Length": str(len(body))}.items():
+        for k, v in {
+            **common,
+            "Location": location,
+            "ETag": f'"{f.git_oid}"',
+            "X-Linked-Etag": f'"{self.hub.reported_sha256(f)}"',
+            "X-Linked-Size": str(f.size),
+            "Content-Type": "text/plain; charset=utf-8",
+            "Content-Length": str(len(body)),
+        }.items():
             self.send_header(k, v)
         self.end_headers()
         if self.command != "HEAD":
@@ -224,7 +295,9 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         faults = self.hub.faults
         status = faults.take(faults.status_first, f.path) if self.command == "GET" else None
         if status is not None:
-            return self._error(status, "ServiceUnavailable", "try again later", {"Retry-After": "0"})
+            return self._error(
+                status, "ServiceUnavailable", "try again later", {"Retry-After": "0"}
+            )
         start, end = 0, f.size - 1
         ranged = self.headers.get("Range")
         partial = False
@@ -234,8 +307,12 @@ class HubRequestHandler(BaseHTTPRequestHandler):
                 start = int(match.group(1))
                 end = min(int(match.group(2)), f.size - 1) if match.group(2) else f.size - 1
                 if start >= f.size or start > end:
-                    return self._error(416, "RangeNotSatisfiable", "range not satisfiable",
-                                       {"Content-Range": f"bytes */{f.size}"})
+                    return self._error(
+                        416,
+                        "RangeNotSatisfiable",
+                        "range not satisfiable",
+                        {"Content-Range": f"bytes */{f.size}"},
+                    )
                 partial = True
         length = end - start + 1
         short = faults.take(faults.truncate, f.path) if self.command == "GET" else None
@@ -265,14 +342,22 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)  # a dropped connection mid-body
 
-    def _send_body(self, source: Path, offset: int, count: int, rate: float | None, entry: LoggedRequest) -> None:
+    def _send_body(
+        self, source: Path, offset: int, count: int, rate: float | None, entry: LoggedRequest
+    ) -> None:
         """Send count bytes from offset, counting them in entry.sent as they go."""
         with open(source, "rb") as src:
-            if rate is None and not isinstance(self.connection, ssl.SSLSocket):  # sendfile would skip TLS
+            if rate is None and not isinstance(
+                self.connection, ssl.SSLSocket
+            ):  # sendfile would skip TLS
                 self.wfile.flush()
                 while entry.sent < count:  # zero-copy, like a real CDN would
-                    n = os.sendfile(self.connection.fileno(), src.fileno(), offset + entry.sent,
-                                    min(count - entry.sent, 8 * _SEND_CHUNK))
+                    n = os.sendfile(
+                        self.connection.fileno(),
+                        src.fileno(),
+                        offset + entry.sent,
+                        min(count - entry.sent, 8 * _SEND_CHUNK),
+                    )
                     if n == 0:
                         break
                     entry.sent += n
@@ -289,5 +374,3 @@ class HubRequestHandler(BaseHTTPRequestHandler):
                 ahead = entry.sent / rate - (time.monotonic() - began) if rate else 0.0
                 if ahead > 0:
                     time.sleep(ahead)
-
-

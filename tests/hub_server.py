@@ -114,8 +114,14 @@ class Faults:
 
     def clear(self) -> None:
         with self.lock:
-            for table in (self.cut_after, self.status_first, self.resolve_status_first, self.truncate,
-                          self.rate_limit, self.stall_after):
+            for table in (
+                self.cut_after,
+                self.status_first,
+                self.resolve_status_first,
+                self.truncate,
+                self.rate_limit,
+                self.stall_after,
+            ):
                 table.clear()
             self.ignore_range_paths.clear()
             self.wrong_sha_paths.clear()
@@ -164,7 +170,9 @@ class HubServer:
 
     def start(self) -> Self:
         for server in (self._hub, self._cdn):
-            t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+            t = threading.Thread(
+                target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
             t.start()
             self._threads.append(t)
         return self
@@ -210,9 +218,17 @@ class HubServer:
             hub_file = HubFile(name, source, source.stat().st_size, digest, lfs=lfs)
             hub_files[name] = hub_file
             self._by_sha[digest] = hub_file
-        commit = hashlib.sha1(f"{repo_id}:{sorted(hub_files)}:{time.time_ns()}".encode()).hexdigest()
+        commit = hashlib.sha1(
+            f"{repo_id}:{sorted(hub_files)}:{time.time_ns()}".encode()
+        ).hexdigest()
         repo = HubRepo(
-            repo_id, hub_files, commit, gated=gated, private=private, downloads=downloads, likes=likes,
+            repo_id,
+            hub_files,
+            commit,
+            gated=gated,
+            private=private,
+            downloads=downloads,
+            likes=likes,
             last_modified=last_modified or datetime(2025, 1, 1, tzinfo=UTC),
         )
         self.repos[repo_id] = repo
@@ -271,7 +287,12 @@ class HubHttpServer(ThreadingHTTPServer):
     request_queue_size = 64
 
     def __init__(
-        self, address: tuple[str, int], handler: type, hub: HubServer, *, cdn: bool,
+        self,
+        address: tuple[str, int],
+        handler: type,
+        hub: HubServer,
+        *,
+        cdn: bool,
         tls: ssl.SSLContext | None = None,
     ) -> None:
         super().__init__(address, handler)
@@ -279,7 +300,9 @@ class HubHttpServer(ThreadingHTTPServer):
         self.cdn = cdn
         if tls is not None:
             # The handshake runs on the handler's thread (first read), not in accept().
-            self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+            self.socket = tls.wrap_socket(
+                self.socket, server_side=True, do_handshake_on_connect=False
+            )
 
 
 def main(argv: list[str] | None = None) -> None:

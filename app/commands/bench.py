@@ -23,33 +23,82 @@ HELP = "compare KV cache modes (memory, speed, quality), measured, one engine pe
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", nargs="?",
-                        help="a .gguf file or the word 'starter'")
-    parser.add_argument("--ctx", type=int, default=8192, help="context size in tokens (default 8192)")
-    parser.add_argument("--depth", type=int, default=0,
-                        help="tokens already in the context when speed is measured (default 0)")
-    parser.add_argument("--modes", default="f16/f16,q8_0/f16,q8_0/q8_0",
-                        help="K/V modes, comma-separated (f16/f16 is always measured first)")
-    parser.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)")
-    parser.add_argument("--prompt-tokens", type=int, default=512, help="prompt batch timed (default 512)")
-    parser.add_argument("--gen-tokens", type=int, default=128, help="tokens decoded and timed (default 128)")
-    parser.add_argument("--repetitions", type=int, default=3,
-                        help="speed runs per mode; the median is reported (default 3)")
-    parser.add_argument("--chunks", type=int, default=4,
-                        help="quality: chunks of the reference text (default 4; 0 skips quality)")
-    parser.add_argument("--chunk-tokens", type=int, default=512, help="quality: tokens per chunk (default 512)")
-    parser.add_argument("--text", metavar="FILE", default=None,
-                        help="reference text file for quality (default: Python's pydoc topics)")
-    parser.add_argument("--force", action="store_true",
-                        help="load even beyond the trained context or the free memory the device reports")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
-    parser.add_argument("--csv", metavar="OUT.csv", default=None, help="also write the results as CSV")
-    parser.add_argument("--plot", metavar="OUT.png", default=None, help="draw a bar chart (needs PySide6)")
-    parser.add_argument("--record", metavar="OUT.json", default=None,
-                        help="save the memory samples and markers of the whole run (dashboard: Open recording)")
-    parser.add_argument("--results", metavar="RUN.json", default=None,
-                        help="instead of measuring, re-print (and --plot) a result saved with --json")
+    parser.add_argument(
+        "model", metavar="MODEL", nargs="?", help="a .gguf file or the word 'starter'"
+    )
+    parser.add_argument(
+        "--ctx", type=int, default=8192, help="context size in tokens (default 8192)"
+    )
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=0,
+        help="tokens already in the context when speed is measured (default 0)",
+    )
+    parser.add_argument(
+        "--modes",
+        default="f16/f16,q8_0/f16,q8_0/q8_0",
+        help="K/V modes, comma-separated (f16/f16 is always measured first)",
+    )
+    parser.add_argument(
+        "--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)"
+    )
+    parser.add_argument(
+        "--prompt-tokens", type=int, default=512, help="prompt batch timed (default 512)"
+    )
+    parser.add_argument(
+        "--gen-tokens", type=int, default=128, help="tokens decoded and timed (default 128)"
+    )
+    parser.add_argument(
+        "--repetitions",
+        type=int,
+        default=3,
+        help="speed runs per mode; the median is reported (default 3)",
+    )
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=4,
+        help="quality: chunks of the reference text (default 4; 0 skips quality)",
+    )
+    parser.add_argument(
+        "--chunk-tokens", type=int, default=512, help="quality: tokens per chunk (default 512)"
+    )
+    parser.add_argument(
+        "--text",
+        metavar="FILE",
+        default=None,
+        help="reference text file for quality (default: Python's pydoc topics)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="load even beyond the trained context or the free memory the device reports",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the results as JSON instead of a table"
+    )
+    parser.add_argument(
+        "--csv", metavar="OUT.csv", default=None, help="also write the results as CSV"
+    )
+    parser.add_argument(
+        "--plot", metavar="OUT.png", default=None, help="draw a bar chart (needs PySide6)"
+    )
+    parser.add_argument(
+        "--record",
+        metavar="OUT.json",
+        default=None,
+        help="save the memory samples and markers of the whole run (dashboard: Open recording)",
+    )
+    parser.add_argument(
+        "--results",
+        metavar="RUN.json",
+        default=None,
+        help="instead of measuring, re-print (and --plot) a result saved with --json",
+    )
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -61,7 +110,9 @@ def _check(args: argparse.Namespace) -> None:
     check_context_size(args.ctx, "--ctx")
     for name in ("prompt_tokens", "gen_tokens", "chunk_tokens", "repetitions"):
         if getattr(args, name) <= 0:
-            raise BadInputError(f"--{name.replace('_', '-')} must be a positive number, not {getattr(args, name)}.")
+            raise BadInputError(
+                f"--{name.replace('_', '-')} must be a positive number, not {getattr(args, name)}."
+            )
     if args.depth < 0:
         raise BadInputError(f"--depth must be 0 or more, not {args.depth}.")
     if args.chunks < 0:
@@ -109,7 +160,9 @@ def _from_results(args: argparse.Namespace) -> int:
     except FileNotFoundError:
         raise BadInputError(f"No results file at {args.results}.") from None
     except (OSError, ValueError, KeyError, TypeError):
-        raise BadInputError(f"{args.results} is not a result saved by `kvstudio bench --json`.") from None
+        raise BadInputError(
+            f"{args.results} is not a result saved by `kvstudio bench --json`."
+        ) from None
     print(json.dumps(data, indent=2) if args.json else format_table(rows))
     if args.plot:
         _plot(rows, _title(data), args.plot)
@@ -118,8 +171,10 @@ def _from_results(args: argparse.Namespace) -> int:
 
 def _title(data: dict[str, Any]) -> str:
     model = Path(str(data.get("model", ""))).name
-    return (f"{model} - n_ctx {data.get('n_ctx')}, depth {data.get('depth')} - "
-            f"{data.get('device') or data.get('probe')}")
+    return (
+        f"{model} - n_ctx {data.get('n_ctx')}, depth {data.get('depth')} - "
+        f"{data.get('device') or data.get('probe')}"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,13 +194,25 @@ def run(args: argparse.Namespace) -> int:
         try:
             text = Path(args.text).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
-            raise BadInputError(f"The reference text {args.text} cannot be read ({error}).") from None
+            raise BadInputError(
+                f"The reference text {args.text} cannot be read ({error})."
+            ) from None
 
     result = run_compare(
-        path, n_ctx=args.ctx, depth=args.depth, modes=modes, reference_text=text,
-        progress_cb=_progress, n_gpu_layers=args.gpu_layers, n_prompt=args.prompt_tokens,
-        n_gen=args.gen_tokens, quality_chunks=args.chunks, chunk_tokens=args.chunk_tokens,
-        n_threads=args.threads, repetitions=args.repetitions, force=args.force,
+        path,
+        n_ctx=args.ctx,
+        depth=args.depth,
+        modes=modes,
+        reference_text=text,
+        progress_cb=_progress,
+        n_gpu_layers=args.gpu_layers,
+        n_prompt=args.prompt_tokens,
+        n_gen=args.gen_tokens,
+        quality_chunks=args.chunks,
+        chunk_tokens=args.chunk_tokens,
+        n_threads=args.threads,
+        repetitions=args.repetitions,
+        force=args.force,
     )
     if args.record and result.recording is not None:
         result.recording.save(args.record)
@@ -156,8 +223,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        print(f"{path.name}: n_ctx {args.ctx}, depth {args.depth}; memory from {result.probe}"
-              f"{' (' + result.device + ')' if result.device else ''}")
+        print(
+            f"{path.name}: n_ctx {args.ctx}, depth {args.depth}; memory from {result.probe}"
+            f"{' (' + result.device + ')' if result.device else ''}"
+        )
         print(result.table())
         for mode in result.modes:
             for warning in mode.warnings:

@@ -102,7 +102,11 @@ def render(report: dict[str, Any]) -> str:
         "devices:",
     ]
     for d in report["devices"]:
-        memory = f"{d['memory_total_bytes'] / _GIB:.1f} GiB" if d["memory_total_bytes"] else "memory unknown"
+        memory = (
+            f"{d['memory_total_bytes'] / _GIB:.1f} GiB"
+            if d["memory_total_bytes"]
+            else "memory unknown"
+        )
         lines.append(f"  {d['name']:<10} {d['kind']:<14} {d['description']} ({memory})")
     if not report["devices"]:
         lines.append("  (this build does not list its devices)")

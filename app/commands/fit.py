@@ -24,13 +24,34 @@ MIB = 1024 * 1024
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a .gguf file or the word 'starter'")
-    parser.add_argument("--vram", metavar="SIZE", help="memory budget, e.g. 24GiB (default: free memory now)")
-    parser.add_argument("--ctx", type=int, default=DEFAULT_CTX, help=f"context size in tokens (default {DEFAULT_CTX})")
-    parser.add_argument("--kv", metavar="K/V", help="one KV mode, e.g. q8_0/f16 (default: compare f16/f16, q8_0/f16, q8_0/q8_0)")
-    parser.add_argument("--ubatch", type=int, default=512, help="physical batch size n_ubatch (default 512)")
-    parser.add_argument("--swa-full", action="store_true", help="full-size sliding-window cache (llama.cpp --swa-full)")
-    parser.add_argument("--cpu", action="store_true", help="the model runs on the CPU: budget is system RAM")
-    parser.add_argument("--force", action="store_true", help="show a context beyond the model's trained context")
+    parser.add_argument(
+        "--vram", metavar="SIZE", help="memory budget, e.g. 24GiB (default: free memory now)"
+    )
+    parser.add_argument(
+        "--ctx",
+        type=int,
+        default=DEFAULT_CTX,
+        help=f"context size in tokens (default {DEFAULT_CTX})",
+    )
+    parser.add_argument(
+        "--kv",
+        metavar="K/V",
+        help="one KV mode, e.g. q8_0/f16 (default: compare f16/f16, q8_0/f16, q8_0/q8_0)",
+    )
+    parser.add_argument(
+        "--ubatch", type=int, default=512, help="physical batch size n_ubatch (default 512)"
+    )
+    parser.add_argument(
+        "--swa-full",
+        action="store_true",
+        help="full-size sliding-window cache (llama.cpp --swa-full)",
+    )
+    parser.add_argument(
+        "--cpu", action="store_true", help="the model runs on the CPU: budget is system RAM"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="show a context beyond the model's trained context"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -76,7 +97,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(
-    path: Path, header: GgufHeader, n_ctx: int, budget: int, source: str, on_gpu: bool,
+    path: Path,
+    header: GgufHeader,
+    n_ctx: int,
+    budget: int,
+    source: str,
+    on_gpu: bool,
     fits: tuple[ModeFit, ...],
 ) -> dict[str, Any]:
     needs = [(fit, fit.need) for fit in fits if fit.need is not None]  # fit_estimate sets each
@@ -85,28 +111,40 @@ def _report(
     for fit, need in needs:
         kv = need.kv
         fp16 = kv.fp16_equivalent()
-        modes.append({
-            "kv": fit.mode.label,
-            "kv_bytes": kv.total_bytes,
-            "k_bytes": kv.k_bytes,
-            "v_bytes": kv.v_bytes,
-            "fp16_kv_bytes": fp16.total_bytes,
-            "saving_bytes": fp16.total_bytes - kv.total_bytes,
-            "caches": [
-                {"cache": c.name, "cells": c.cells, "layers": c.layers, "k_bytes": c.k_bytes,
-                 "v_bytes": c.v_bytes, "total_bytes": c.total_bytes, "llama_log_line": c.log_line()}
-                for c in kv.caches
-            ],
-            "compute_bytes_estimate": need.compute_bytes,
-            "need_bytes": need.total_bytes,
-            "verdict": fit.verdict,
-            "largest_n_ctx": fit.largest_n_ctx,
-            "largest_n_ctx_with_margin": fit.largest_n_ctx_with_margin,
-        })
+        modes.append(
+            {
+                "kv": fit.mode.label,
+                "kv_bytes": kv.total_bytes,
+                "k_bytes": kv.k_bytes,
+                "v_bytes": kv.v_bytes,
+                "fp16_kv_bytes": fp16.total_bytes,
+                "saving_bytes": fp16.total_bytes - kv.total_bytes,
+                "caches": [
+                    {
+                        "cache": c.name,
+                        "cells": c.cells,
+                        "layers": c.layers,
+                        "k_bytes": c.k_bytes,
+                        "v_bytes": c.v_bytes,
+                        "total_bytes": c.total_bytes,
+                        "llama_log_line": c.log_line(),
+                    }
+                    for c in kv.caches
+                ],
+                "compute_bytes_estimate": need.compute_bytes,
+                "need_bytes": need.total_bytes,
+                "verdict": fit.verdict,
+                "largest_n_ctx": fit.largest_n_ctx,
+                "largest_n_ctx_with_margin": fit.largest_n_ctx_with_margin,
+            }
+        )
     return {
         "model": {
-            "path": str(path), "name": header.name, "architecture": header.architecture,
-            "quantization": header.quantization, "parameters": header.parameter_count,
+            "path": str(path),
+            "name": header.name,
+            "architecture": header.architecture,
+            "quantization": header.quantization,
+            "parameters": header.parameter_count,
             "context_length": header.context_length,
         },
         "n_ctx": n_ctx,
@@ -133,12 +171,16 @@ def _text(r: dict[str, Any]) -> str:
     params = m["parameters"]
     trained = f"{m['context_length']:,}" if m["context_length"] else "?"
     lines = [
-        (f"{m['name'] or 'model'}  ({m['architecture']}, {m['quantization'] or '?'}, "
-        f"{params / 1e9:.2f}B parameters, trained context {trained})"),
+        (
+            f"{m['name'] or 'model'}  ({m['architecture']}, {m['quantization'] or '?'}, "
+            f"{params / 1e9:.2f}B parameters, trained context {trained})"
+        ),
         f"  {m['path']}",
         f"Budget {_size(r['budget_bytes'])} ({r['budget_source']}); verdicts keep {r['margin']:.0%} spare.",
-        (f"Weights {_size(r['weights_bytes'])}, output buffer {_size(r['output_bytes'])}, "
-        f"compute buffer estimated (llama.cpp reports it only at load)."),
+        (
+            f"Weights {_size(r['weights_bytes'])}, output buffer {_size(r['output_bytes'])}, "
+            f"compute buffer estimated (llama.cpp reports it only at load)."
+        ),
     ]
     caches = r["modes"][0]["caches"]
     shape = "; ".join(f"{c['cache']}: {c['layers']} layers x {c['cells']:,} cells" for c in caches)
@@ -146,17 +188,32 @@ def _text(r: dict[str, Any]) -> str:
     rows = [["K/V", "KV total", "K", "V", "saved", "compute", "need", "verdict", "largest n_ctx"]]
     for mode in r["modes"]:
         saved = mode["saving_bytes"] / mode["fp16_kv_bytes"] if mode["fp16_kv_bytes"] else 0.0
-        rows.append([
-            mode["kv"], _mib(mode["kv_bytes"]), _mib(mode["k_bytes"]), _mib(mode["v_bytes"]),
-            f"{saved:.1%}", _mib(mode["compute_bytes_estimate"]), _mib(mode["need_bytes"]),
-            mode["verdict"], f"{mode['largest_n_ctx']:,}",
-        ])
+        rows.append(
+            [
+                mode["kv"],
+                _mib(mode["kv_bytes"]),
+                _mib(mode["k_bytes"]),
+                _mib(mode["v_bytes"]),
+                f"{saved:.1%}",
+                _mib(mode["compute_bytes_estimate"]),
+                _mib(mode["need_bytes"]),
+                mode["verdict"],
+                f"{mode['largest_n_ctx']:,}",
+            ]
+        )
     lines += aligned_rows(rows, right={1, 2, 3, 4, 5, 6, 8}, indent="  ")
     if len(caches) > 1:
-        lines.append("  per cache (K / V MiB): " + "; ".join(
-            f"{mode['kv']} " + ", ".join(f"{c['cache']} {_mib(c['k_bytes'])} / {_mib(c['v_bytes'])}" for c in mode["caches"])
-            for mode in r["modes"]
-        ))
+        lines.append(
+            "  per cache (K / V MiB): "
+            + "; ".join(
+                f"{mode['kv']} "
+                + ", ".join(
+                    f"{c['cache']} {_mib(c['k_bytes'])} / {_mib(c['v_bytes'])}"
+                    for c in mode["caches"]
+                )
+                for mode in r["modes"]
+            )
+        )
     if r["modes"] and r["modes"][0]["largest_n_ctx"] == m["context_length"]:
         lines.append("  (largest n_ctx stops at the trained context)")
     if r["note"]:

@@ -12,7 +12,13 @@ HELP = "list the GGUF models on this machine"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON array, for scripts")
-    parser.add_argument("--dir", type=Path, action="append", default=[], help="also look in this folder (repeatable)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="also look in this folder (repeatable)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,10 +35,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [("NAME", "REPO", "ARCH", "PARAMS", "QUANT", "CONTEXT", "SIZE", "PATH")]
     for m in models:
-        rows.append((
-            m.name, m.repo_id or "-", m.architecture or "?", parameters(m.parameter_count),
-            m.quantization or "?", f"{m.context_length:,}" if m.context_length else "?",
-            size(m.file_size), str(m.path) + (f"  ({m.error})" if m.error else ""),
-        ))
+        rows.append(
+            (
+                m.name,
+                m.repo_id or "-",
+                m.architecture or "?",
+                parameters(m.parameter_count),
+                m.quantization or "?",
+                f"{m.context_length:,}" if m.context_length else "?",
+                size(m.file_size),
+                str(m.path) + (f"  ({m.error})" if m.error else ""),
+            )
+        )
     print("\n".join(aligned_rows(rows)))
     return 0

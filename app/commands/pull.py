@@ -16,12 +16,19 @@ HELP = "download a GGUF model from the Hugging Face Hub (resumable)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="OWNER/REPO[:QUANT|FILE]", help="e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M")
+    parser.add_argument(
+        "model", metavar="OWNER/REPO[:QUANT|FILE]", help="e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M"
+    )
     parser.add_argument("--revision", default="main", help="branch, tag or commit (default: main)")
-    parser.add_argument("--folder", type=Path, help="download into this folder instead of the Hugging Face cache")
+    parser.add_argument(
+        "--folder", type=Path, help="download into this folder instead of the Hugging Face cache"
+    )
     shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--progress", action="store_true",
-                       help="show progress on stderr even when it is not a terminal (a line per 10%%)")
+    shown.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr even when it is not a terminal (a line per 10%%)",
+    )
     shown.add_argument("--quiet", "-q", action="store_true", help="no progress, even on a terminal")
 
 
@@ -52,7 +59,9 @@ class _ProgressLine:
         speed = (done - self.first) / elapsed
         eta = (total - done) / speed if speed > 0 else None
         pct = 100 * done / total
-        text = f"{self.name}: {pct:5.1f}%  {size(done)}/{size(total)}  {rate(speed)}  ETA {_eta(eta)}"
+        text = (
+            f"{self.name}: {pct:5.1f}%  {size(done)}/{size(total)}  {rate(speed)}  ETA {_eta(eta)}"
+        )
         if self.tty:
             if now - self.last_draw >= 0.2 or done == total:
                 self.last_draw = now
@@ -78,10 +87,16 @@ def _eta(seconds: float | None) -> str:
     if seconds is None:
         return "--:--"
     seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else f"{seconds // 60}:{seconds % 60:02d}"
+    return (
+        f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
+        else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
-def pull(spec: str, *, revision: str = "main", folder: Path | None = None, quiet: bool = False) -> Path:
+def pull(
+    spec: str, *, revision: str = "main", folder: Path | None = None, quiet: bool = False
+) -> Path:
     """Resolve OWNER/REPO[:QUANT|FILE] on the Hub and download it; returns the model's path.
     A `folder` joins the app's model folders, so `kvstudio ls` and the GUI list it."""
     from app.core.hub import download_entry, list_gguf_files, parse_model_spec
@@ -91,7 +106,10 @@ def pull(spec: str, *, revision: str = "main", folder: Path | None = None, quiet
     entry = list_gguf_files(repo_id, revision=revision).pick(selector)
     parts = f" ({entry.n_parts} parts)" if entry.is_split else ""
     if not quiet:
-        print(f"Pulling {repo_id} {entry.first_file}{parts}, {size(entry.total_size)}", file=sys.stderr)
+        print(
+            f"Pulling {repo_id} {entry.first_file}{parts}, {size(entry.total_size)}",
+            file=sys.stderr,
+        )
     line = _ProgressLine(entry.name, quiet)
     try:
         path = download_entry(entry, revision=revision, folder=folder, on_progress=line)
@@ -104,7 +122,9 @@ def pull(spec: str, *, revision: str = "main", folder: Path | None = None, quiet
 
 def run(args: argparse.Namespace) -> int:
     try:
-        path = pull(args.model, revision=args.revision, folder=args.folder, quiet=not show_progress(args))
+        path = pull(
+            args.model, revision=args.revision, folder=args.folder, quiet=not show_progress(args)
+        )
     except (AppError, OSError) as error:
         # Any failure is exit code 2 with one sentence (cli.py maps only BadInputError to 2);
         # an OSError here is the target folder (permissions, a file in the way).

@@ -12,7 +12,13 @@ HELP = "delete a model from the library (by name, OWNER/REPO:QUANT or path)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", help="as `kvstudio ls` shows it, or OWNER/REPO:QUANT, or a path")
-    parser.add_argument("--dir", type=Path, action="append", default=[], help="also look in this folder (repeatable)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="also look in this folder (repeatable)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

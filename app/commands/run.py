@@ -22,16 +22,29 @@ TOKEN_TIMEOUT_S = 600.0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a .gguf file or the word 'starter'")
     parser.add_argument("-p", "--prompt", required=True, help="the text to continue")
-    parser.add_argument("-n", "--max-tokens", type=int, default=128, help="tokens to generate (default 128)")
-    parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens (default 4096)")
+    parser.add_argument(
+        "-n", "--max-tokens", type=int, default=128, help="tokens to generate (default 128)"
+    )
+    parser.add_argument(
+        "--ctx", type=int, default=4096, help="context size in tokens (default 4096)"
+    )
     parser.add_argument("--kv", default="q8_0/f16", help="KV cache types K/V (default q8_0/f16)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)")
-    parser.add_argument("--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)"
+    )
+    parser.add_argument(
+        "--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)"
+    )
     parser.add_argument("--temp", type=float, default=0.7, help="sampling temperature (0: greedy)")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed")
-    parser.add_argument("--json", action="store_true", help="print one JSON object at the end instead")
-    parser.add_argument("--force", action="store_true",
-                        help="load even beyond the trained context or the free memory the device reports")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object at the end instead"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="load even beyond the trained context or the free memory the device reports",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

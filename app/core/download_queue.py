@@ -168,7 +168,9 @@ class DownloadQueue:
                 del self._jobs[key]  # downloaded once, deleted since: download it again
                 job = None
             if job is None:
-                self._jobs[key] = _Job(Download(key, entry, folder, done_bytes=_on_disk(entry, folder)))
+                self._jobs[key] = _Job(
+                    Download(key, entry, folder, done_bytes=_on_disk(entry, folder))
+                )
                 changed = self._snapshots([key, *self._schedule()])
             elif job.download.state.can_resume:
                 changed = self._snapshots(self._resume(job))
@@ -225,7 +227,11 @@ class DownloadQueue:
                 return
             if job.control is not None:
                 job.control.cancel()  # its thread ends on its own; nobody hears of it again
-            elif job.download.state in (DownloadState.QUEUED, DownloadState.PAUSED, DownloadState.FAILED):
+            elif job.download.state in (
+                DownloadState.QUEUED,
+                DownloadState.PAUSED,
+                DownloadState.FAILED,
+            ):
                 self._discard(job.download)
             self._save()
             changed = self._snapshots(self._schedule())
@@ -254,7 +260,9 @@ class DownloadQueue:
         try:
             records = list(json.loads(self.state_file.read_text(encoding="utf-8"))["downloads"])
         except (OSError, ValueError, KeyError, TypeError):
-            log.warning("download queue %s unreadable; starting empty", self.state_file, exc_info=True)
+            log.warning(
+                "download queue %s unreadable; starting empty", self.state_file, exc_info=True
+            )
             return []
         restored: list[str] = []
         with self._cond:
@@ -268,7 +276,11 @@ class DownloadQueue:
                 key = download_key(entry)
                 if key in self._jobs:
                     continue
-                state = DownloadState.QUEUED if autostart and record.get("resume") else DownloadState.PAUSED
+                state = (
+                    DownloadState.QUEUED
+                    if autostart and record.get("resume")
+                    else DownloadState.PAUSED
+                )
                 self._jobs[key] = _Job(Download(key, entry, folder, state, _on_disk(entry, folder)))
                 restored.append(key)
             changed = self._snapshots(self._schedule())
@@ -279,8 +291,12 @@ class DownloadQueue:
 
     def _resume(self, job: _Job) -> list[str]:
         download = job.download
-        self._set(job, state=DownloadState.QUEUED, error=None,
-                  done_bytes=_on_disk(download.entry, download.folder))
+        self._set(
+            job,
+            state=DownloadState.QUEUED,
+            error=None,
+            done_bytes=_on_disk(download.entry, download.folder),
+        )
         return [download.key, *self._schedule()]
 
     def _schedule(self) -> list[str]:
@@ -296,8 +312,12 @@ class DownloadQueue:
                 job.control = DownloadControl()
                 job.samples.clear()
                 self._set(job, state=DownloadState.DOWNLOADING)
-                job.thread = threading.Thread(target=self._run, args=(job,), daemon=True,
-                                              name=f"download {job.download.entry.name}")
+                job.thread = threading.Thread(
+                    target=self._run,
+                    args=(job,),
+                    daemon=True,
+                    name=f"download {job.download.entry.name}",
+                )
                 job.thread.start()
                 started.append(key)
                 running += 1
@@ -315,13 +335,17 @@ class DownloadQueue:
 
         end: dict[str, object] = {}
         try:
-            path = download_entry(download.entry, folder=download.folder, control=control,
-                                  on_progress=progressed)
+            path = download_entry(
+                download.entry, folder=download.folder, control=control, on_progress=progressed
+            )
             if download.folder is not None:
                 self._remember(download.folder)
             source = SOURCE_FOLDER if download.folder is not None else SOURCE_HF_CACHE
-            end = {"state": DownloadState.FINISHED, "done_bytes": download.total_bytes,
-                   "model": model_at(path, download.entry.repo_id, source)}
+            end = {
+                "state": DownloadState.FINISHED,
+                "done_bytes": download.total_bytes,
+                "model": model_at(path, download.entry.repo_id, source),
+            }
         except DownloadPaused:
             end = {"state": DownloadState.PAUSED}
         except DownloadCancelled:
@@ -331,8 +355,10 @@ class DownloadQueue:
             end = {"state": DownloadState.FAILED, "error": error}
         except Exception as error:  # the thread's boundary: log the traceback, say it in words
             log.exception("download %s failed", download.key)
-            end = {"state": DownloadState.FAILED,
-                   "error": DownloadError(f"The download failed unexpectedly: {error}.")}
+            end = {
+                "state": DownloadState.FAILED,
+                "error": DownloadError(f"The download failed unexpectedly: {error}."),
+            }
         with self._cond:
             job.control = None
             if self._jobs.get(download.key) is job:  # else removed while it ran
@@ -382,16 +408,20 @@ class DownloadQueue:
             return
         resuming = self._closed_resuming
         records = [
-            {"entry": job.download.entry.to_json(),
-             "folder": str(job.download.folder) if job.download.folder else None,
-             "resume": key in resuming if resuming is not None else job.download.is_active}
+            {
+                "entry": job.download.entry.to_json(),
+                "folder": str(job.download.folder) if job.download.folder else None,
+                "resume": key in resuming if resuming is not None else job.download.is_active,
+            }
             for key, job in self._jobs.items()
             if job.download.state not in (DownloadState.FINISHED, DownloadState.CANCELLED)
         ]
         try:
             self.state_file.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.state_file.with_name(self.state_file.name + ".tmp")
-            tmp.write_text(json.dumps({"version": 1, "downloads": records}, indent=1), encoding="utf-8")
+            tmp.write_text(
+                json.dumps({"version": 1, "downloads": records}, indent=1), encoding="utf-8"
+            )
             os.replace(tmp, self.state_file)
         except OSError:
             log.warning("could not save the download queue to %s", self.state_file, exc_info=True)

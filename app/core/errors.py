@@ -49,7 +49,13 @@ class NotEnoughMemoryError(ContextTooLargeError, MemoryError):
     """The load needs more memory than the device reports free (weights, KV cache, buffers)."""
 
     def __init__(
-        self, message: str, *, n_ctx: int, need_bytes: int, kv_bytes: int, free_bytes: int,
+        self,
+        message: str,
+        *,
+        n_ctx: int,
+        need_bytes: int,
+        kv_bytes: int,
+        free_bytes: int,
         largest_n_ctx: int,
     ) -> None:
         super().__init__(message, n_ctx=n_ctx, forceable=True)

@@ -38,6 +38,7 @@ UNSUPPORTED = "not supported"  # llama.cpp refuses this K/V type for this model
 _CTX_STEP = 256  # llama.cpp pads n_ctx to 256, so candidates are multiples of it
 _COMPUTE_SAFETY = 1.05  # the estimate's own cushion above the two peaks it models
 
+
 @dataclass(frozen=True)
 class MemoryNeed:
     weights_bytes: int
@@ -145,8 +146,15 @@ def memory_need(
     flash_attn: bool = True,
     on_gpu: bool = True,
 ) -> MemoryNeed:
-    kv = kv_cache_bytes(header, n_ctx, kv_mode, n_seq=n_seq, n_ubatch=n_ubatch, swa_full=swa_full,
-                        flash_attn=flash_attn)
+    kv = kv_cache_bytes(
+        header,
+        n_ctx,
+        kv_mode,
+        n_seq=n_seq,
+        n_ubatch=n_ubatch,
+        swa_full=swa_full,
+        flash_attn=flash_attn,
+    )
     return MemoryNeed(
         weights_bytes=weights_bytes(header, file_size),
         kv=kv,
@@ -183,8 +191,15 @@ def fit_context_length(
 
     def fits(steps: int) -> bool:
         need = memory_need(
-            header, steps * _CTX_STEP, kv_mode, file_size=file_size, n_ubatch=n_ubatch, n_seq=n_seq,
-            swa_full=swa_full, flash_attn=flash_attn, on_gpu=on_gpu,
+            header,
+            steps * _CTX_STEP,
+            kv_mode,
+            file_size=file_size,
+            n_ubatch=n_ubatch,
+            n_seq=n_seq,
+            swa_full=swa_full,
+            flash_attn=flash_attn,
+            on_gpu=on_gpu,
         )
         return need.total_bytes <= budget_bytes
 
@@ -225,17 +240,35 @@ def fit_estimate(
         raise BadInputError(f"The context size must be a positive number of tokens, not {n_ctx}.")
     if budget_bytes <= 0:
         raise BadInputError("The memory budget must be more than zero.")
-    options = {"file_size": file_size, "n_ubatch": n_ubatch, "n_seq": n_seq, "swa_full": swa_full,
-                   "flash_attn": flash_attn, "on_gpu": on_gpu}
+    options = {
+        "file_size": file_size,
+        "n_ubatch": n_ubatch,
+        "n_seq": n_seq,
+        "swa_full": swa_full,
+        "flash_attn": flash_attn,
+        "on_gpu": on_gpu,
+    }
     results = []
     for mode in modes:
         need = memory_need(header, n_ctx, mode, **options)  # type: ignore[arg-type]
         largest = fit_context_length(header, budget_bytes, mode, **options)  # type: ignore[arg-type]
         largest_margin = fit_context_length(
-            header, int(budget_bytes * (1 - MARGIN)), mode, **options  # type: ignore[arg-type]
+            header,
+            int(budget_bytes * (1 - MARGIN)),
+            mode,
+            **options,  # type: ignore[arg-type]
         )
-        results.append(ModeFit(mode, n_ctx, budget_bytes, verdict(need.total_bytes, budget_bytes),
-                               need, largest, largest_margin))
+        results.append(
+            ModeFit(
+                mode,
+                n_ctx,
+                budget_bytes,
+                verdict(need.total_bytes, budget_bytes),
+                need,
+                largest,
+                largest_margin,
+            )
+        )
     return tuple(results)
 
 
@@ -252,7 +285,9 @@ def estimate_fit(
     results: list[ModeFit] = []
     for mode in modes:
         try:
-            (fit,) = fit_estimate(header, file_size, n_ctx, budget.bytes, (mode,), on_gpu=budget.on_gpu)
+            (fit,) = fit_estimate(
+                header, file_size, n_ctx, budget.bytes, (mode,), on_gpu=budget.on_gpu
+            )
         except BadInputError as error:
             # e.g. q8_0 needs a head size divisible by 32: llama.cpp refuses that cache type.
             results.append(ModeFit(mode, n_ctx, budget.bytes, UNSUPPORTED, reason=str(error)))
@@ -261,7 +296,11 @@ def estimate_fit(
     first = next((m.need for m in results if m.need is not None), None)
     if first is None:
         raise BadInputError(results[0].reason if results else "No KV cache mode can be estimated.")
-    note = "" if first.kv.exact else first.kv.note or "The KV estimate is approximate for this architecture."
+    note = (
+        ""
+        if first.kv.exact
+        else first.kv.note or "The KV estimate is approximate for this architecture."
+    )
     return FitEstimate(
         n_ctx=n_ctx,
         weights_bytes=first.weights_bytes,

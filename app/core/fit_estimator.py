@@ -38,7 +38,7 @@ def model_family(entry: GgufEntry) -> str:
     if quant:
         at = name.upper().rfind(quant.upper())
         if at >= 0:
-            name = name[:at] + name[at + len(quant):]
+            name = name[:at] + name[at + len(quant) :]
     return f"{entry.repo_id}/{name}"
 
 

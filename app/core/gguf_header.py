@@ -33,13 +33,34 @@ _FIRST_READ = 8 * 1024 * 1024
 
 # GGUF value type ids (gguf spec) -> struct format of one scalar.
 _SCALAR_FORMATS = {
-    0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d",
+    0: "B",
+    1: "b",
+    2: "H",
+    3: "h",
+    4: "I",
+    5: "i",
+    6: "f",
+    7: "?",
+    10: "Q",
+    11: "q",
+    12: "d",
 }
 _STRING, _ARRAY = 8, 9
 _PREAMBLE = 24  # magic, version, tensor count, metadata count
 _TYPE_NAMES = {
-    0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 4: "uint32", 5: "int32", 6: "float32",
-    7: "bool", 8: "string", 9: "array", 10: "uint64", 11: "int64", 12: "float64",
+    0: "uint8",
+    1: "int8",
+    2: "uint16",
+    3: "int16",
+    4: "uint32",
+    5: "int32",
+    6: "float32",
+    7: "bool",
+    8: "string",
+    9: "array",
+    10: "uint64",
+    11: "int64",
+    12: "float64",
 }
 
 
@@ -290,7 +311,9 @@ def _read_value(cur: _Cursor, vtype: int) -> Any:
         etype = cur.scalar("I")
         count = cur.scalar("Q")
         if etype == _ARRAY:
-            raise NotAGgufError("The GGUF file has nested arrays, which this reader does not support.")
+            raise NotAGgufError(
+                "The GGUF file has nested arrays, which this reader does not support."
+            )
         if etype not in _SCALAR_FORMATS and etype != _STRING:
             raise NotAGgufError(f"The GGUF file has an unknown array element type {etype}.")
         if count > MAX_KEPT_ARRAY:
@@ -318,7 +341,9 @@ def _skip_array(cur: _Cursor, etype: int, count: int) -> None:
 
 
 def _endian(data: bytes | memoryview) -> tuple[str, int]:
-    if not GGUF_MAGIC.startswith(bytes(data[:4])) or (len(data) >= 4 and bytes(data[:4]) != GGUF_MAGIC):
+    if not GGUF_MAGIC.startswith(bytes(data[:4])) or (
+        len(data) >= 4 and bytes(data[:4]) != GGUF_MAGIC
+    ):
         raise NotAGgufError("The file is not a GGUF model (it does not start with 'GGUF').")
     if len(data) < 8:
         raise GgufHeaderIncompleteError(8, len(data))
@@ -366,7 +391,9 @@ def _parse(data: bytes | memoryview, total_size: int | None) -> GgufHeader:
         name = cur.string()
         n_dims = cur.scalar("I")
         if n_dims > 8:
-            raise NotAGgufError(f"The GGUF tensor '{name}' claims {n_dims} dimensions; the file is corrupt.")
+            raise NotAGgufError(
+                f"The GGUF tensor '{name}' claims {n_dims} dimensions; the file is corrupt."
+            )
         cur.need(8 * n_dims)
         shape = struct.unpack_from(f"{endian}{n_dims}Q", cur.data, cur.pos)
         cur.pos += 8 * n_dims
@@ -414,5 +441,7 @@ def read_gguf_header(path: str | os.PathLike[str]) -> GgufHeader:
                 return parse_gguf_header(data, total)
             except GgufHeaderIncompleteError as error:
                 want = min(total, max(error.bytes_needed, 2 * len(data)))
-                log.debug("GGUF header of %s needs more than %d bytes; reading %d", path, len(data), want)
+                log.debug(
+                    "GGUF header of %s needs more than %d bytes; reading %d", path, len(data), want
+                )
                 data += f.read(want - len(data))

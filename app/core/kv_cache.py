@@ -196,23 +196,39 @@ def kv_cache_bytes(
 
     sizes = [(False, n_ctx_seq)]
     if layout.has_swa:
-        swa_cells = ggml_pad(min(n_ctx_seq, layout.n_swa * (n_seq if kv_unified else 1) + eff_ubatch), 256)
+        swa_cells = ggml_pad(
+            min(n_ctx_seq, layout.n_swa * (n_seq if kv_unified else 1) + eff_ubatch), 256
+        )
         sizes.append((True, n_ctx_seq if swa_full else swa_cells))
     options: dict[str, object] = {
-        "n_seq": n_seq, "n_ubatch": n_ubatch, "swa_full": swa_full, "n_batch": n_batch,
-        "flash_attn": flash_attn, "kv_unified": kv_unified,
+        "n_seq": n_seq,
+        "n_ubatch": n_ubatch,
+        "swa_full": swa_full,
+        "n_batch": n_batch,
+        "flash_attn": flash_attn,
+        "kv_unified": kv_unified,
     }
     return KvCacheEstimate(
-        mode=mode, n_ctx_requested=requested,
+        mode=mode,
+        n_ctx_requested=requested,
         n_ctx=padded if kv_unified else n_ctx_seq * n_seq,
-        n_ctx_seq=n_ctx_seq, n_seq=n_seq, n_ubatch=eff_ubatch,
+        n_ctx_seq=n_ctx_seq,
+        n_seq=n_seq,
+        n_ubatch=eff_ubatch,
         caches=_caches(layout, mode, sizes, n_seq, n_stream, flash_attn),
-        exact=layout.exact, note=layout.note, layout=layout, options=options,
+        exact=layout.exact,
+        note=layout.note,
+        layout=layout,
+        options=options,
     )
 
 
 def _caches(
-    layout: KvLayout, mode: KvMode, sizes: list[tuple[bool, int]], n_seq: int, n_stream: int,
+    layout: KvLayout,
+    mode: KvMode,
+    sizes: list[tuple[bool, int]],
+    n_seq: int,
+    n_stream: int,
     flash_attn: bool,
 ) -> tuple[CacheSize, ...]:
     caches = []
@@ -220,16 +236,26 @@ def _caches(
         layers = layout.cache_layers(swa) if layout.has_swa else layout.layers
         k_cell = sum(mode.k.row_bytes(layer.n_embd_k_gqa) for layer in layers) * n_stream
         # Without Flash Attention V is stored transposed and padded to the widest layer.
-        v_cell = sum(
-            mode.v.row_bytes(layer.n_embd_v_gqa if flash_attn else layout.n_embd_v_gqa_max)
-            for layer in layers
-        ) * n_stream
+        v_cell = (
+            sum(
+                mode.v.row_bytes(layer.n_embd_v_gqa if flash_attn else layout.n_embd_v_gqa_max)
+                for layer in layers
+            )
+            * n_stream
+        )
         caches.append(
             CacheSize(
-                swa=swa, cells=cells, layers=len(layers), n_seq_max=n_seq, n_stream=n_stream,
-                k_type=mode.k.name, v_type=mode.v.name,
-                k_bytes=k_cell * cells, v_bytes=v_cell * cells,
-                k_bytes_per_cell=k_cell, v_bytes_per_cell=v_cell,
+                swa=swa,
+                cells=cells,
+                layers=len(layers),
+                n_seq_max=n_seq,
+                n_stream=n_stream,
+                k_type=mode.k.name,
+                v_type=mode.v.name,
+                k_bytes=k_cell * cells,
+                v_bytes=v_cell * cells,
+                k_bytes_per_cell=k_cell,
+                v_bytes_per_cell=v_cell,
                 window=layout.n_swa if swa else 0,
             )
         )
@@ -243,5 +269,7 @@ def fp16_equivalent(estimate: KvCacheEstimate) -> KvCacheEstimate:
     sizes = [(c.swa, c.cells) for c in estimate.caches]
     first = estimate.caches[0]
     flash_attn = bool((estimate.options or {}).get("flash_attn", True))
-    caches = _caches(estimate.layout, FP16_KV_MODE, sizes, first.n_seq_max, first.n_stream, flash_attn)
+    caches = _caches(
+        estimate.layout, FP16_KV_MODE, sizes, first.n_seq_max, first.n_stream, flash_attn
+    )
     return replace(estimate, mode=FP16_KV_MODE, caches=caches)

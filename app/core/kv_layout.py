@@ -41,9 +41,26 @@ _SWA_RULES: dict[str, _SwaRule] = {
 
 # Architectures whose memory is recurrent or hybrid: their cache is not a plain K/V cache.
 _NOT_PLAIN_KV = {
-    "mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7", "jamba", "falcon-h1",
-    "plamo2", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h", "nemotron_h_moe",
-    "qwen3next", "kimi-linear", "qwen35", "qwen35moe", "deepseek4", "minimax-01",
+    "mamba",
+    "mamba2",
+    "rwkv6",
+    "rwkv6qwen2",
+    "rwkv7",
+    "arwkv7",
+    "jamba",
+    "falcon-h1",
+    "plamo2",
+    "granitehybrid",
+    "lfm2",
+    "lfm2moe",
+    "nemotron_h",
+    "nemotron_h_moe",
+    "qwen3next",
+    "kimi-linear",
+    "qwen35",
+    "qwen35moe",
+    "deepseek4",
+    "minimax-01",
 }
 # Architectures with layers that reuse another layer's KV (n_layer_kv_from_start).
 _KV_FROM_START = {"gemma3n": 20}
@@ -97,7 +114,9 @@ def kv_layout(header: GgufHeader) -> KvLayout:
     exact = arch not in _NOT_PLAIN_KV
     notes = []
     if not exact:
-        notes.append(f"'{arch}' keeps a recurrent state besides K/V; only the attention layers are counted.")
+        notes.append(
+            f"'{arch}' keeps a recurrent state besides K/V; only the attention layers are counted."
+        )
 
     window = header.sliding_window
     rule = _SWA_RULES.get(arch)
@@ -107,7 +126,9 @@ def kv_layout(header: GgufHeader) -> KvLayout:
         if rule.needs_key and not (window or 0) > 0 or arch == "llama4" and window == 0:
             n_swa = 0
         else:
-            n_swa = window if (window and not rule.chunked) else (rule.default_window or window or 0)
+            n_swa = (
+                window if (window and not rule.chunked) else (rule.default_window or window or 0)
+            )
             swa = _swa_flags(header, n_layer, rule)
     elif window:
         exact = False

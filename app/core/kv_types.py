@@ -75,9 +75,7 @@ class KvMode:
         if len(parts) == 1:
             parts = parts * 2
         if len(parts) != 2 or not all(p.strip() for p in parts):
-            raise UnknownKvTypeError(
-                f"KV mode '{text}' must be written K/V, for example q8_0/f16."
-            )
+            raise UnknownKvTypeError(f"KV mode '{text}' must be written K/V, for example q8_0/f16.")
         return cls(kv_type(parts[0]), kv_type(parts[1]))
 
 

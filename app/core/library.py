@@ -189,7 +189,9 @@ def model_size(path: Path) -> int:
     return sum(p.stat().st_size for p in _split_parts(path) if p.exists())
 
 
-def _add(models: list[LibraryModel], seen: set[str], path: Path, repo_id: str | None, source: str) -> None:
+def _add(
+    models: list[LibraryModel], seen: set[str], path: Path, repo_id: str | None, source: str
+) -> None:
     real = os.path.realpath(path)
     if real in seen or not os.path.exists(real):  # a dangling snapshot link is not a model
         return
@@ -204,8 +206,13 @@ def _add(models: list[LibraryModel], seen: set[str], path: Path, repo_id: str | 
 
 
 def _model_from(
-    path: Path, header: GgufHeader | None, error: str | None, repo_id: str | None,
-    source: str, size: int, n_parts: int,
+    path: Path,
+    header: GgufHeader | None,
+    error: str | None,
+    repo_id: str | None,
+    source: str,
+    size: int,
+    n_parts: int,
 ) -> LibraryModel:
     name = path.name[:-5] if path.name.lower().endswith(".gguf") else path.name
     info = split_info(path.name)
@@ -276,7 +283,9 @@ def find_model(
         real = os.path.realpath(candidate)
         return next(
             (m for m in models if os.path.realpath(m.path) == real),
-            _model_from(candidate, *_header(candidate), None, SOURCE_FOLDER, candidate.stat().st_size, 1),
+            _model_from(
+                candidate, *_header(candidate), None, SOURCE_FOLDER, candidate.stat().st_size, 1
+            ),
         )
     matches = [m for m in models if _matches(m, text)]
     if not matches:
@@ -285,7 +294,9 @@ def find_model(
             f"`kvstudio pull OWNER/REPO:QUANT` downloads one."
         )
     if len(matches) > 1:
-        options = "; ".join(f"{m.repo_id + ':' if m.repo_id else ''}{m.name} at {m.path}" for m in matches[:5])
+        options = "; ".join(
+            f"{m.repo_id + ':' if m.repo_id else ''}{m.name} at {m.path}" for m in matches[:5]
+        )
         raise BadInputError(
             f"'{text}' matches {len(matches)} models ({options}); name one by its repo and "
             f"quantization (OWNER/REPO:QUANT) or by its path."
@@ -301,17 +312,25 @@ def _matches(model: LibraryModel, text: str) -> bool:
         return False
     repo, _, selector = text.partition(":")
     if repo.lower() != model.repo_id.lower():
-        return low.startswith(model.repo_id.lower() + "/") and low.endswith("/" + model.path.name.lower())
+        return low.startswith(model.repo_id.lower() + "/") and low.endswith(
+            "/" + model.path.name.lower()
+        )
     if not selector:
         return True  # the whole repo; ambiguous when it holds several models
-    return selector.lower() in ((model.quantization or "").lower(), model.name.lower(), model.path.name.lower())
+    return selector.lower() in (
+        (model.quantization or "").lower(),
+        model.name.lower(),
+        model.path.name.lower(),
+    )
 
 
 def delete_model(model: LibraryModel) -> None:
     """Delete a model's file(s): in the HF cache its blobs and every snapshot link to them
     (and the repo folder when nothing else is left); in a folder the file and its parts."""
     if model.source == SOURCE_STARTER:
-        raise BadInputError("The starter model comes with the app's starter package; it cannot be deleted here.")
+        raise BadInputError(
+            "The starter model comes with the app's starter package; it cannot be deleted here."
+        )
     parts = _split_parts(model.path)
     if model.source == SOURCE_HF_CACHE:
         _delete_from_cache(parts)
@@ -336,12 +355,18 @@ def _delete_from_cache(parts: list[Path]) -> None:
             os.rmdir(snapshot_root)
     for blob in blobs:
         Path(blob).unlink(missing_ok=True)
-    remaining = [p for p in (storage / "snapshots").rglob("*") if p.is_file() or p.is_symlink()] if (
-        storage / "snapshots"
-    ).exists() else []
+    remaining = (
+        [p for p in (storage / "snapshots").rglob("*") if p.is_file() or p.is_symlink()]
+        if (storage / "snapshots").exists()
+        else []
+    )
     if not remaining:
         blobs_dir = storage / "blobs"
-        leftover = [p for p in blobs_dir.iterdir() if not p.name.endswith(".incomplete")] if blobs_dir.exists() else []
+        leftover = (
+            [p for p in blobs_dir.iterdir() if not p.name.endswith(".incomplete")]
+            if blobs_dir.exists()
+            else []
+        )
         if not leftover:
             shutil.rmtree(storage, ignore_errors=True)
 

@@ -68,7 +68,8 @@ def check_context_size(n_ctx: int, label: str = "The context") -> None:
     if n_ctx > MAX_N_CTX:
         raise ContextTooLargeError(
             f"{label} {n_ctx:,} is more tokens than llama.cpp can hold ({MAX_N_CTX:,} at most).",
-            n_ctx=n_ctx, forceable=False,
+            n_ctx=n_ctx,
+            forceable=False,
         )
 
 
@@ -79,7 +80,8 @@ def check_trained_context(header: GgufHeader, n_ctx: int, advice: str = CLI_ADVI
         raise ContextTooLargeError(
             f"A context of {n_ctx:,} tokens is beyond this model's trained context of "
             f"{trained:,} tokens (replies degrade past it); {advice}.",
-            n_ctx=n_ctx, forceable=True,
+            n_ctx=n_ctx,
+            forceable=True,
         )
 
 
@@ -102,8 +104,13 @@ def check_load_fits(
         return
     check_trained_context(header, n_ctx, advice)
     mode = f"{options.type_k}/{options.type_v}"
-    shape = {"file_size": file_size, "n_ubatch": options.n_ubatch, "swa_full": options.swa_full,
-             "flash_attn": options.flash_attn, "on_gpu": free.on_gpu}
+    shape = {
+        "file_size": file_size,
+        "n_ubatch": options.n_ubatch,
+        "swa_full": options.swa_full,
+        "flash_attn": options.flash_attn,
+        "on_gpu": free.on_gpu,
+    }
     need = memory_need(header, n_ctx, mode, **shape)  # type: ignore[arg-type]
     if need.total_bytes <= free.bytes:
         return
@@ -113,8 +120,11 @@ def check_load_fits(
     raise NotEnoughMemoryError(
         f"The model needs {kv} for the KV cache at {n_ctx:,} tokens ({total} with weights and "
         f"buffers), but {free.device} has {available} free ({room}); {advice}.",
-        n_ctx=n_ctx, need_bytes=need.total_bytes, kv_bytes=need.kv_bytes,
-        free_bytes=free.bytes, largest_n_ctx=largest,
+        n_ctx=n_ctx,
+        need_bytes=need.total_bytes,
+        kv_bytes=need.kv_bytes,
+        free_bytes=free.bytes,
+        largest_n_ctx=largest,
     )
 
 
@@ -158,8 +168,12 @@ def gpu_build() -> bool:
     llama_cpp here would load it into the GUI process). True when it cannot tell."""
     spec = importlib.util.find_spec("llama_cpp")
     folders = list(spec.submodule_search_locations or []) if spec else []
-    libs = [p.name.lower() for folder in folders if (Path(folder) / "lib").is_dir()
-            for p in (Path(folder) / "lib").iterdir()]
+    libs = [
+        p.name.lower()
+        for folder in folders
+        if (Path(folder) / "lib").is_dir()
+        for p in (Path(folder) / "lib").iterdir()
+    ]
     if not libs:
         return True
     return any(f"ggml-{backend}" in name for name in libs for backend in _GPU_BACKENDS)

@@ -65,7 +65,8 @@ class ModelFolders:
             return self._legacy(raw)
         to = raw.get("download_to") if isinstance(raw, dict) else None
         return FolderChoices(
-            _paths(raw.get("folders")), _paths(raw.get("download_folders")),
+            _paths(raw.get("folders")),
+            _paths(raw.get("download_folders")),
             Path(to) if isinstance(to, str) else None,
         )
 
@@ -79,12 +80,19 @@ class ModelFolders:
 
     def choose_download_folder(self, folder: Path | None) -> None:
         """Where the Models page sends downloads from now on (None: the HF cache)."""
+
         def choose(c: FolderChoices, f: Path | None) -> FolderChoices:
-            return replace(c, download_to=f, download_folders=_with(c.download_folders, f) if f else c.download_folders)
+            return replace(
+                c,
+                download_to=f,
+                download_folders=_with(c.download_folders, f) if f else c.download_folders,
+            )
 
         self._change(choose, folder)
 
-    def _change(self, change: Callable[[FolderChoices, Path | None], FolderChoices], folder: Path | None) -> None:
+    def _change(
+        self, change: Callable[[FolderChoices, Path | None], FolderChoices], folder: Path | None
+    ) -> None:
         resolved = Path(folder).expanduser().resolve() if folder is not None else None
         with _lock:
             choices = change(self.read(), resolved)

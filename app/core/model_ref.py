@@ -56,7 +56,9 @@ def _from_library_or_hub(
         return find_model(text, models).path
     except ModelNotFoundError:
         pass
-    looks_like_repo = text.count("/") == 1 and not text.startswith(("/", ".", "~")) and not text.endswith(".gguf")
+    looks_like_repo = (
+        text.count("/") == 1 and not text.startswith(("/", ".", "~")) and not text.endswith(".gguf")
+    )
     if not (allow_pull and looks_like_repo):
         return None
     from app.core.hub import download_entry, list_gguf_files, parse_model_spec

@@ -90,10 +90,13 @@ class Recording:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
-    def new(cls, probe_name: str, device_name: str, probe_limits: str = "",
-            **metadata: Any) -> Recording:
+    def new(
+        cls, probe_name: str, device_name: str, probe_limits: str = "", **metadata: Any
+    ) -> Recording:
         started = datetime.now(UTC).isoformat(timespec="seconds")
-        return cls(probe_name, device_name, started, probe_limits=probe_limits, metadata=dict(metadata))
+        return cls(
+            probe_name, device_name, started, probe_limits=probe_limits, metadata=dict(metadata)
+        )
 
     def now(self) -> float:
         """Seconds since the recording started (the time axis of points and markers)."""
@@ -126,8 +129,11 @@ class Recording:
     def peak_device(self, t_from: float = 0.0, t_to: float = float("inf")) -> int | None:
         """The most memory the whole device (all processes) used between two times."""
         with self._lock:
-            values = [p.device_used_bytes for p in self.points
-                      if t_from <= p.t <= t_to and p.device_used_bytes is not None]
+            values = [
+                p.device_used_bytes
+                for p in self.points
+                if t_from <= p.t <= t_to and p.device_used_bytes is not None
+            ]
         return max(values, default=None)
 
     def last_point(self) -> MemoryPoint | None:
@@ -172,12 +178,17 @@ class Recording:
             points = [
                 MemoryPoint(float(t), int(u), tot, proc, dev)
                 for t, u, tot, proc, dev in zip(
-                    s["t"], s["used_bytes"], column("total_bytes"), column("process_bytes"),
+                    s["t"],
+                    s["used_bytes"],
+                    column("total_bytes"),
+                    column("process_bytes"),
                     column("device_used_bytes"),
                 )
             ]
-            markers = [Marker(float(m["t"]), str(m["kind"]), str(m.get("label", "")))
-                       for m in data.get("markers", [])]
+            markers = [
+                Marker(float(m["t"]), str(m["kind"]), str(m.get("label", "")))
+                for m in data.get("markers", [])
+            ]
         except (KeyError, TypeError, ValueError) as error:
             raise BadInputError(f"The memory recording is damaged ({error}).") from None
         return cls(
@@ -206,7 +217,9 @@ class Recording:
         except FileNotFoundError:
             raise BadInputError(f"No recording at {path}.") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise BadInputError(f"{path.name} is not a readable memory recording ({error}).") from None
+            raise BadInputError(
+                f"{path.name} is not a readable memory recording ({error})."
+            ) from None
         return cls.from_dict(data)
 
 
@@ -218,8 +231,13 @@ class ProbeSampler:
     no pid to read); `last_error` keeps the sentence.
     """
 
-    def __init__(self, probe: Any, recording: Recording | None = None, hz: float = 10.0,
-                 buffer_size: int = 6000) -> None:
+    def __init__(
+        self,
+        probe: Any,
+        recording: Recording | None = None,
+        hz: float = 10.0,
+        buffer_size: int = 6000,
+    ) -> None:
         if not 0.5 <= hz <= 50:
             raise BadInputError("The sampling rate must be between 0.5 and 50 per second.")
         self.probe = probe

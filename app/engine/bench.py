@@ -97,8 +97,14 @@ def run_bench(llm: Any, command: Bench, cancel: threading.Event | Any | None = N
     prompt_seconds = statistics.median(prompt_times)
     decode_seconds = statistics.median(decode_times)
 
-    log.info("bench depth %d: pp%d %.1f t/s, tg%d %.1f t/s", depth, n_prompt,
-             n_prompt / prompt_seconds, n_gen, n_gen / decode_seconds)
+    log.info(
+        "bench depth %d: pp%d %.1f t/s, tg%d %.1f t/s",
+        depth,
+        n_prompt,
+        n_prompt / prompt_seconds,
+        n_gen,
+        n_gen / decode_seconds,
+    )
     return BenchDone(
         request_id=command.request_id,
         depth=depth,

@@ -136,12 +136,16 @@ _COMPILED: dict[str, object] = {}
 def _compile(template: str):  # type: ignore[no-untyped-def]
     compiled = _COMPILED.get(template)
     if compiled is None:
-        env = ImmutableSandboxedEnvironment(loader=BaseLoader(), trim_blocks=True, lstrip_blocks=True)
+        env = ImmutableSandboxedEnvironment(
+            loader=BaseLoader(), trim_blocks=True, lstrip_blocks=True
+        )
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = _strftime_now
         try:
             compiled = env.from_string(template)
         except TemplateError as error:
-            raise ChatTemplateError(f"The model's chat template is not valid Jinja: {error}.") from error
+            raise ChatTemplateError(
+                f"The model's chat template is not valid Jinja: {error}."
+            ) from error
         _COMPILED[template] = compiled
     return compiled

@@ -103,8 +103,12 @@ def _kv_estimates(path: Path, n_ctx: int, modes: list[KvMode]) -> dict[str, Any]
         log.warning("no KV arithmetic for %s: %s", path, error)
         return {}
     return {
-        label: {"n_ctx": e.n_ctx, "n_ubatch": e.n_ubatch, "total_bytes": e.total_bytes,
-                "caches": [asdict(c) for c in e.caches]}
+        label: {
+            "n_ctx": e.n_ctx,
+            "n_ubatch": e.n_ubatch,
+            "total_bytes": e.total_bytes,
+            "caches": [asdict(c) for c in e.caches],
+        }
         for label, e in estimates.items()
     }
 
@@ -121,8 +125,9 @@ def _load_average() -> float | None:
 class _Run:
     """State of one comparison: the recording, progress and cancellation."""
 
-    def __init__(self, total_steps: int, progress_cb: ProgressCallback | None,
-                 cancel: threading.Event | None) -> None:
+    def __init__(
+        self, total_steps: int, progress_cb: ProgressCallback | None, cancel: threading.Event | None
+    ) -> None:
         self.total_steps = total_steps
         self.done_steps = 0
         self.progress_cb = progress_cb
@@ -159,8 +164,15 @@ def _wait_for(proc: Any, kinds: tuple[type, ...], run: _Run, warnings: list[str]
     raise EngineFailedError("The engine did not answer within an hour.")
 
 
-def _run_mode(mode: KvMode, options: LoadOptions, bench: Bench, evaluate: Evaluate | None,
-              recording: Recording, sampler: ProbeSampler, run: _Run) -> ModeResult:
+def _run_mode(
+    mode: KvMode,
+    options: LoadOptions,
+    bench: Bench,
+    evaluate: Evaluate | None,
+    recording: Recording,
+    sampler: ProbeSampler,
+    run: _Run,
+) -> ModeResult:
     from app.engine.process import EngineProcess
 
     result = ModeResult(mode=mode.label, k_type=mode.k.name, v_type=mode.v.name)
@@ -181,8 +193,9 @@ def _run_mode(mode: KvMode, options: LoadOptions, bench: Bench, evaluate: Evalua
         result.apply_loaded(loaded)
         after_load = sampler.sample_once()
         result.memory_after_load_bytes = after_load.used_bytes if after_load else None
-        run.progress(f"{mode.label}: loaded, KV {result.kv_allocated_bytes / 2**20:.1f} MiB",
-                     step_done=True)
+        run.progress(
+            f"{mode.label}: loaded, KV {result.kv_allocated_bytes / 2**20:.1f} MiB", step_done=True
+        )
 
         run.check_cancel()
         run.progress(f"{mode.label}: speed at depth {bench.depth}")
@@ -193,8 +206,11 @@ def _run_mode(mode: KvMode, options: LoadOptions, bench: Bench, evaluate: Evalua
         # The engine measured the phases; place their markers back in time from the answer.
         t_gen = t_done - (done.decode_total_seconds or done.decode_seconds)
         t_prompt = t_gen - (done.prompt_total_seconds or done.prompt_seconds)
-        recording.mark("prompt", f"{mode.label}: fill {done.depth} + prompt {done.n_prompt}",
-                       t=max(t_start, t_prompt - done.fill_seconds))
+        recording.mark(
+            "prompt",
+            f"{mode.label}: fill {done.depth} + prompt {done.n_prompt}",
+            t=max(t_start, t_prompt - done.fill_seconds),
+        )
         recording.mark("generation", f"{mode.label}: decode {done.n_gen}", t=t_gen)
         recording.mark("finished", f"{mode.label}: speed measured", t=t_done)
         result.apply_bench(done)
@@ -203,8 +219,11 @@ def _run_mode(mode: KvMode, options: LoadOptions, bench: Bench, evaluate: Evalua
         peak = recording.peak(t_start, t_done)
         result.peak_memory_bytes = peak.used_bytes if peak else None
         result.peak_device_memory_bytes = recording.peak_device(t_start, t_done)
-        run.progress(f"{mode.label}: {done.prompt_tokens_per_second:.0f} t/s prompt, "
-                     f"{done.decode_tokens_per_second:.1f} t/s decode", step_done=True)
+        run.progress(
+            f"{mode.label}: {done.prompt_tokens_per_second:.0f} t/s prompt, "
+            f"{done.decode_tokens_per_second:.1f} t/s decode",
+            step_done=True,
+        )
 
         if evaluate is not None:
             run.check_cancel()
@@ -268,11 +287,18 @@ def run_compare(
             f"{n_ctx}-token context."
         )
     if quality_chunks < 0 or (quality_chunks and chunk_tokens > n_ctx):
-        raise BadInputError(f"Quality chunks of {chunk_tokens} tokens must fit the {n_ctx}-token context.")
+        raise BadInputError(
+            f"Quality chunks of {chunk_tokens} tokens must fit the {n_ctx}-token context."
+        )
     loads = {
         mode: LoadOptions(
-            model_path=str(path), n_ctx=n_ctx, n_gpu_layers=n_gpu_layers, flash_attn=True,
-            type_k=mode.k.name, type_v=mode.v.name, n_threads=n_threads,
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_gpu_layers=n_gpu_layers,
+            flash_attn=True,
+            type_k=mode.k.name,
+            type_v=mode.v.name,
+            n_threads=n_threads,
         )
         for mode in kv_modes
     }
@@ -283,9 +309,16 @@ def run_compare(
         probe = detect_default_probe(gpu=n_gpu_layers != 0)
     probe_name, device_name, limits = probe_description(probe)
     metadata = {
-        "source": "compare", "model": str(path), "n_ctx": n_ctx, "depth": depth,
-        "modes": [m.label for m in kv_modes], "n_prompt": n_prompt, "n_gen": n_gen,
-        "quality_chunks": quality_chunks, "chunk_tokens": chunk_tokens, "n_gpu_layers": n_gpu_layers,
+        "source": "compare",
+        "model": str(path),
+        "n_ctx": n_ctx,
+        "depth": depth,
+        "modes": [m.label for m in kv_modes],
+        "n_prompt": n_prompt,
+        "n_gen": n_gen,
+        "quality_chunks": quality_chunks,
+        "chunk_tokens": chunk_tokens,
+        "n_gpu_layers": n_gpu_layers,
         "repetitions": repetitions,
     }
     if recording is None:
@@ -300,9 +333,17 @@ def run_compare(
     run = _Run(len(kv_modes) * steps_per_mode, progress_cb, cancel)
     text = reference_text if reference_text is not None else default_reference_text()
     result = CompareResult(
-        model_path=str(path), n_ctx=n_ctx, depth=depth, n_prompt=n_prompt, n_gen=n_gen,
-        quality_chunks=quality_chunks, chunk_tokens=chunk_tokens, probe=probe_name,
-        device=device_name, probe_limits=limits, recording=recording,
+        model_path=str(path),
+        n_ctx=n_ctx,
+        depth=depth,
+        n_prompt=n_prompt,
+        n_gen=n_gen,
+        quality_chunks=quality_chunks,
+        chunk_tokens=chunk_tokens,
+        probe=probe_name,
+        device=device_name,
+        probe_limits=limits,
+        recording=recording,
     )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kvstudio-compare-") as tmp:
@@ -312,15 +353,26 @@ def run_compare(
             for mode in kv_modes:
                 run.check_cancel()
                 options = loads[mode]
-                bench = Bench(uuid.uuid4().hex, depth=depth, n_prompt=n_prompt, n_gen=n_gen,
-                              repetitions=repetitions)
+                bench = Bench(
+                    uuid.uuid4().hex,
+                    depth=depth,
+                    n_prompt=n_prompt,
+                    n_gen=n_gen,
+                    repetitions=repetitions,
+                )
                 evaluate = None
                 if quality_chunks:
                     evaluate = Evaluate(
-                        uuid.uuid4().hex, text, chunk_tokens=chunk_tokens, n_chunks=quality_chunks,
-                        logprobs_path=reference_path, write_reference=mode == FP16_KV_MODE,
+                        uuid.uuid4().hex,
+                        text,
+                        chunk_tokens=chunk_tokens,
+                        n_chunks=quality_chunks,
+                        logprobs_path=reference_path,
+                        write_reference=mode == FP16_KV_MODE,
                     )
-                result.modes.append(_run_mode(mode, options, bench, evaluate, recording, sampler, run))
+                result.modes.append(
+                    _run_mode(mode, options, bench, evaluate, recording, sampler, run)
+                )
         finally:
             sampler.stop()
     result.seconds = time.perf_counter() - started

@@ -70,7 +70,9 @@ class ModeResult:
         self.mean_kl_divergence = (
             evaluated.mean_kl_divergence if evaluated.mean_kl_divergence is not None else 0.0
         )
-        self.top1_agreement = evaluated.top1_agreement if evaluated.top1_agreement is not None else 1.0
+        self.top1_agreement = (
+            evaluated.top1_agreement if evaluated.top1_agreement is not None else 1.0
+        )
 
 
 # (row key, table heading, format)
@@ -130,7 +132,9 @@ class CompareResult:
             "decode_tokens_per_second": _round(mode.decode_tokens_per_second, 2),
             "perplexity": _round(mode.perplexity, 4),
             "mean_kl_divergence": _round(mode.mean_kl_divergence, 5),
-            "top1_agreement": _round(None if mode.top1_agreement is None else mode.top1_agreement * 100, 2),
+            "top1_agreement": _round(
+                None if mode.top1_agreement is None else mode.top1_agreement * 100, 2
+            ),
             "load_seconds": round(mode.load_seconds, 2),
             "cpu_load": _round(mode.cpu_load, 2),
             "warnings": "; ".join(mode.warnings),
@@ -143,7 +147,9 @@ class CompareResult:
                 peak_saving = ref.peak_memory_bytes - mode.peak_memory_bytes
                 row["peak_saving_mib"] = round(peak_saving / MIB, 1)
                 if kv_saving:
-                    row["peak_saving_of_kv_saving_percent"] = round(100 * peak_saving / kv_saving, 1)
+                    row["peak_saving_of_kv_saving_percent"] = round(
+                        100 * peak_saving / kv_saving, 1
+                    )
         return row
 
     def rows(self) -> list[dict[str, Any]]:
@@ -197,8 +203,10 @@ def busy_note(rows: list[dict[str, Any]]) -> list[str]:
     loads = [float(r["cpu_load"]) for r in rows if isinstance(r.get("cpu_load"), (int, float))]
     if not loads or max(loads) <= cpus:
         return []
-    note = (f"The machine was busy during the speed runs (load average up to {max(loads):.1f} "
-            f"on {cpus} CPUs): the speed figures are unreliable; memory and quality are not affected.")
+    note = (
+        f"The machine was busy during the speed runs (load average up to {max(loads):.1f} "
+        f"on {cpus} CPUs): the speed figures are unreliable; memory and quality are not affected."
+    )
     return [note]
 
 

@@ -77,7 +77,10 @@ def list_devices() -> list[Device]:
     description = _declare(lib, "ggml_backend_dev_description", ctypes.c_char_p, [p])
     dev_type = _declare(lib, "ggml_backend_dev_type", ctypes.c_int, [p])
     memory = _declare(
-        lib, "ggml_backend_dev_memory", None, [p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
+        lib,
+        "ggml_backend_dev_memory",
+        None,
+        [p, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)],
     )
     dev_reg = _declare(lib, "ggml_backend_dev_backend_reg", p, [p])
     reg_name = _declare(lib, "ggml_backend_reg_name", ctypes.c_char_p, [p])

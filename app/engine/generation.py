@@ -97,7 +97,9 @@ def run_generation(
     emit(PromptStarted(command.request_id, len(tokens), time.monotonic()))
     with _abort_on(llm, cancel):
         if not _prefill(llm, tokens, cancel):
-            return _finished(command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens))
+            return _finished(
+                command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens)
+            )
         stream = llm.generate(
             tokens,
             top_k=s.top_k,
@@ -144,14 +146,28 @@ def run_generation(
             text_parts.append(tail)
             emit(Token(command.request_id, tail, len(tokens) + generated, time.monotonic()))
     return _finished(
-        command, "".join(text_parts), len(tokens), generated, started, first_at, last_at, reason,
+        command,
+        "".join(text_parts),
+        len(tokens),
+        generated,
+        started,
+        first_at,
+        last_at,
+        reason,
         len(tokens) + generated,
     )
 
 
 def _finished(
-    command: Generate, text: str, n_prompt: int, generated: int, started: float,
-    first_at: float, last_at: float, reason: str, n_past: int,
+    command: Generate,
+    text: str,
+    n_prompt: int,
+    generated: int,
+    started: float,
+    first_at: float,
+    last_at: float,
+    reason: str,
+    n_past: int,
 ) -> Finished:
     decode_s = last_at - first_at
     # The first token's time is prompt processing; decode speed counts the ones after it.
@@ -186,7 +202,9 @@ def _prompt_tokens(
         droppable = [i for i, m in enumerate(messages) if m.role != "system"][:-1]
         if len(tokens) <= budget or not droppable:
             return tokens, len(command.messages) - len(messages)
-        log.info("conversation is %d tokens, over %d: dropping its oldest turn", len(tokens), budget)
+        log.info(
+            "conversation is %d tokens, over %d: dropping its oldest turn", len(tokens), budget
+        )
         del messages[droppable[0]]
 
 

@@ -50,9 +50,15 @@ _LAYER_ON_CPU_RE = re.compile(r"load_tensors:\s+layer\s+\d+\s+assigned to device
 
 # (kind, pattern) in the order they are tried; the first match wins.
 _WARNING_PATTERNS: tuple[tuple[KernelWarningKind, re.Pattern[str]], ...] = (
-    ("pair_not_compiled", re.compile(r"no FlashAttention \w+ kernel compiled for K/V types", re.IGNORECASE)),
+    (
+        "pair_not_compiled",
+        re.compile(r"no FlashAttention \w+ kernel compiled for K/V types", re.IGNORECASE),
+    ),
     ("converted_to_f16", re.compile(r"converting K and V to f16", re.IGNORECASE)),
-    ("attention_on_cpu", re.compile(r"Flash Attention is assigned to device CPU\b.*missing support")),
+    (
+        "attention_on_cpu",
+        re.compile(r"Flash Attention is assigned to device CPU\b.*missing support"),
+    ),
     ("fa_disabled", re.compile(r"Flash Attention not supported, set to disabled", re.IGNORECASE)),
     ("fa_disabled", re.compile(r"flash_attn\b.*forcing off", re.IGNORECASE)),
     ("fa_disabled", re.compile(r"disabling flash attention", re.IGNORECASE)),
@@ -199,4 +205,3 @@ def parse_log(lines: Iterable[str], expect_gpu: bool = False) -> ParsedLog:
     for line in lines:
         parser.feed(line)
     return parser.finish()
-

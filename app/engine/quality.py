@@ -53,7 +53,9 @@ def _tokenize_enough(llm: Any, text: str, n_tokens: int) -> list[int]:
         n_chars *= 2
 
 
-def decode_batch(llm: Any, tokens: list[int], start_pos: int, logits: str = "none") -> np.ndarray | None:
+def decode_batch(
+    llm: Any, tokens: list[int], start_pos: int, logits: str = "none"
+) -> np.ndarray | None:
     """Decode `tokens` at positions start_pos.. in sequence 0 (at most llm.n_batch).
 
     `logits`: "all" returns every position's logits as a (len, n_vocab) float32 copy;
@@ -76,7 +78,9 @@ def decode_batch(llm: Any, tokens: list[int], start_pos: int, logits: str = "non
         batch.logits[n - 1] = True
     code = llama_cpp.llama_decode(llm._ctx.ctx, batch)
     if code != 0:
-        raise EngineFailedError(f"llama.cpp could not evaluate the tokens (llama_decode returned {code}).")
+        raise EngineFailedError(
+            f"llama.cpp could not evaluate the tokens (llama_decode returned {code})."
+        )
     if not want_all:
         return None
     n_vocab = llm.n_vocab()
@@ -145,7 +149,9 @@ def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None =
         try:
             reference = np.load(path, mmap_mode="r")
         except (OSError, ValueError) as error:
-            raise EngineFailedError(f"The reference log-probabilities could not be read: {error}.") from error
+            raise EngineFailedError(
+                f"The reference log-probabilities could not be read: {error}."
+            ) from error
         if reference.shape != (total_rows, n_vocab):
             raise EngineFailedError(
                 "The reference run scored a different text or model "
@@ -181,8 +187,12 @@ def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None =
                     p_ref = np.exp(ref)
                     scores.kl += float((p_ref * (ref - logp)).sum())
                     scores.same_top1 += int((ref.argmax(axis=1) == logp.argmax(axis=1)).sum())
-            log.debug("quality chunk %d/%d: ppl so far %.3f", c + 1, n_chunks,
-                      math.exp(scores.nll / scores.count))
+            log.debug(
+                "quality chunk %d/%d: ppl so far %.3f",
+                c + 1,
+                n_chunks,
+                math.exp(scores.nll / scores.count),
+            )
     finally:
         clear_cache(llm)
         if command.write_reference and reference is not None:

@@ -31,8 +31,10 @@ def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: i
 
     logging.basicConfig(level=log_level, format="engine %(levelname)s %(name)s: %(message)s")
     if numpy_first:
-        log.warning("numpy was imported before llama_cpp in the engine (by the main module); "
-                    "on some machines that makes model loads crash")
+        log.warning(
+            "numpy was imported before llama_cpp in the engine (by the main module); "
+            "on some machines that makes model loads crash"
+        )
     from app.engine import llama_log
 
     router = llama_log.install()
@@ -97,7 +99,9 @@ class Engine:
         if self.model is None:
             self.emit(Failed("No model is loaded.", request_id=command.request_id))
             return
-        finished = run_generation(self.model.llm, command, self.model.template, self.cancel, self.emit)
+        finished = run_generation(
+            self.model.llm, command, self.model.template, self.cancel, self.emit
+        )
         self._send_new_warnings()
         self.emit(finished)
 
@@ -145,8 +149,12 @@ _MEASURES = {
 
 
 def _sentence(command: object, error: Exception) -> str:
-    what = {"Load": "Loading the model", "Generate": "Generating", "Evaluate": "Evaluating",
-            "Bench": "The speed measurement"}
+    what = {
+        "Load": "Loading the model",
+        "Generate": "Generating",
+        "Evaluate": "Evaluating",
+        "Bench": "The speed measurement",
+    }
     action = what.get(type(command).__name__, "The engine")
     return f"{action} failed: {error}."
 

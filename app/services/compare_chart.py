@@ -29,19 +29,30 @@ MUTED = QColor("#6b7280")
 GRID = QColor("#e5e7eb")
 
 
-def _panel(painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]], key: str,
-           title: str, unit: str, fmt: str) -> None:
+def _panel(
+    painter: QPainter,
+    rect: QRectF,
+    rows: Sequence[dict[str, Any]],
+    key: str,
+    title: str,
+    unit: str,
+    fmt: str,
+) -> None:
     values = [row.get(key) for row in rows]
     painter.setPen(TEXT)
     font = painter.font()
     bold = QFont(font)
     bold.setBold(True)
     painter.setFont(bold)
-    painter.drawText(QRectF(rect.left(), rect.top(), rect.width(), 20), Qt.AlignmentFlag.AlignLeft, title)
+    painter.drawText(
+        QRectF(rect.left(), rect.top(), rect.width(), 20), Qt.AlignmentFlag.AlignLeft, title
+    )
     painter.setFont(font)
     if unit:
         painter.setPen(MUTED)
-        painter.drawText(QRectF(rect.left(), rect.top(), rect.width(), 20), Qt.AlignmentFlag.AlignRight, unit)
+        painter.drawText(
+            QRectF(rect.left(), rect.top(), rect.width(), 20), Qt.AlignmentFlag.AlignRight, unit
+        )
     plot = QRectF(rect.left(), rect.top() + 26, rect.width(), rect.height() - 26 - 22)
     painter.setPen(QPen(GRID, 1))
     painter.drawLine(plot.bottomLeft(), plot.bottomRight())
@@ -62,27 +73,41 @@ def _panel(painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]], key:
             bar = QRectF(x, plot.bottom() - h, bar_w, h)
             painter.fillRect(bar, color)
             painter.setPen(TEXT)
-            painter.drawText(QRectF(x - 20, bar.top() - 18, bar_w + 40, 16),
-                             Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom, fmt.format(value))
+            painter.drawText(
+                QRectF(x - 20, bar.top() - 18, bar_w + 40, 16),
+                Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom,
+                fmt.format(value),
+            )
         painter.setPen(MUTED)
-        painter.drawText(QRectF(plot.left() + slot * i, plot.bottom() + 4, slot, 18),
-                         Qt.AlignmentFlag.AlignHCenter, str(row.get("mode", "")))
+        painter.drawText(
+            QRectF(plot.left() + slot * i, plot.bottom() + 4, slot, 18),
+            Qt.AlignmentFlag.AlignHCenter,
+            str(row.get("mode", "")),
+        )
 
 
-def paint_compare(painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]], title: str = "") -> None:
+def paint_compare(
+    painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]], title: str = ""
+) -> None:
     """Draw the panels for `rows` (CompareResult.rows()) into `rect`."""
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.fillRect(rect, BACKGROUND)
     y = rect.top() + 10
     if title:
         painter.setPen(TEXT)
-        painter.drawText(QRectF(rect.left() + 14, y, rect.width() - 28, 20), Qt.AlignmentFlag.AlignLeft, title)
+        painter.drawText(
+            QRectF(rect.left() + 14, y, rect.width() - 28, 20), Qt.AlignmentFlag.AlignLeft, title
+        )
         y += 28
     if not rows:
         painter.setPen(MUTED)
-        painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "Run a comparison to see the results here.")
+        painter.drawText(
+            rect, Qt.AlignmentFlag.AlignCenter, "Run a comparison to see the results here."
+        )
         return
-    panels = [p for p in PANELS if any(isinstance(r.get(p[0]), (int, float)) for r in rows)] or list(PANELS[:1])
+    panels = [
+        p for p in PANELS if any(isinstance(r.get(p[0]), (int, float)) for r in rows)
+    ] or list(PANELS[:1])
     gap = 18.0
     width = (rect.width() - 28 - gap * (len(panels) - 1)) / len(panels)
     height = rect.bottom() - y - 8
@@ -91,8 +116,9 @@ def paint_compare(painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]
         _panel(painter, QRectF(x, y, width, height), rows, key, panel_title, unit, fmt)
 
 
-def render_compare_png(rows: Sequence[dict[str, Any]], path: str | Path, title: str = "",
-                       size: QSize | None = None) -> Path:
+def render_compare_png(
+    rows: Sequence[dict[str, Any]], path: str | Path, title: str = "", size: QSize | None = None
+) -> Path:
     """Write the chart as a PNG (works offscreen; creates a QGuiApplication if none)."""
     size = size or QSize(1400, 420)
     app = QGuiApplication.instance()

@@ -56,8 +56,10 @@ class CompareRunner(QObject):
         self._cancel = threading.Event()
         recording = Recording.new("", "")
         self._thread = threading.Thread(
-            target=self._run, args=(model_path, n_ctx, depth, options, recording, self._cancel),
-            name="compare-runner", daemon=True,
+            target=self._run,
+            args=(model_path, n_ctx, depth, options, recording, self._cancel),
+            name="compare-runner",
+            daemon=True,
         )
         self._thread.start()
         self.started.emit(recording)
@@ -71,15 +73,28 @@ class CompareRunner(QObject):
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run(self, model_path: str, n_ctx: int, depth: int, options: dict[str, Any],
-             recording: Recording, cancel: threading.Event) -> None:
+    def _run(
+        self,
+        model_path: str,
+        n_ctx: int,
+        depth: int,
+        options: dict[str, Any],
+        recording: Recording,
+        cancel: threading.Event,
+    ) -> None:
         from app.engine.compare import CompareCancelledError, run_compare
 
         try:
             result = run_compare(
-                model_path, n_ctx=n_ctx, depth=depth, progress_cb=self.progress_changed.emit,
-                cancel=cancel, probe=self._probe, recording=recording,
-                load_advice="lower the context in the Compare settings", **options,
+                model_path,
+                n_ctx=n_ctx,
+                depth=depth,
+                progress_cb=self.progress_changed.emit,
+                cancel=cancel,
+                probe=self._probe,
+                recording=recording,
+                load_advice="lower the context in the Compare settings",
+                **options,
             )
         except CompareCancelledError:
             self.cancelled.emit()

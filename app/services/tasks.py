@@ -42,7 +42,13 @@ class _TaskSignals(QObject):
 
 
 class _Task(QRunnable):
-    def __init__(self, ticket: int, fn: Callable[..., object], args: tuple[object, ...], signals: _TaskSignals):
+    def __init__(
+        self,
+        ticket: int,
+        fn: Callable[..., object],
+        args: tuple[object, ...],
+        signals: _TaskSignals,
+    ):
         super().__init__()
         self._ticket = ticket
         self._fn = fn

@@ -12,14 +12,37 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SMALL = ("--ctx", "1024", "--depth", "256", "--prompt-tokens", "128", "--gen-tokens", "8",
-         "--chunks", "1", "--chunk-tokens", "256", "--threads", "2", "--repetitions", "1")
+SMALL = (
+    "--ctx",
+    "1024",
+    "--depth",
+    "256",
+    "--prompt-tokens",
+    "128",
+    "--gen-tokens",
+    "8",
+    "--chunks",
+    "1",
+    "--chunk-tokens",
+    "256",
+    "--threads",
+    "2",
+    "--repetitions",
+    "1",
+)
 
 
 def kvstudio(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
-    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
 
 
 def assert_bad_input(result: subprocess.CompletedProcess[str], words: str) -> None:
@@ -55,7 +78,9 @@ def test_bad_input(args, words):
 @pytest.mark.slow
 def test_real_run_json_record_csv_and_plot(tmp_path):
     record, csv_path, plot = tmp_path / "rec.json", tmp_path / "run.csv", tmp_path / "run.png"
-    result = kvstudio("bench", "starter", *SMALL, "--json", "--record", str(record), "--csv", str(csv_path))
+    result = kvstudio(
+        "bench", "starter", *SMALL, "--json", "--record", str(record), "--csv", str(csv_path)
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     rows = {r["mode"]: r for r in data["modes"]}
@@ -97,8 +122,15 @@ sys.exit(main(sys.argv[1:]))
 def test_table_output_without_qt(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     args = ["bench", "starter", *SMALL, "--modes", "q8_0/f16", "--chunks", "0"]
-    result = subprocess.run([sys.executable, "-c", NO_QT, *args], capture_output=True, text=True,
-                            timeout=400, cwd=ROOT, env=env, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", NO_QT, *args],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "memory from psutil" in lines[0]
@@ -106,7 +138,14 @@ def test_table_output_without_qt(tmp_path):
     assert [line.split()[0] for line in lines[3:5]] == ["f16/f16", "q8_0/f16"]
     assert " - " in lines[3] or lines[3].rstrip().endswith("-")  # no quality asked: PPL is '-'
     # --plot is the one part that needs Qt: refused in one sentence, before measuring.
-    plotted = subprocess.run([sys.executable, "-c", NO_QT, *args, "--plot", str(tmp_path / "p.png")],
-                             capture_output=True, text=True, timeout=400, cwd=ROOT, env=env, check=False)
+    plotted = subprocess.run(
+        [sys.executable, "-c", NO_QT, *args, "--plot", str(tmp_path / "p.png")],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
     assert plotted.returncode == 2 and "needs PySide6" in plotted.stderr
     assert "Traceback" not in plotted.stderr

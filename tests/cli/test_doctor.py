@@ -14,7 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def kvstudio(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=ROOT, env=env
+        [sys.executable, "-m", "app", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+        env=env,
     )
 
 

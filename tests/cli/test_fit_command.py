@@ -21,7 +21,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def kvstudio(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env,
+        [sys.executable, "-m", "app", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
         check=False,
     )
 
@@ -37,8 +42,14 @@ def assert_bad_input(result: subprocess.CompletedProcess[str], words: str) -> No
 @pytest.fixture(scope="module")
 def gemma_like(tmp_path_factory) -> Path:
     return write_tiny_gguf(
-        tmp_path_factory.mktemp("fitcli") / "gemma-like.gguf", arch="gemma3", n_layer=6, n_head=4,
-        n_head_kv=1, head_dim=256, sliding_window=512, n_ctx_train=32768,
+        tmp_path_factory.mktemp("fitcli") / "gemma-like.gguf",
+        arch="gemma3",
+        n_layer=6,
+        n_head=4,
+        n_head_kv=1,
+        head_dim=256,
+        sliding_window=512,
+        n_ctx_train=32768,
     )
 
 
@@ -49,7 +60,9 @@ def test_table_for_every_mode(gemma_like):
     for mode in ("f16/f16", "q8_0/f16", "q8_0/q8_0"):
         assert mode in out
     assert "23.4%" in out and "46.9%" in out  # saving vs fp16 of K-only and K+V int8
-    assert "global: 1 layers x 8,192 cells" in out and "sliding-window: 5 layers x 1,024 cells" in out
+    assert (
+        "global: 1 layers x 8,192 cells" in out and "sliding-window: 5 layers x 1,024 cells" in out
+    )
     assert "fits" in out and "Budget 1.00 GiB (--vram)" in out
 
 
@@ -63,8 +76,13 @@ def test_json_matches_the_kv_arithmetic(gemma_like):
     for entry, mode in zip(report["modes"], COMPARE_MODES):
         estimate = kv_cache_bytes(header, 3001, mode)
         assert (entry["kv_bytes"], entry["k_bytes"], entry["v_bytes"]) == (
-            estimate.total_bytes, estimate.k_bytes, estimate.v_bytes)
-        assert [c["llama_log_line"] for c in entry["caches"]] == [c.log_line() for c in estimate.caches]
+            estimate.total_bytes,
+            estimate.k_bytes,
+            estimate.v_bytes,
+        )
+        assert [c["llama_log_line"] for c in entry["caches"]] == [
+            c.log_line() for c in estimate.caches
+        ]
         assert entry["verdict"] == "fits" and entry["largest_n_ctx"] == 32768
     f16, q8k = report["modes"][0], report["modes"][1]
     assert q8k["k_bytes"] * 64 == f16["k_bytes"] * 34 and q8k["v_bytes"] == f16["v_bytes"]
@@ -74,7 +92,11 @@ def test_one_mode_and_a_budget_too_small(gemma_like):
     result = kvstudio("fit", str(gemma_like), "--vram", "3MiB", "--kv", "q8_0/f16", "--json")
     report = json.loads(result.stdout)
     (mode,) = report["modes"]
-    assert mode["kv"] == "q8_0/f16" and mode["verdict"] == "does not fit" and mode["largest_n_ctx"] == 0
+    assert (
+        mode["kv"] == "q8_0/f16"
+        and mode["verdict"] == "does not fit"
+        and mode["largest_n_ctx"] == 0
+    )
 
 
 def test_budget_defaults_to_free_memory_now(gemma_like):
@@ -109,13 +131,17 @@ def test_bad_options(gemma_like, args, words):
 
 def test_a_context_llama_cpp_cannot_hold_is_one_line(gemma_like):
     # Once this printed a table of 100,000,000,000 cells with overflowing columns.
-    assert_bad_input(kvstudio("fit", str(gemma_like), "--ctx", "99999999999"),
-                     "--ctx 99,999,999,999 is more tokens than llama.cpp can hold (4,294,967,040 at most)")
+    assert_bad_input(
+        kvstudio("fit", str(gemma_like), "--ctx", "99999999999"),
+        "--ctx 99,999,999,999 is more tokens than llama.cpp can hold (4,294,967,040 at most)",
+    )
 
 
 def test_beyond_the_trained_context_needs_force(gemma_like):
     refused = kvstudio("fit", str(gemma_like), "--vram", "8GiB", "--ctx", "40000")
-    assert_bad_input(refused, "40,000 tokens is beyond this model's trained context of 32,768 tokens")
+    assert_bad_input(
+        refused, "40,000 tokens is beyond this model's trained context of 32,768 tokens"
+    )
     assert "pass --force to see it anyway" in refused.stderr
     shown = kvstudio("fit", str(gemma_like), "--vram", "8GiB", "--ctx", "40000", "--force")
     assert shown.returncode == 0, shown.stderr
@@ -125,7 +151,7 @@ def test_beyond_the_trained_context_needs_force(gemma_like):
 def table(out: str) -> list[str]:
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("K/V"))
-    return lines[start:start + 4]
+    return lines[start : start + 4]
 
 
 @pytest.mark.parametrize("ctx, vram", [("4096", "1GiB"), ("4000000000", "4TiB")])
@@ -137,9 +163,13 @@ def test_table_columns_line_up_at_any_size(tmp_path, ctx, vram):
     assert len(rows) == 3
     for label in ("KV total", "need", "largest n_ctx"):  # right-aligned under their header
         end = head.index(label) + len(label)
-        assert all(row[end - 1] != " " and (end == len(row) or row[end] == " ") for row in rows), result.stdout
+        assert all(row[end - 1] != " " and (end == len(row) or row[end] == " ") for row in rows), (
+            result.stdout
+        )
     verdict_at = head.index("verdict")
-    assert all(row[verdict_at:].startswith(("fits", "tight", "does not fit")) for row in rows), result.stdout
+    assert all(row[verdict_at:].startswith(("fits", "tight", "does not fit")) for row in rows), (
+        result.stdout
+    )
 
 
 def test_bad_model_files(tmp_path, gemma_like):

@@ -15,8 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def kvstudio(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "app", *args], cwd=ROOT, env=os.environ.copy(),
-        capture_output=True, text=True, timeout=timeout, check=False,
+        [sys.executable, "-m", "app", *args],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
@@ -31,10 +36,13 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
 
 @pytest.fixture
 def repo(hub_env, tiny_gguf):
-    hub_env.add_repo("acme/tiny-GGUF", {
-        "tiny-Q8_0.gguf": tiny_gguf("a.gguf", n_ctx_train=2048),
-        "tiny-Q4_K_M.gguf": tiny_gguf("b.gguf", seed=2),
-    })
+    hub_env.add_repo(
+        "acme/tiny-GGUF",
+        {
+            "tiny-Q8_0.gguf": tiny_gguf("a.gguf", n_ctx_train=2048),
+            "tiny-Q4_K_M.gguf": tiny_gguf("b.gguf", seed=2),
+        },
+    )
     hub_env.add_repo("acme/pair-GGUF", {"p-Q8_0.gguf": b"GGUF-8", "p-F16.gguf": b"GGUF-16"})
     return hub_env
 
@@ -54,14 +62,20 @@ def test_pull_ls_rm_round_trip(repo, tmp_path) -> None:
     listed = json.loads(kvstudio("ls", "--json").stdout)
     (mine,) = [m for m in listed if m["repo_id"] == "acme/tiny-GGUF"]
     assert (mine["name"], mine["quantization"], mine["context_length"], mine["path"]) == (
-        "tiny-Q8_0", "Q8_0", 2048, str(path))
+        "tiny-Q8_0",
+        "Q8_0",
+        2048,
+        str(path),
+    )
     table = kvstudio("ls").stdout
     assert "tiny-Q8_0" in table and "acme/tiny-GGUF" in table and "NAME" in table
 
     removed = kvstudio("rm", "tiny-Q8_0")
     assert removed.returncode == 0 and "Deleted tiny-Q8_0" in removed.stdout
     assert not path.exists()
-    assert all(m["repo_id"] != "acme/tiny-GGUF" for m in json.loads(kvstudio("ls", "--json").stdout))
+    assert all(
+        m["repo_id"] != "acme/tiny-GGUF" for m in json.loads(kvstudio("ls", "--json").stdout)
+    )
 
 
 def test_pull_into_a_folder(repo, tmp_path) -> None:
@@ -94,7 +108,9 @@ def test_pull_gated_and_checksum_fail_in_one_line(repo, tiny_gguf) -> None:
     repo.faults.wrong_sha256("tiny-Q8_0.gguf")
     assert "failed its checksum" in one_error_line(kvstudio("pull", "acme/tiny-GGUF:Q8_0"))
     repo.faults.clear()
-    assert all(m["repo_id"] != "acme/tiny-GGUF" for m in json.loads(kvstudio("ls", "--json").stdout))
+    assert all(
+        m["repo_id"] != "acme/tiny-GGUF" for m in json.loads(kvstudio("ls", "--json").stdout)
+    )
 
 
 def test_pull_onto_a_full_disk_fails_in_one_line(repo, small_fs, monkeypatch, request) -> None:
@@ -119,7 +135,9 @@ def test_pull_progress_shows_with_the_flag_and_the_error_comes_last(repo) -> Non
     result = kvstudio("pull", "acme/tiny-GGUF:Q8_0", "--progress")
     lines = result.stderr.splitlines()
     assert result.returncode == 2
-    assert lines[0].startswith("Pulling acme/tiny-GGUF tiny-Q8_0.gguf") and "100.0%" in result.stderr
+    assert (
+        lines[0].startswith("Pulling acme/tiny-GGUF tiny-Q8_0.gguf") and "100.0%" in result.stderr
+    )
     assert "failed its checksum" in lines[-1] and one_error_line(result) == lines[-1]
 
 
@@ -127,8 +145,14 @@ def test_pull_shows_progress_on_a_terminal(repo) -> None:
     import pty
 
     main, terminal = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "app", "pull", "acme/tiny-GGUF:Q8_0"], cwd=ROOT,
-                            env=os.environ.copy(), stdout=subprocess.PIPE, stderr=terminal, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "pull", "acme/tiny-GGUF:Q8_0"],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        text=True,
+    )
     os.close(terminal)
     shown = b""
     try:
@@ -154,7 +178,11 @@ def test_rm_refuses_ambiguous_and_unknown_names(hub_env, tiny_gguf, tmp_path) ->
     for folder in ("x", "y"):
         (tmp_path / folder).mkdir()
         tiny_gguf(f"{folder}.gguf").rename(tmp_path / folder / "same-Q8_0.gguf")
-    message = one_error_line(kvstudio("rm", "same-Q8_0", "--dir", str(tmp_path / "x"), "--dir", str(tmp_path / "y")))
+    message = one_error_line(
+        kvstudio("rm", "same-Q8_0", "--dir", str(tmp_path / "x"), "--dir", str(tmp_path / "y"))
+    )
     assert "matches 2 models" in message
-    assert (tmp_path / "x" / "same-Q8_0.gguf").exists() and (tmp_path / "y" / "same-Q8_0.gguf").exists()
+    assert (tmp_path / "x" / "same-Q8_0.gguf").exists() and (
+        tmp_path / "y" / "same-Q8_0.gguf"
+    ).exists()
     assert "No model named 'ghost'" in one_error_line(kvstudio("rm", "ghost"))

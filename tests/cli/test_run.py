@@ -19,10 +19,18 @@ from tests.gguf_factory import write_tiny_gguf
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def kvstudio(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def kvstudio(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "app", *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=ROOT, env=env
+        [sys.executable, "-m", "app", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+        env=env,
     )
 
 
@@ -70,12 +78,17 @@ def test_context_must_be_positive(ctx):
 def test_a_context_llama_cpp_cannot_hold_is_one_line():
     # Once this spawned an engine that was OOM-killed (the uint32 n_ctx wrapped to 1.2 billion).
     result = kvstudio("run", "starter", "-p", "hi", "--ctx", "99999999999")
-    assert_bad_input(result, "--ctx 99,999,999,999 is more tokens than llama.cpp can hold (4,294,967,040 at most)")
+    assert_bad_input(
+        result,
+        "--ctx 99,999,999,999 is more tokens than llama.cpp can hold (4,294,967,040 at most)",
+    )
 
 
 def test_beyond_the_trained_context_is_refused_before_loading(starter_model_path):
     result = kvstudio("run", "starter", "-p", "hi", "--ctx", "40000")
-    assert_bad_input(result, "40,000 tokens is beyond this model's trained context of 32,768 tokens")
+    assert_bad_input(
+        result, "40,000 tokens is beyond this model's trained context of 32,768 tokens"
+    )
     assert "pass --force" in result.stderr
 
 
@@ -86,7 +99,9 @@ def test_a_load_bigger_than_free_memory_is_refused_with_the_numbers(tmp_path):
     # more than this machine's free memory, read by the real probe.
     model = write_tiny_gguf(tmp_path / "long.gguf", n_ctx_train=1_000_000_000)
     header = read_gguf_header(model)
-    need = memory_need(header, 1_000_000_000, "q8_0/f16", file_size=model.stat().st_size, on_gpu=False)
+    need = memory_need(
+        header, 1_000_000_000, "q8_0/f16", file_size=model.stat().st_size, on_gpu=False
+    )
     assert need.total_bytes > psutil.virtual_memory().total
     result = kvstudio("run", str(model), "-p", "hi", "--ctx", "1000000000", "--gpu-layers", "0")
     assert_bad_input(result, f"needs {gib(need.kv_bytes)} for the KV cache at 1,000,000,000 tokens")
@@ -99,14 +114,28 @@ def small_budget_env(starter_model_path: Path, n_ctx: int) -> dict[str, str]:
     machine has far more free: only a smaller figure can make a real load refuse)."""
     header = read_gguf_header(starter_model_path)
     on_gpu = free_memory_for(-1, header.block_count).on_gpu
-    need = memory_need(header, n_ctx, "q8_0/f16", file_size=starter_model_path.stat().st_size, on_gpu=on_gpu)
+    need = memory_need(
+        header, n_ctx, "q8_0/f16", file_size=starter_model_path.stat().st_size, on_gpu=on_gpu
+    )
     return {"KVSTUDIO_FREE_MEMORY": str(need.total_bytes - 1)}
 
 
 @pytest.mark.slow
 def test_force_loads_a_context_just_over_the_free_memory(starter_model_path):
     env = small_budget_env(starter_model_path, 2048)
-    args = ("run", "starter", "-p", "One, two, three,", "-n", "4", "--ctx", "2048", "--temp", "0", "--json")
+    args = (
+        "run",
+        "starter",
+        "-p",
+        "One, two, three,",
+        "-n",
+        "4",
+        "--ctx",
+        "2048",
+        "--temp",
+        "0",
+        "--json",
+    )
     refused = kvstudio(*args, env=env)
     assert_bad_input(refused, "for the KV cache at 2,048 tokens")
     assert "1,792 tokens would fit" in refused.stderr  # the largest multiple of 256 under it
@@ -122,8 +151,19 @@ def test_missing_prompt_is_a_usage_line():
 
 @pytest.mark.slow
 def test_real_run_json_on_the_starter():
-    result = kvstudio("run", "starter", "-p", "The capital of France is", "-n", "8", "--ctx", "1024",
-                      "--temp", "0", "--json")
+    result = kvstudio(
+        "run",
+        "starter",
+        "-p",
+        "The capital of France is",
+        "-n",
+        "8",
+        "--ctx",
+        "1024",
+        "--temp",
+        "0",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["generated_tokens"] == 8 and report["text"].strip()
@@ -138,8 +178,20 @@ def test_real_run_json_on_the_starter():
 
 @pytest.mark.slow
 def test_real_run_streams_text_to_stdout():
-    result = kvstudio("run", "starter", "-p", "One, two, three,", "-n", "6", "--ctx", "1024", "--temp", "0",
-                      "--kv", "f16/f16")
+    result = kvstudio(
+        "run",
+        "starter",
+        "-p",
+        "One, two, three,",
+        "-n",
+        "6",
+        "--ctx",
+        "1024",
+        "--temp",
+        "0",
+        "--kv",
+        "f16/f16",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     assert "6 tokens" in result.stderr and "f16/f16" in result.stderr
@@ -151,8 +203,25 @@ def test_ctrl_c_stops_the_reply_and_keeps_what_came():
 
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "run", "starter", "-p", "Once upon a time", "-n", "2000", "--ctx", "4096"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "run",
+            "starter",
+            "-p",
+            "Once upon a time",
+            "-n",
+            "2000",
+            "--ctx",
+            "4096",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
     )
     try:
         first = proc.stdout.read(1)  # the reply has started streaming

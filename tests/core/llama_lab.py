@@ -38,8 +38,16 @@ class LlamaContextLab:
         return self.context_log(path, n_ctx, mode, **options).kv_caches
 
     def context_log(
-        self, path: Path, n_ctx: int, mode: KvMode, n_seq: int = 1, n_ubatch: int = 512,
-        n_batch: int = 512, swa_full: bool = False, flash_attn: bool = True, kv_unified: bool = False,
+        self,
+        path: Path,
+        n_ctx: int,
+        mode: KvMode,
+        n_seq: int = 1,
+        n_ubatch: int = 512,
+        n_batch: int = 512,
+        swa_full: bool = False,
+        flash_attn: bool = True,
+        kv_unified: bool = False,
     ) -> ParsedLog:
         model = self.model(path)
         params = llama_cpp.llama_context_default_params()
@@ -51,7 +59,9 @@ class LlamaContextLab:
         params.type_k = mode.k.ggml_id
         params.type_v = mode.v.ggml_id
         params.flash_attn_type = (
-            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+            llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+            if flash_attn
+            else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         )
         params.swa_full = swa_full
         params.kv_unified = kv_unified

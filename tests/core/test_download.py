@@ -38,7 +38,9 @@ def test_download_lands_in_the_hf_cache_layout(hub_env, tiny_gguf, tmp_path) -> 
     # huggingface_hub itself finds the file in its cache, offline.
     from huggingface_hub import try_to_load_from_cache
 
-    assert try_to_load_from_cache("acme/tiny-GGUF", "tiny-Q8_0.gguf", cache_dir=tmp_path / "hf-cache") == str(path)
+    assert try_to_load_from_cache(
+        "acme/tiny-GGUF", "tiny-Q8_0.gguf", cache_dir=tmp_path / "hf-cache"
+    ) == str(path)
 
 
 def test_second_download_fetches_nothing(hub_env, tiny_gguf) -> None:
@@ -51,7 +53,10 @@ def test_second_download_fetches_nothing(hub_env, tiny_gguf) -> None:
 
 
 def test_offline_mode_uses_the_cache_and_refuses_new_files(hub_env, tiny_gguf, monkeypatch) -> None:
-    hub_env.add_repo("acme/tiny-GGUF", {"a-Q8_0.gguf": tiny_gguf("a.gguf"), "b-Q4_0.gguf": tiny_gguf("b.gguf", seed=1)})
+    hub_env.add_repo(
+        "acme/tiny-GGUF",
+        {"a-Q8_0.gguf": tiny_gguf("a.gguf"), "b-Q4_0.gguf": tiny_gguf("b.gguf", seed=1)},
+    )
     files = list_gguf_files("acme/tiny-GGUF")
     path = download_entry(files.pick("Q8_0"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -62,7 +67,9 @@ def test_offline_mode_uses_the_cache_and_refuses_new_files(hub_env, tiny_gguf, m
     assert len(hub_env.log) == requests
 
 
-def test_download_into_a_chosen_folder_is_listed_in_the_library(hub_env, tiny_gguf, tmp_path) -> None:
+def test_download_into_a_chosen_folder_is_listed_in_the_library(
+    hub_env, tiny_gguf, tmp_path
+) -> None:
     hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf(n_ctx_train=2048)})
     folder = tmp_path / "my-models"
     path = download_entry(list_gguf_files("acme/tiny-GGUF").entries[0], folder=folder)
@@ -72,7 +79,11 @@ def test_download_into_a_chosen_folder_is_listed_in_the_library(hub_env, tiny_gg
     assert len(models) == 1
     model = models[0]
     assert (model.repo_id, model.architecture, model.context_length, model.quantization) == (
-        "acme/tiny-GGUF", "llama", 2048, "Q8_0")
+        "acme/tiny-GGUF",
+        "llama",
+        2048,
+        "Q8_0",
+    )
 
 
 def test_queue_runs_two_at_a_time_and_reports_progress(hub_env, tiny_gguf) -> None:
@@ -85,17 +96,23 @@ def test_queue_runs_two_at_a_time_and_reports_progress(hub_env, tiny_gguf) -> No
     queue = DownloadQueue(ModelFolders.of_app(), max_parallel=2, on_change=events.append)
     try:
         jobs = [queue.enqueue(e) for e in entries]
-        assert [queue.get(j).state for j in jobs] == [DownloadState.DOWNLOADING] * 2 + [DownloadState.QUEUED]
+        assert [queue.get(j).state for j in jobs] == [DownloadState.DOWNLOADING] * 2 + [
+            DownloadState.QUEUED
+        ]
         results = [queue.wait(j, timeout=60) for j in jobs]
     finally:
         queue.close()
     assert [r.state for r in results] == [DownloadState.FINISHED] * 3
     assert all(r.model is not None and r.model.path.exists() for r in results)
     running_at_once = max(
-        sum(1 for j in jobs if _state_at(events, j, k) is DownloadState.DOWNLOADING) for k in range(len(events))
+        sum(1 for j in jobs if _state_at(events, j, k) is DownloadState.DOWNLOADING)
+        for k in range(len(events))
     )
     assert running_at_once == 2
-    assert any(e.state is DownloadState.DOWNLOADING and e.speed > 0 and e.eta_seconds is not None for e in events)
+    assert any(
+        e.state is DownloadState.DOWNLOADING and e.speed > 0 and e.eta_seconds is not None
+        for e in events
+    )
 
 
 def _state_at(events: list, key: str, k: int) -> DownloadState | None:
@@ -106,7 +123,9 @@ def _state_at(events: list, key: str, k: int) -> DownloadState | None:
     return state
 
 
-def test_a_finished_download_is_described_as_the_library_lists_it(hub_env, tiny_gguf, tmp_path) -> None:
+def test_a_finished_download_is_described_as_the_library_lists_it(
+    hub_env, tiny_gguf, tmp_path
+) -> None:
     """The queue hands back the finished model and records its folder: nothing walks the
     folders again to find it, and the next listing agrees."""
     hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf(n_ctx_train=2048)})
@@ -118,16 +137,22 @@ def test_a_finished_download_is_described_as_the_library_lists_it(hub_env, tiny_
     finally:
         queue.close()
     assert folders.read().download_folders == ((tmp_path / "lib").resolve(),)
-    assert [done.model] == [m for m in list_models(include_starter=False) if m.path == done.model.path]
+    assert [done.model] == [
+        m for m in list_models(include_starter=False) if m.path == done.model.path
+    ]
     assert (done.model.repo_id, done.model.context_length) == ("acme/tiny-GGUF", 2048)
 
 
-def test_downloaded_split_model_loads_in_llama_cpp_from_part_one(hub_env, tiny_gguf, tmp_path) -> None:
+def test_downloaded_split_model_loads_in_llama_cpp_from_part_one(
+    hub_env, tiny_gguf, tmp_path
+) -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
     from app.core.model_ref import resolve_model
     from tests.hub_fixtures import write_split_gguf
 
-    parts = write_split_gguf(tiny_gguf("whole.gguf"), tmp_path / "split" / "tiny-Q8_0.gguf", max_tensors=6)
+    parts = write_split_gguf(
+        tiny_gguf("whole.gguf"), tmp_path / "split" / "tiny-Q8_0.gguf", max_tensors=6
+    )
     assert len(parts) == 4
     hub_env.add_repo("acme/split-GGUF", {f"Q8_0/{p.name}": p for p in parts})
     entry = list_gguf_files("acme/split-GGUF").pick("Q8_0")

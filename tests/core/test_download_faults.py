@@ -119,7 +119,9 @@ def test_truncated_body_is_completed_with_a_range_request(published) -> None:
     assert [g.range for g in _cdn_gets(hub)] == [None, "bytes=400000-"]
 
 
-def test_a_connection_that_never_progresses_fails_in_words_and_keeps_the_partial(published, fast_retries) -> None:
+def test_a_connection_that_never_progresses_fails_in_words_and_keeps_the_partial(
+    published, fast_retries
+) -> None:
     hub, f = published
     hub.faults.cut_after[NAME] = [200_000] + [0] * 20
     with pytest.raises(DownloadError, match="failed after 6 tries.*partial file is kept"):
@@ -144,7 +146,9 @@ def test_wrong_sha256_deletes_the_file_and_says_so(published, tmp_path) -> None:
 
 def test_gated_repo_needs_a_token_with_access(hub_env, tiny_gguf, monkeypatch, caplog) -> None:
     caplog.set_level(logging.DEBUG)
-    repo = hub_env.add_repo("meta/locked-GGUF", {"locked-Q8_0.gguf": tiny_gguf("l.gguf")}, gated=True)
+    repo = hub_env.add_repo(
+        "meta/locked-GGUF", {"locked-Q8_0.gguf": tiny_gguf("l.gguf")}, gated=True
+    )
     entry = list_gguf_files("meta/locked-GGUF").entries[0]  # the tree is public, the files are not
     with pytest.raises(GatedRepoError, match="gated or private: add a Hugging Face access token"):
         download_entry(entry)
@@ -164,10 +168,13 @@ def test_gated_repo_needs_a_token_with_access(hub_env, tiny_gguf, monkeypatch, c
 def test_split_model_is_downloaded_whole_and_listed_once(hub_env, tiny_gguf) -> None:
     part1 = tiny_gguf("p1.gguf").read_bytes()
     part2 = os.urandom(300_000)
-    hub_env.add_repo("acme/big-GGUF", {
-        "Q8_0/big-Q8_0-00001-of-00002.gguf": part1,
-        "Q8_0/big-Q8_0-00002-of-00002.gguf": part2,
-    })
+    hub_env.add_repo(
+        "acme/big-GGUF",
+        {
+            "Q8_0/big-Q8_0-00001-of-00002.gguf": part1,
+            "Q8_0/big-Q8_0-00002-of-00002.gguf": part2,
+        },
+    )
     entry = list_gguf_files("acme/big-GGUF").pick("Q8_0")
     assert entry.is_split
     path = download_entry(entry)
@@ -175,10 +182,16 @@ def test_split_model_is_downloaded_whole_and_listed_once(hub_env, tiny_gguf) -> 
     assert path.with_name("big-Q8_0-00002-of-00002.gguf").read_bytes() == part2
     (model,) = list_models(include_starter=False)
     assert (model.path, model.n_parts, model.file_size, model.name) == (
-        path, 2, len(part1) + len(part2), "big-Q8_0")
+        path,
+        2,
+        len(part1) + len(part2),
+        "big-Q8_0",
+    )
 
 
-@pytest.mark.parametrize("evil", ["../../evil-Q8_0.gguf", "/tmp/evil-Q8_0.gguf", "a/../../evil-Q8_0.gguf"])
+@pytest.mark.parametrize(
+    "evil", ["../../evil-Q8_0.gguf", "/tmp/evil-Q8_0.gguf", "a/../../evil-Q8_0.gguf"]
+)
 def test_path_traversal_names_are_refused(hub_env, tiny_gguf, tmp_path, evil) -> None:
     hub_env.add_repo("evil/repo-GGUF", {evil: tiny_gguf("e.gguf")})
     entry = list_gguf_files("evil/repo-GGUF").entries[0]
@@ -205,7 +218,9 @@ def test_a_symlinked_folder_leading_outside_is_refused(hub_env, tiny_gguf, tmp_p
     assert list(outside.iterdir()) == []
 
 
-def test_too_little_free_space_is_refused_before_downloading(published, small_fs, monkeypatch) -> None:
+def test_too_little_free_space_is_refused_before_downloading(
+    published, small_fs, monkeypatch
+) -> None:
     hub, _ = published
     monkeypatch.setenv("HF_HUB_CACHE", str(small_fs(256 * 1024)))
     with pytest.raises(DiskFullError, match="Not enough disk space"):
@@ -265,7 +280,11 @@ def test_a_write_refused_at_byte_n_keeps_n_bytes_and_resumes_from_there(publishe
     limit = 300_000
     done = subprocess.run(
         [sys.executable, "-c", _DOWNLOAD_UNDER_A_FILE_SIZE_LIMIT, str(limit), REPO],
-        capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 3, done.stderr
     assert "filled up" in done.stdout and "resume" in done.stdout
@@ -330,11 +349,14 @@ def test_killed_and_restarted_the_queue_resumes_from_the_partial_file(published,
     hub, f = published
     hub.faults.rate_limit[NAME] = 500_000
     saved = tmp_path / "kvstudio-data" / "downloads.json"
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(saved), REPO, "Q8_0"], cwd=ROOT,
-                             env=os.environ.copy())
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(saved), REPO, "Q8_0"], cwd=ROOT, env=os.environ.copy()
+    )
     (partial,) = partial_paths(_entry())
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (not partial.exists() or partial.stat().st_size < 0.4 * f.size):
+    while time.monotonic() < deadline and (
+        not partial.exists() or partial.stat().st_size < 0.4 * f.size
+    ):
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGKILL)  # a crash or a hard quit: no cleanup runs
     child.wait()

@@ -35,8 +35,28 @@ NAME = "tls-Q8_0.gguf"
 SIZE = 64 * 1024 * 1024
 # Where the pauses land, as fractions of the file; 0: as soon as the body flows again after
 # the resume (h11's first chunk). By position, not time, so a faster machine pauses as often.
-PAUSE_AT = (0.0, 0.0, 0.04, 0.0, 0.09, 0.0, 0.15, 0.0, 0.21, 0.0,
-            0.28, 0.0, 0.34, 0.0, 0.42, 0.0, 0.5, 0.0, 0.6, 0.0)
+PAUSE_AT = (
+    0.0,
+    0.0,
+    0.04,
+    0.0,
+    0.09,
+    0.0,
+    0.15,
+    0.0,
+    0.21,
+    0.0,
+    0.28,
+    0.0,
+    0.34,
+    0.0,
+    0.42,
+    0.0,
+    0.5,
+    0.0,
+    0.6,
+    0.0,
+)
 # Threads switch every 0.1 ms instead of 5 ms, so a pause often runs between a read's
 # "stop asked?" check and its recv: with the old code 33-43% of the pauses then corrupted the
 # partial file (measured, 168 pauses), so 20 clean pauses in a row by luck: < 1 in 1,000.
@@ -52,13 +72,35 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
     result = subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        capture_output=True, text=True, check=False, timeout=30,
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
     )
     if result.returncode != 0:
-        pytest.skip(f"`openssl req` could not make a self-signed certificate: {result.stderr[-300:]}")
+        pytest.skip(
+            f"`openssl req` could not make a self-signed certificate: {result.stderr[-300:]}"
+        )
     return cert, key
 
 

@@ -30,8 +30,14 @@ MIB = 1024**2
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     return write_tiny_gguf(
-        tmp_path_factory.mktemp("fit") / "tiny.gguf", arch="llama", n_layer=4, n_head=8, n_head_kv=2,
-        head_dim=128, n_embd=512, n_ctx_train=131072,
+        tmp_path_factory.mktemp("fit") / "tiny.gguf",
+        arch="llama",
+        n_layer=4,
+        n_head=8,
+        n_head_kv=2,
+        head_dim=128,
+        n_embd=512,
+        n_ctx_train=131072,
     )
 
 
@@ -63,7 +69,11 @@ def test_int8_k_fits_a_longer_context(tiny):
     # On a GPU, Flash Attention's f16 copy of a quantized K is counted in the compute buffer.
     # It only shows at long contexts, where it outgrows the other peaks (as measured on an H200).
     gpu = {r.mode.label: r for r in fit_estimate(header, size, 131072, 300 * MIB, on_gpu=True)}
-    assert gpu["q8_0/q8_0"].need.compute_bytes > gpu["q8_0/f16"].need.compute_bytes > gpu["f16/f16"].need.compute_bytes
+    assert (
+        gpu["q8_0/q8_0"].need.compute_bytes
+        > gpu["q8_0/f16"].need.compute_bytes
+        > gpu["f16/f16"].need.compute_bytes
+    )
     assert f16 == gpu["f16/f16"].largest_n_ctx and gpu["q8_0/f16"].largest_n_ctx < q8k
 
 
@@ -88,7 +98,9 @@ def test_tight_when_within_the_margin(tiny):
 def test_split_model_weights_come_from_the_total_size(tiny):
     header = read_gguf_header(tiny)
     assert weights_bytes(header) == header.tensor_data_bytes
-    assert weights_bytes(header, os.path.getsize(tiny)) == os.path.getsize(tiny) - header.data_offset
+    assert (
+        weights_bytes(header, os.path.getsize(tiny)) == os.path.getsize(tiny) - header.data_offset
+    )
     assert weights_bytes(header, 10 * GIB) == 10 * GIB - header.data_offset
 
 
@@ -119,7 +131,9 @@ def lab():
 def test_compute_estimate_is_close_and_on_the_high_side(lab, tiny, n_ctx, mode):
     header = read_gguf_header(tiny)
     estimate = memory_need(header, n_ctx, mode, on_gpu=False).compute_bytes
-    reported = sum(c.bytes for c in lab.context_log(tiny, n_ctx, KvMode.parse(mode)).compute_buffers)
+    reported = sum(
+        c.bytes for c in lab.context_log(tiny, n_ctx, KvMode.parse(mode)).compute_buffers
+    )
     # A toy model's few MiB are where the estimate is loosest; real widths are checked below.
     assert reported <= estimate <= reported * 1.4
 
@@ -129,6 +143,7 @@ def test_compute_estimate_for_the_starter_model(lab, starter_model_path):
     header = read_gguf_header(starter_model_path)
     estimate = memory_need(header, 4096, "q8_0/f16", on_gpu=False).compute_bytes
     reported = sum(
-        c.bytes for c in lab.context_log(starter_model_path, 4096, KvMode.parse("q8_0/f16")).compute_buffers
+        c.bytes
+        for c in lab.context_log(starter_model_path, 4096, KvMode.parse("q8_0/f16")).compute_buffers
     )
     assert reported <= estimate <= reported * 1.1

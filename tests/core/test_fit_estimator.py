@@ -31,10 +31,13 @@ def test_fit_of_a_hub_file_without_downloading_it(hub_env, tiny_gguf) -> None:
 
 
 def test_one_header_serves_every_quantization_of_a_model(hub_env, tiny_gguf) -> None:
-    hub_env.add_repo("acme/tiny-GGUF", {
-        "tiny-Q8_0.gguf": tiny_gguf("a.gguf", n_layer=4, seed=1),
-        "tiny-F16.gguf": tiny_gguf("b.gguf", n_layer=6, seed=2),
-    })
+    hub_env.add_repo(
+        "acme/tiny-GGUF",
+        {
+            "tiny-Q8_0.gguf": tiny_gguf("a.gguf", n_layer=4, seed=1),
+            "tiny-F16.gguf": tiny_gguf("b.gguf", n_layer=6, seed=2),
+        },
+    )
     entries = list_gguf_files("acme/tiny-GGUF").entries
     assert len({model_family(e) for e in entries}) == 1
     asked = []

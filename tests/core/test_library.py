@@ -14,12 +14,21 @@ from app.core.model_folders import ModelFolders
 
 @pytest.fixture
 def two_repos(hub_env, tiny_gguf):
-    hub_env.add_repo("acme/tiny-GGUF", {
-        "tiny-Q8_0.gguf": tiny_gguf("a.gguf", n_ctx_train=2048),
-        "tiny-Q4_K_M.gguf": tiny_gguf("b.gguf", seed=3, n_layer=3),
-    })
-    hub_env.add_repo("other/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf("c.gguf", seed=5, arch="gemma3")})
-    for repo, quant in (("acme/tiny-GGUF", "Q8_0"), ("acme/tiny-GGUF", "Q4_K_M"), ("other/tiny-GGUF", "Q8_0")):
+    hub_env.add_repo(
+        "acme/tiny-GGUF",
+        {
+            "tiny-Q8_0.gguf": tiny_gguf("a.gguf", n_ctx_train=2048),
+            "tiny-Q4_K_M.gguf": tiny_gguf("b.gguf", seed=3, n_layer=3),
+        },
+    )
+    hub_env.add_repo(
+        "other/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf("c.gguf", seed=5, arch="gemma3")}
+    )
+    for repo, quant in (
+        ("acme/tiny-GGUF", "Q8_0"),
+        ("acme/tiny-GGUF", "Q4_K_M"),
+        ("other/tiny-GGUF", "Q8_0"),
+    ):
         download_entry(list_gguf_files(repo).pick(quant))
     return hub_env
 
@@ -27,9 +36,17 @@ def two_repos(hub_env, tiny_gguf):
 def test_lists_hf_cache_models_with_header_fields(two_repos) -> None:
     models = list_models(include_starter=False)
     assert [(m.repo_id, m.name) for m in models] == [
-        ("acme/tiny-GGUF", "tiny-Q4_K_M"), ("acme/tiny-GGUF", "tiny-Q8_0"), ("other/tiny-GGUF", "tiny-Q8_0")]
+        ("acme/tiny-GGUF", "tiny-Q4_K_M"),
+        ("acme/tiny-GGUF", "tiny-Q8_0"),
+        ("other/tiny-GGUF", "tiny-Q8_0"),
+    ]
     q8 = models[1]
-    assert (q8.architecture, q8.context_length, q8.quantization, q8.source) == ("llama", 2048, "Q8_0", "hf-cache")
+    assert (q8.architecture, q8.context_length, q8.quantization, q8.source) == (
+        "llama",
+        2048,
+        "Q8_0",
+        "hf-cache",
+    )
     assert q8.parameter_count and q8.parameter_count > 0
     assert q8.file_size == q8.path.stat().st_size
     assert models[2].architecture == "gemma3"
@@ -53,7 +70,12 @@ def test_starter_model_is_listed_when_installed(hub_env) -> None:
     if not starter.is_installed():
         pytest.skip("the starter package is not installed")
     (model,) = [m for m in list_models() if m.source == "starter"]
-    assert (model.name, model.architecture, model.quantization, model.ref) == ("starter", "gemma3", "Q4_K_M", "starter")
+    assert (model.name, model.architecture, model.quantization, model.ref) == (
+        "starter",
+        "gemma3",
+        "Q4_K_M",
+        "starter",
+    )
     assert model.file_size == 253_113_024
 
 
@@ -78,7 +100,9 @@ def test_delete_removes_blob_and_links_and_keeps_the_rest(two_repos, tmp_path) -
     blob = q8.path.resolve()
     delete_model(q8)
     assert not blob.exists() and not q8.path.exists()
-    assert [m.name for m in list_models(include_starter=False) if m.repo_id == "acme/tiny-GGUF"] == ["tiny-Q4_K_M"]
+    assert [
+        m.name for m in list_models(include_starter=False) if m.repo_id == "acme/tiny-GGUF"
+    ] == ["tiny-Q4_K_M"]
     delete_model(find_model("acme/tiny-GGUF:Q4_K_M"))
     assert not storage.exists()  # nothing left of the repo: its folder goes too
     assert [m.repo_id for m in list_models(include_starter=False)] == ["other/tiny-GGUF"]
@@ -105,7 +129,9 @@ def test_starter_cannot_be_deleted(hub_env) -> None:
         delete_model(find_model("starter"))
 
 
-def test_resolve_model_takes_library_names_and_pulls_hub_models(hub_env, tiny_gguf, tmp_path) -> None:
+def test_resolve_model_takes_library_names_and_pulls_hub_models(
+    hub_env, tiny_gguf, tmp_path
+) -> None:
     from app.core.errors import ModelFileMissingError
     from app.core.model_ref import resolve_model
 
@@ -125,10 +151,13 @@ def test_resolve_model_takes_library_names_and_pulls_hub_models(hub_env, tiny_gg
 def test_resolve_model_keeps_the_snapshot_path_of_a_split_model(hub_env, tiny_gguf) -> None:
     from app.core.model_ref import resolve_model
 
-    hub_env.add_repo("acme/big-GGUF", {
-        "big-Q8_0-00001-of-00002.gguf": tiny_gguf("p1.gguf").read_bytes(),
-        "big-Q8_0-00002-of-00002.gguf": b"second part",
-    })
+    hub_env.add_repo(
+        "acme/big-GGUF",
+        {
+            "big-Q8_0-00001-of-00002.gguf": tiny_gguf("p1.gguf").read_bytes(),
+            "big-Q8_0-00002-of-00002.gguf": b"second part",
+        },
+    )
     path = resolve_model("acme/big-GGUF:Q8_0")
     assert path.name == "big-Q8_0-00001-of-00002.gguf"  # not blobs/<sha256>
     assert path.with_name("big-Q8_0-00002-of-00002.gguf").read_bytes() == b"second part"

@@ -31,14 +31,22 @@ MIB = 1024**2
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
     return write_tiny_gguf(
-        tmp_path_factory.mktemp("load-check") / "tiny.gguf", arch="llama", n_layer=4, n_head=8,
-        n_head_kv=2, head_dim=128, n_embd=512, n_ctx_train=131072,
+        tmp_path_factory.mktemp("load-check") / "tiny.gguf",
+        arch="llama",
+        n_layer=4,
+        n_head=8,
+        n_head_kv=2,
+        head_dim=128,
+        n_embd=512,
+        n_ctx_train=131072,
     )
 
 
 def options(model: Path, n_ctx: int, kv: str = "q8_0/f16", n_gpu_layers: int = -1) -> LoadOptions:
     k, v = kv.split("/")
-    return LoadOptions(model_path=str(model), n_ctx=n_ctx, type_k=k, type_v=v, n_gpu_layers=n_gpu_layers)
+    return LoadOptions(
+        model_path=str(model), n_ctx=n_ctx, type_k=k, type_v=v, n_gpu_layers=n_gpu_layers
+    )
 
 
 def ram(n_bytes: int) -> FreeMemory:
@@ -82,8 +90,14 @@ def test_refusal_names_the_kv_bytes_and_the_free_memory(model):
     error = caught.value
     assert isinstance(error, MemoryError) and isinstance(error, BadInputError) and error.forceable
     assert (error.n_ctx, error.need_bytes, error.kv_bytes, error.free_bytes) == (
-        100_000, need.total_bytes, need.kv_bytes, free)
-    largest = fit_context_length(header, free, "q8_0/f16", max_ctx=100_000, file_size=size, on_gpu=False)
+        100_000,
+        need.total_bytes,
+        need.kv_bytes,
+        free,
+    )
+    largest = fit_context_length(
+        header, free, "q8_0/f16", max_ctx=100_000, file_size=size, on_gpu=False
+    )
     assert error.largest_n_ctx == largest and 0 < largest < 100_000
     assert str(error) == (
         f"The model needs {gib(need.kv_bytes)} for the KV cache at 100,000 tokens "
@@ -101,7 +115,10 @@ def test_need_and_free_never_print_as_the_same_figure(model):
     assert gib(need) == gib(free)
     with pytest.raises(NotEnoughMemoryError) as caught:
         check_load_fits(header, options(model, 100_000), ram(free))
-    assert f"({gib(need, 2)} with weights and buffers), but system RAM has {gib(free, 2)} free" in str(caught.value)
+    assert (
+        f"({gib(need, 2)} with weights and buffers), but system RAM has {gib(free, 2)} free"
+        in str(caught.value)
+    )
 
 
 def test_refuses_exactly_where_the_models_page_says_does_not_fit(model):
@@ -112,7 +129,9 @@ def test_refuses_exactly_where_the_models_page_says_does_not_fit(model):
         for n_ctx in (4096, 32768, 131072):
             (fit,) = fit_estimate(header, size, n_ctx, budget, (mode,), on_gpu=False)
             try:
-                check_load_fits(header, options(model, n_ctx, "f16/f16"), ram(budget), file_size=size)
+                check_load_fits(
+                    header, options(model, n_ctx, "f16/f16"), ram(budget), file_size=size
+                )
                 refused = False
             except NotEnoughMemoryError:
                 refused = True

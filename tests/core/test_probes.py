@@ -28,9 +28,12 @@ def fake_sysfs(root: Path, vram_used: int = 3 * GIB, vram_total: int = 24 * GIB)
     devices = root / "devices" / "pci0000:00"
     amd = devices / "0000:00:01.0" / PCI
     for name, value in {
-        "mem_info_vram_used": vram_used, "mem_info_vram_total": vram_total,
-        "mem_info_gtt_used": 512 * 1024**2, "mem_info_gtt_total": 16 * GIB,
-        "mem_info_vis_vram_used": vram_used, "mem_info_vis_vram_total": 256 * 1024**2,
+        "mem_info_vram_used": vram_used,
+        "mem_info_vram_total": vram_total,
+        "mem_info_gtt_used": 512 * 1024**2,
+        "mem_info_gtt_total": 16 * GIB,
+        "mem_info_vis_vram_used": vram_used,
+        "mem_info_vis_vram_total": 256 * 1024**2,
     }.items():
         _write(amd / name, f"{value}\n")
     _write(amd / "product_name", "AMD Radeon RX 7900 XTX\n")
@@ -61,9 +64,13 @@ def fake_fdinfo(proc: Path, pid: int) -> None:
     amd = "drm-driver:\tamdgpu\ndrm-pdev:\t{pdev}\ndrm-client-id:\t{client}\ndrm-memory-vram:\t{kib} KiB\ndrm-memory-gtt: \t2048 KiB\n"
     _write(fdinfo / "0", "pos:\t0\nflags:\t02\nmnt_id:\t24\n")  # not a DRM fd
     _write(fdinfo / "5", "pos:\t0\n" + amd.format(pdev=PCI, client=42, kib=1_048_576))
-    _write(fdinfo / "6", "pos:\t0\n" + amd.format(pdev=PCI, client=42, kib=1_048_576))  # same client again
+    _write(
+        fdinfo / "6", "pos:\t0\n" + amd.format(pdev=PCI, client=42, kib=1_048_576)
+    )  # same client again
     _write(fdinfo / "7", "pos:\t0\n" + amd.format(pdev=PCI, client=43, kib=2048))
-    _write(fdinfo / "8", "pos:\t0\n" + amd.format(pdev="0000:0a:00.0", client=44, kib=999_999))  # other GPU
+    _write(
+        fdinfo / "8", "pos:\t0\n" + amd.format(pdev="0000:0a:00.0", client=44, kib=999_999)
+    )  # other GPU
     _write(fdinfo / "9", "drm-driver:\ti915\ndrm-client-id:\t7\ndrm-total-local0:\t100 KiB\n")
 
 

@@ -41,8 +41,15 @@ LONG_PROMPT = " ".join(f"word{i}" for i in range(250))  # ~930 tokens
 
 
 def _options(path: Any, **changes: Any) -> LoadOptions:
-    return LoadOptions(model_path=str(path), n_ctx=N_CTX, type_k="q8_0", type_v="f16", n_threads=2,
-                       seed=1, **changes)
+    return LoadOptions(
+        model_path=str(path),
+        n_ctx=N_CTX,
+        type_k="q8_0",
+        type_v="f16",
+        n_threads=2,
+        seed=1,
+        **changes,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +97,18 @@ class CancelWhenDecoding:
         return None
 
 
-def _generate(model: Any, flag: CancelFlag, prompt: str, sampling: SamplingSettings = GREEDY,
-              request: str = "r") -> tuple[list[Token], Finished]:
+def _generate(
+    model: Any,
+    flag: CancelFlag,
+    prompt: str,
+    sampling: SamplingSettings = GREEDY,
+    request: str = "r",
+) -> tuple[list[Token], Finished]:
     events: list[object] = []
     flag.clear()
-    finished = generation.run_generation(model.llm, Generate(request, sampling, prompt=prompt),
-                                         model.template, flag, events.append)
+    finished = generation.run_generation(
+        model.llm, Generate(request, sampling, prompt=prompt), model.template, flag, events.append
+    )
     return [e for e in events if isinstance(e, Token)], finished
 
 
@@ -104,12 +117,16 @@ def test_stop_is_llama_cpps_native_abort_callback_on_the_shared_flag(model, monk
     real = generation._set_abort
 
     def spy(ctx: Any, callback: Any, data: Any) -> None:
-        registered.append((ctypes.cast(callback, ctypes.c_void_p).value, getattr(data, "value", data)))
+        registered.append(
+            (ctypes.cast(callback, ctypes.c_void_p).value, getattr(data, "value", data))
+        )
         real(ctx, callback, data)
 
     monkeypatch.setattr(generation, "_set_abort", spy)
     flag = CancelFlag()
-    _generate(model, flag, "The capital of France is", SamplingSettings(temperature=0.0, max_tokens=2))
+    _generate(
+        model, flag, "The capital of France is", SamplingSettings(temperature=0.0, max_tokens=2)
+    )
     libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
     strlen = ctypes.cast(libc.strlen, ctypes.c_void_p).value
     # A native function reading the flag's byte: no Python runs per graph node.
@@ -164,7 +181,9 @@ def engine(starter_model_path) -> Iterator[EngineProcess]:
     proc.stop()
 
 
-def _wait(proc: EngineProcess, kinds: tuple[type, ...], timeout: float = 120.0) -> tuple[list, object]:
+def _wait(
+    proc: EngineProcess, kinds: tuple[type, ...], timeout: float = 120.0
+) -> tuple[list, object]:
     seen: list = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -180,8 +199,13 @@ def test_stop_latency_in_the_engine_process(engine):
     """Loose bounds for a busy 2-core machine; the typical figures are a few ms
     (benchmarks/cancel_latency.py)."""
     # Mid-reply: cancel after a few tokens.
-    engine.send(Generate("reply", SamplingSettings(temperature=0.8, max_tokens=1000, seed=3),
-                         prompt="Once upon a time"))
+    engine.send(
+        Generate(
+            "reply",
+            SamplingSettings(temperature=0.8, max_tokens=1000, seed=3),
+            prompt="Once upon a time",
+        )
+    )
     for _ in range(3):
         _wait(engine, (Token,))
     cancelled_at = time.perf_counter()
@@ -193,11 +217,17 @@ def test_stop_latency_in_the_engine_process(engine):
 
     # Mid-prompt: the long prompt is one llama_decode call of several seconds here. It starts
     # as soon as the one-token reply before it has finished; cancel then.
-    engine.send(Generate("full", SamplingSettings(temperature=0.0, max_tokens=1), prompt=LONG_PROMPT))
+    engine.send(
+        Generate("full", SamplingSettings(temperature=0.0, max_tokens=1), prompt=LONG_PROMPT)
+    )
     _, full = _wait(engine, (Finished, Failed))
     assert isinstance(full, Finished) and full.prompt_tokens > 800
     engine.send(Generate("before", SamplingSettings(temperature=0.0, max_tokens=1), prompt="Hi"))
-    engine.send(Generate("prompt", SamplingSettings(temperature=0.0, max_tokens=8), prompt=LONG_PROMPT + "!"))
+    engine.send(
+        Generate(
+            "prompt", SamplingSettings(temperature=0.0, max_tokens=8), prompt=LONG_PROMPT + "!"
+        )
+    )
     _, before = _wait(engine, (Finished, Failed))
     assert isinstance(before, Finished) and before.request_id == "before"
     cancelled_at = time.perf_counter()
@@ -206,11 +236,19 @@ def test_stop_latency_in_the_engine_process(engine):
     prompt_latency = time.perf_counter() - cancelled_at
     assert isinstance(finished, Finished) and finished.stop_reason == "cancelled"
     assert finished.generated_tokens == 0
-    print(f"stop latency: mid-reply {reply_latency * 1000:.1f} ms, mid-prompt {prompt_latency * 1000:.1f} ms "
-          f"(the whole prompt takes {full.time_to_first_token_s * 1000:.0f} ms)")
+    print(
+        f"stop latency: mid-reply {reply_latency * 1000:.1f} ms, mid-prompt {prompt_latency * 1000:.1f} ms "
+        f"(the whole prompt takes {full.time_to_first_token_s * 1000:.0f} ms)"
+    )
     assert reply_latency < 0.5
     assert prompt_latency < max(0.5, full.time_to_first_token_s / 4)
     # And the engine goes on.
-    engine.send(Generate("after", SamplingSettings(temperature=0.0, max_tokens=8), prompt="The capital of France is"))
+    engine.send(
+        Generate(
+            "after",
+            SamplingSettings(temperature=0.0, max_tokens=8),
+            prompt="The capital of France is",
+        )
+    )
     _, after = _wait(engine, (Finished, Failed))
     assert isinstance(after, Finished) and after.generated_tokens == 8

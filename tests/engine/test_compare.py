@@ -28,8 +28,16 @@ N_CTX, DEPTH = 2048, 512
 def compared(starter_model_path):
     progress: list[tuple[float, str]] = []
     result = run_compare(
-        starter_model_path, n_ctx=N_CTX, depth=DEPTH, n_prompt=256, n_gen=16,
-        quality_chunks=2, chunk_tokens=512, n_threads=2, probe=PsutilProbe(), repetitions=1,
+        starter_model_path,
+        n_ctx=N_CTX,
+        depth=DEPTH,
+        n_prompt=256,
+        n_gen=16,
+        quality_chunks=2,
+        chunk_tokens=512,
+        n_threads=2,
+        probe=PsutilProbe(),
+        repetitions=1,
         progress_cb=lambda f, m: progress.append((f, m)),
     )
     return result, progress
@@ -41,7 +49,9 @@ def test_three_modes_measured(compared):
     for mode in result.modes:
         assert mode.n_ctx == N_CTX
         assert mode.kv_allocated_bytes > 0 and mode.k_bytes > 0 and mode.v_bytes > 0
-        assert mode.peak_memory_bytes and mode.peak_memory_bytes > 100 * 2**20  # the model's pages at least
+        assert (
+            mode.peak_memory_bytes and mode.peak_memory_bytes > 100 * 2**20
+        )  # the model's pages at least
         assert mode.prompt_tokens_per_second > 0 and mode.decode_tokens_per_second > 0
         assert math.isfinite(mode.perplexity) and math.isfinite(mode.mean_kl_divergence)
         assert 0 < mode.top1_agreement <= 1
@@ -59,8 +69,10 @@ def test_int8_k_allocation_is_exactly_34_of_64(compared, starter_model_path):
     # ...and they are what llama.cpp allocated, as its own log printed them, per cache.
     for mode in result.modes:
         printed = [line.split("K (")[1] for line in mode.kv_lines]
-        computed = [f"{c.k_type}): {llama_mib(c.k_bytes)} MiB, V ({c.v_type}): {llama_mib(c.v_bytes)} MiB"
-                    for c in exact[mode.mode].caches]
+        computed = [
+            f"{c.k_type}): {llama_mib(c.k_bytes)} MiB, V ({c.v_type}): {llama_mib(c.v_bytes)} MiB"
+            for c in exact[mode.mode].caches
+        ]
         assert printed == computed, mode.mode
     rows = {r["mode"]: r for r in result.rows()}
     assert rows["q8_0/f16"]["kv_saving_percent"] == pytest.approx(23.4, abs=0.1)
@@ -127,8 +139,13 @@ def test_a_load_that_cannot_fit_is_refused_before_any_engine(starter_model_path,
     monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "1MiB")  # the probes' cap: a tiny device
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     with pytest.raises(NotEnoughMemoryError, match=r"has 0\.0 GiB free .*; lower the context\.$"):
-        run_compare(starter_model_path, n_ctx=1024, depth=0, probe=PsutilProbe(),
-                    load_advice="lower the context")
+        run_compare(
+            starter_model_path,
+            n_ctx=1024,
+            depth=0,
+            probe=PsutilProbe(),
+            load_advice="lower the context",
+        )
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
 
 
@@ -141,8 +158,20 @@ def test_cancel_stops_the_engine(starter_model_path):
             cancel.set()
 
     with pytest.raises(CompareCancelledError):
-        run_compare(starter_model_path, n_ctx=1024, depth=0, n_prompt=128, n_gen=8, quality_chunks=1,
-                    probe=PsutilProbe(), progress_cb=on_progress, cancel=cancel)
-    after = {p.pid for p in psutil.Process().children(recursive=True) if p.is_running()
-             and p.status() != psutil.STATUS_ZOMBIE}
+        run_compare(
+            starter_model_path,
+            n_ctx=1024,
+            depth=0,
+            n_prompt=128,
+            n_gen=8,
+            quality_chunks=1,
+            probe=PsutilProbe(),
+            progress_cb=on_progress,
+            cancel=cancel,
+        )
+    after = {
+        p.pid
+        for p in psutil.Process().children(recursive=True)
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    }
     assert after <= before

@@ -37,7 +37,9 @@ def _options(path: Path, kv: str = "q8_0/f16") -> LoadOptions:
     return LoadOptions(model_path=str(path), n_ctx=N_CTX, type_k=k, type_v=v, n_threads=2, seed=1)
 
 
-def _wait(proc: EngineProcess, kinds: tuple[type, ...], timeout: float = 120.0) -> tuple[list, object]:
+def _wait(
+    proc: EngineProcess, kinds: tuple[type, ...], timeout: float = 120.0
+) -> tuple[list, object]:
     """Events until one of `kinds` (returned with everything before it)."""
     seen: list = []
     deadline = time.monotonic() + timeout
@@ -115,7 +117,9 @@ def test_events_carry_engine_times_on_this_machine_s_clock(engine, loaded_q8):
 
 def test_chat_uses_the_gemma_turn_format(engine, loaded_q8):
     messages = (ChatMessage("user", "Say hello."),)
-    engine.send(Generate("chat", SamplingSettings(temperature=0.0, max_tokens=6), messages=messages))
+    engine.send(
+        Generate("chat", SamplingSettings(temperature=0.0, max_tokens=6), messages=messages)
+    )
     _, finished = _wait(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
     # <bos><start_of_turn>user\nSay hello.<end_of_turn>\n<start_of_turn>model\n
@@ -128,7 +132,11 @@ def test_q8_0_k_is_exactly_34_64_of_f16_k(engine, loaded_q8, starter_model_path)
     header = read_gguf_header(starter_model_path)
     n_embd_k_gqa = header.key_length * header.head_count_kv_at(0)  # 256 * 1 for Gemma 3 270M
     for q8_cache, f16_cache in zip(loaded_q8.kv_caches, f16.kv_caches):
-        assert (q8_cache.cells, q8_cache.layers, q8_cache.swa) == (f16_cache.cells, f16_cache.layers, f16_cache.swa)
+        assert (q8_cache.cells, q8_cache.layers, q8_cache.swa) == (
+            f16_cache.cells,
+            f16_cache.layers,
+            f16_cache.swa,
+        )
         cells_layers = q8_cache.cells * q8_cache.layers
         exact_q8 = cells_layers * kv_type("q8_0").row_bytes(n_embd_k_gqa)
         exact_f16 = cells_layers * kv_type("f16").row_bytes(n_embd_k_gqa)
@@ -143,7 +151,9 @@ def test_q8_0_k_is_exactly_34_64_of_f16_k(engine, loaded_q8, starter_model_path)
     _load(engine, _options(starter_model_path))  # back to the default for later tests
 
 
-def test_bad_file_load_fails_in_words_and_engine_stays_usable(engine, loaded_q8, tmp_path, starter_model_path):
+def test_bad_file_load_fails_in_words_and_engine_stays_usable(
+    engine, loaded_q8, tmp_path, starter_model_path
+):
     bad = tmp_path / "notes.gguf"
     bad.write_bytes(b"this is not a model\n" * 10)
     pid = engine.pid
@@ -259,7 +269,9 @@ def test_a_conversation_longer_than_the_context_drops_its_oldest_turns(engine, l
     assert [type(e) for e in seen[:2]] == [ContextTrimmed, PromptStarted]
     trimmed = seen[0]
     assert trimmed.request_id == "long-chat" and trimmed.n_ctx == N_CTX
-    assert 1 <= trimmed.dropped_messages <= len(messages) - 2  # the system prompt and "Say hi." stay
+    assert (
+        1 <= trimmed.dropped_messages <= len(messages) - 2
+    )  # the system prompt and "Say hi." stay
     assert trimmed.prompt_tokens == finished.prompt_tokens
     assert not [e for e in seen + more if isinstance(e, KernelWarning)]
     assert 400 < finished.prompt_tokens <= N_CTX // 2  # the last long turn still fits

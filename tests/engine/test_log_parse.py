@@ -53,7 +53,10 @@ def test_other_lines_are_not_kv_caches():
 
 def test_gemma3_two_caches_marks_the_sliding_window_one():
     parsed = parse_log(GEMMA3_LOG)
-    assert [(c.layers, c.cells, c.swa) for c in parsed.kv_caches] == [(3, 2048, False), (15, 1024, True)]
+    assert [(c.layers, c.cells, c.swa) for c in parsed.kv_caches] == [
+        (3, 2048, False),
+        (15, 1024, True),
+    ]
     assert parsed.kv_caches[1].devices == ("CPU",)
     assert parsed.compute_buffers[0].device == "CPU"
     assert parsed.compute_buffers[0].mib == 515.75
@@ -72,20 +75,28 @@ def test_compute_buffer_lines_per_device():
     assert info is not None and info.device == "CUDA0" and info.bytes == 416 * 1048576
     host = parse_compute_buffer_line("llama_context:  CUDA_Host compute buffer size =    24.01 MiB")
     assert host is not None and host.device == "CUDA_Host"
-    assert parse_compute_buffer_line("llama_context:        CPU  output buffer size =     1.00 MiB") is None
+    assert (
+        parse_compute_buffer_line("llama_context:        CPU  output buffer size =     1.00 MiB")
+        is None
+    )
     assert parse_compute_buffer_line("ggml_gallocr: compute buffer size = 1 MiB") is None
 
 
 def test_iswa_lines():
-    assert parse_iswa_line("llama_kv_cache_iswa: creating     SWA KV cache, size = 1024 cells") is True
-    assert parse_iswa_line("llama_kv_cache_iswa: creating non-SWA KV cache, size = 2048 cells") is False
+    assert (
+        parse_iswa_line("llama_kv_cache_iswa: creating     SWA KV cache, size = 1024 cells") is True
+    )
+    assert (
+        parse_iswa_line("llama_kv_cache_iswa: creating non-SWA KV cache, size = 2048 cells")
+        is False
+    )
     assert parse_iswa_line(KV_LINE) is None
 
 
 def test_warnings_that_mean_the_int8_k_kernel_is_not_running():
     converted = classify_warning(
         "ggml_cuda_flash_attn_ext_vec: no FlashAttention vector kernel compiled for K/V types "
-        "f16-q8_0, converting K and V to f16 instead (slow). Add \"f16-q8_0\" to "
+        'f16-q8_0, converting K and V to f16 instead (slow). Add "f16-q8_0" to '
         "GGML_CUDA_FA_QUANTS to compile it."
     )
     assert converted is not None and converted.kind == "pair_not_compiled"
@@ -110,8 +121,10 @@ def test_warnings_that_mean_the_int8_k_kernel_is_not_running():
 def test_other_fused_ops_on_another_device_are_not_attention_warnings():
     # llama_context::resolve_fused_ops logs the same sentences for every fused op it probes.
     for line in (
-        ("resolve_fused_ops: layer 3 is assigned to device CUDA0 but fused Gated Delta Net "
-         "(autoregressive) is assigned to device CPU (usually due to missing support)"),
+        (
+            "resolve_fused_ops: layer 3 is assigned to device CUDA0 but fused Gated Delta Net "
+            "(autoregressive) is assigned to device CPU (usually due to missing support)"
+        ),
         "resolve_fused_ops: fused Gated Delta Net (autoregressive) not supported, set to disabled",
         "resolve_fused_ops: Lightning Indexer not supported, set to disabled",
     ):

@@ -22,8 +22,15 @@ N_CHUNKS = 2
 
 def _llm(path, k: str, v: str):
     types = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0}
-    return llama_cpp.Llama(str(path), n_ctx=1024, flash_attn=True, type_k=types[k], type_v=types[v],
-                           n_threads=2, verbose=False)
+    return llama_cpp.Llama(
+        str(path),
+        n_ctx=1024,
+        flash_attn=True,
+        type_k=types[k],
+        type_v=types[v],
+        n_threads=2,
+        verbose=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +45,9 @@ def reference(starter_model_path, text, tmp_path_factory):
     llm = _llm(starter_model_path, "f16", "f16")
     try:
         tracemalloc.start()
-        result = evaluate(llm, Evaluate("ref", text, CHUNK, N_CHUNKS, str(path), write_reference=True))
+        result = evaluate(
+            llm, Evaluate("ref", text, CHUNK, N_CHUNKS, str(path), write_reference=True)
+        )
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         again = evaluate(llm, Evaluate("same", text, CHUNK, N_CHUNKS, str(path)))
@@ -111,7 +120,10 @@ def test_bench_measures_prompt_and_decode_at_depth(starter_model_path):
         with pytest.raises(BadInputError, match="does not fit"):
             run_bench(llm, Bench("far", depth=1000, n_prompt=128, n_gen=8))
         # The bench leaves the cache empty: a completion afterwards still works.
-        assert llm.create_completion("The sky is", max_tokens=4, temperature=0)["choices"][0]["text"] is not None
+        assert (
+            llm.create_completion("The sky is", max_tokens=4, temperature=0)["choices"][0]["text"]
+            is not None
+        )
     finally:
         llm.close()
 
@@ -163,8 +175,9 @@ def _spot_check(llm, text: str, saved: np.ndarray) -> None:
         assert _kl(fresh, row) < 0.1, (chunk, pos)
 
 
-def test_reported_kl_and_top1_are_what_numpy_computes_from_the_logits(reference, starter_model_path, text,
-                                                                       tmp_path):
+def test_reported_kl_and_top1_are_what_numpy_computes_from_the_logits(
+    reference, starter_model_path, text, tmp_path
+):
     """KL(P_f16 || P_int8K) and top-1 agreement recomputed in float64 numpy from both runs'
     saved log-probabilities (the int8-K run writes its own as a reference file too; both files
     checked at a few positions against llama.cpp's logits fetched another way): the engine's
@@ -172,7 +185,9 @@ def test_reported_kl_and_top1_are_what_numpy_computes_from_the_logits(reference,
     own_path = tmp_path / "q8.npy"
     llm = _llm(starter_model_path, "q8_0", "f16")
     try:
-        evaluate(llm, Evaluate("q8-own", text, CHUNK, N_CHUNKS, str(own_path), write_reference=True))
+        evaluate(
+            llm, Evaluate("q8-own", text, CHUNK, N_CHUNKS, str(own_path), write_reference=True)
+        )
         reported = evaluate(llm, Evaluate("q8", text, CHUNK, N_CHUNKS, str(reference["path"])))
         own = np.load(own_path, mmap_mode="r")
         _spot_check(llm, text, own)
@@ -194,8 +209,10 @@ def test_reported_kl_and_top1_are_what_numpy_computes_from_the_logits(reference,
         q = own[start : start + 32].astype(np.float64)
         kl[start : start + 32] = (np.exp(p) * (p - q)).sum(axis=1)
         same[start : start + 32] = p.argmax(axis=1) == q.argmax(axis=1)
-    print(f"int8 K vs f16: reported KL {reported.mean_kl_divergence:.5f} top-1 {reported.top1_agreement:.4f}; "
-          f"numpy KL {kl.mean():.5f} top-1 {same.mean():.4f} ({rows - same.sum()} of {rows} differ)")
+    print(
+        f"int8 K vs f16: reported KL {reported.mean_kl_divergence:.5f} top-1 {reported.top1_agreement:.4f}; "
+        f"numpy KL {kl.mean():.5f} top-1 {same.mean():.4f} ({rows - same.sum()} of {rows} differ)"
+    )
     # int8 K changes some top-1 picks on this model, so a count that ignores them shows.
     assert 0 < same.sum() < rows - 3
     # The engine compares float32 against the float16 file, numpy float16 against float16:

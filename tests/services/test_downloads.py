@@ -20,13 +20,17 @@ WAIT = 20_000
 
 @pytest.fixture
 def manager(qtbot, hub_env, tiny_gguf, tmp_path):
-    hub_env.add_repo(REPO, {"tiny-Q8_0.gguf": tiny_gguf("a.gguf"), "tiny-F16.gguf": tiny_gguf("b.gguf", seed=2)})
+    hub_env.add_repo(
+        REPO, {"tiny-Q8_0.gguf": tiny_gguf("a.gguf"), "tiny-F16.gguf": tiny_gguf("b.gguf", seed=2)}
+    )
     manager = DownloadManager(ModelFolders.of_app(), state_file=tmp_path / "downloads.json")
     yield manager
     manager.shutdown()
 
 
-def test_reports_arrive_on_the_gui_thread_and_the_finished_model_comes_with_them(qtbot, manager) -> None:
+def test_reports_arrive_on_the_gui_thread_and_the_finished_model_comes_with_them(
+    qtbot, manager
+) -> None:
     threads = []
     manager.download_changed.connect(lambda _key: threads.append(QThread.currentThread()))
     with qtbot.waitSignal(manager.download_added, timeout=WAIT):
@@ -45,10 +49,14 @@ def test_a_failure_comes_as_the_error_itself(qtbot, manager, hub_env) -> None:
     with qtbot.waitSignal(manager.download_failed, timeout=WAIT) as failed:
         pass
     assert isinstance(failed.args[1], ChecksumMismatchError)
-    assert manager.item(key).state is DownloadState.FAILED and manager.item(key).message == str(failed.args[1])
+    assert manager.item(key).state is DownloadState.FAILED and manager.item(key).message == str(
+        failed.args[1]
+    )
 
 
-def test_removing_a_running_download_cancels_it_and_nothing_more_is_heard(qtbot, manager, hub_env) -> None:
+def test_removing_a_running_download_cancels_it_and_nothing_more_is_heard(
+    qtbot, manager, hub_env
+) -> None:
     entry = list_gguf_files(REPO).pick("Q8_0")
     hub_env.faults.rate_limit["tiny-Q8_0.gguf"] = 200_000
     key = manager.enqueue(entry)
@@ -63,7 +71,9 @@ def test_removing_a_running_download_cancels_it_and_nothing_more_is_heard(qtbot,
     assert heard == []
 
 
-def test_shutdown_then_restore_continues_from_the_bytes_on_disk(qtbot, manager, hub_env, tmp_path) -> None:
+def test_shutdown_then_restore_continues_from_the_bytes_on_disk(
+    qtbot, manager, hub_env, tmp_path
+) -> None:
     entry = list_gguf_files(REPO).pick("Q8_0")
     hub_env.faults.rate_limit["tiny-Q8_0.gguf"] = 300_000
     key = manager.enqueue(entry)

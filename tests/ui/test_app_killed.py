@@ -33,7 +33,9 @@ def _saved_text(folder: Path, message_id: int) -> tuple[str, str]:
     """(content, status) of a message, read the way another process reads a WAL database."""
     db = sqlite3.connect(f"file:{chat_db_path(folder)}?mode=ro", uri=True)
     try:
-        return db.execute("SELECT content, status FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return db.execute(
+            "SELECT content, status FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()
     finally:
         db.close()
 
@@ -48,13 +50,20 @@ def _dead(process: psutil.Process) -> bool:
 def test_a_reply_streaming_when_the_app_is_killed_is_kept_as_interrupted(qtbot, chat_data_dir):
     folder = chat_data_dir  # n_ctx 2048, 2 threads; KVSTUDIO_DATA_DIR points here
     store = ChatStore(chat_db_path(folder))
-    store.create_conversation(sampling={"temperature": 0.0, "max_tokens": 1500})  # the one the app opens
+    store.create_conversation(
+        sampling={"temperature": 0.0, "max_tokens": 1500}
+    )  # the one the app opens
     store.close()
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "KVSTUDIO_DATA_DIR": str(folder)}
     app = subprocess.Popen(
         [sys.executable, "-m", "app", "-v", "gui", "--model", "starter", "--send", PROMPT],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,  # its own process group: the app and its engine
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the app and its engine
     )
     # If the app never says it saved, the test must still end: kill it after a while
     # (then its stderr ends and the loop below stops).
@@ -95,7 +104,9 @@ def test_a_reply_streaming_when_the_app_is_killed_is_kept_as_interrupted(qtbot, 
         assert reply.id == message_id and reply.status == INTERRUPTED
         assert reply.content.startswith(text_before) and reply.content.strip()
         assert parts.store.message(message_id).content == reply.content
-        print(f"killed with {len(text_before)} characters saved; reopened: {reply.status}, {reply.content!r}")
+        print(
+            f"killed with {len(text_before)} characters saved; reopened: {reply.status}, {reply.content!r}"
+        )
     finally:
         parts.window.close()
         parts.close()

@@ -11,7 +11,9 @@ from app.core.probes.psutil_probe import PsutilProbe  # noqa: E402
 from app.services.compare_runner import CompareRunner  # noqa: E402
 
 
-def test_compare_that_cannot_fit_fails_in_words_before_any_engine(qtbot, starter_model_path, monkeypatch):
+def test_compare_that_cannot_fit_fails_in_words_before_any_engine(
+    qtbot, starter_model_path, monkeypatch
+):
     monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "1MiB")  # the probes' cap: a tiny device
     runner = CompareRunner(probe=PsutilProbe())
     before = {p.pid for p in psutil.Process().children(recursive=True)}

@@ -50,8 +50,11 @@ def test_memory_chart_updates_while_a_reply_streams(qtbot, dashboard):
 
     chart_sizes: list[int] = []
     client.token_received.connect(lambda _t: chart_sizes.append(page.memory_chart.point_count))
-    request = Generate("dash-1", SamplingSettings(max_tokens=96, temperature=0.8, seed=3),
-                       prompt="A short history of the Python programming language:")
+    request = Generate(
+        "dash-1",
+        SamplingSettings(max_tokens=96, temperature=0.8, seed=3),
+        prompt="A short history of the Python programming language:",
+    )
     with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS) as finished:
         client.generate(request)
     # The chart grew while tokens were arriving (redrawn from the sampler's buffer at 10 Hz).
@@ -72,8 +75,11 @@ def test_memory_chart_updates_while_a_reply_streams(qtbot, dashboard):
 def test_markers_keep_the_engine_order_while_the_gui_thread_is_blocked(qtbot, dashboard):
     client, page, _ = dashboard
     recording = page.sampler.recording
-    request = Generate("blocked", SamplingSettings(max_tokens=8, temperature=0.0),
-                       prompt="The tallest mountain on Earth is")
+    request = Generate(
+        "blocked",
+        SamplingSettings(max_tokens=8, temperature=0.0),
+        prompt="The tallest mountain on Earth is",
+    )
     sent = recording.now()
     # The reader thread hands each engine event to the GUI thread through a queued signal;
     # a direct connection here sees it arrive on the reader thread, while the GUI is blocked.
@@ -91,8 +97,11 @@ def test_markers_keep_the_engine_order_while_the_gui_thread_is_blocked(qtbot, da
         assert engine_done.wait(REPLY_MS / 1000)
         unblocked = recording.now()
     client._event_arrived.disconnect(on_reader_thread)
-    markers = [m for m in recording.markers
-               if m.t >= sent and m.kind in ("prompt", "generation", "finished")]
+    markers = [
+        m
+        for m in recording.markers
+        if m.t >= sent and m.kind in ("prompt", "generation", "finished")
+    ]
     assert [m.kind for m in markers] == ["prompt", "generation", "finished"]
     # Placed when the engine started the prompt, not when the GUI got round to it.
     assert markers[0].t < unblocked
@@ -129,8 +138,13 @@ def test_a_conversation_longer_than_the_context_raises_no_kernel_banner(qtbot, d
     trimmed: list = []
     client.context_trimmed.connect(trimmed.append)
     with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS) as finished:
-        client.generate(Generate("long-chat", SamplingSettings(max_tokens=4, temperature=0.0),
-                                 messages=tuple(messages)))
+        client.generate(
+            Generate(
+                "long-chat",
+                SamplingSettings(max_tokens=4, temperature=0.0),
+                messages=tuple(messages),
+            )
+        )
     client.context_trimmed.disconnect(trimmed.append)
     assert len(trimmed) == 1 and trimmed[0].request_id == "long-chat"
     assert trimmed[0].dropped_messages >= 2 and trimmed[0].n_ctx == 512
@@ -157,7 +171,8 @@ def test_banner_follows_a_kernel_warning_logged_after_the_load(qtbot, starter_mo
         with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS):
             client.generate(Generate("first-use", SamplingSettings(max_tokens=2), prompt="Hello"))
         assert [(w.kind, w.text) for w in page.warnings] == [
-            ("pair_not_compiled", kernel_warning_engine.LINE)]
+            ("pair_not_compiled", kernel_warning_engine.LINE)
+        ]
         assert page.banner.isVisible()
         assert "this K/V pair is not compiled" in page.banner.text()
         assert "GGML_CUDA_FA_QUANTS" in page.banner.text()
@@ -171,8 +186,16 @@ def test_banner_follows_a_kernel_warning_logged_after_the_load(qtbot, starter_mo
 def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     client, page, _ = dashboard
     with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS):
-        page.start_compare(n_ctx=1024, depth=128, quality_chunks=1, chunk_tokens=256,
-                           n_prompt=128, n_gen=8, n_threads=2, repetitions=1)
+        page.start_compare(
+            n_ctx=1024,
+            depth=128,
+            quality_chunks=1,
+            chunk_tokens=256,
+            n_prompt=128,
+            n_gen=8,
+            n_threads=2,
+            repetitions=1,
+        )
         assert page.compare.cancel_button.isEnabled() and not page.compare.run_button.isEnabled()
     table = page.compare.table
     assert table.rowCount() == 3

@@ -21,13 +21,17 @@ def small_device(monkeypatch, starter_model_path) -> None:
     has far more, so the figure is capped through KVSTUDIO_FREE_MEMORY)."""
     header = read_gguf_header(starter_model_path)
     on_gpu = free_memory_for(-1, header.block_count).on_gpu
-    need = memory_need(header, N_CTX, "q8_0/f16", file_size=starter_model_path.stat().st_size, on_gpu=on_gpu)
+    need = memory_need(
+        header, N_CTX, "q8_0/f16", file_size=starter_model_path.stat().st_size, on_gpu=on_gpu
+    )
     monkeypatch.setenv(FREE_MEMORY_ENV, str(need.total_bytes - 1))
 
 
 def refusal(qtbot, page) -> QMessageBox:
     page.load_model("starter")
-    qtbot.waitUntil(lambda: page.load_refusal is not None and page.load_refusal.isVisible(), timeout=30_000)
+    qtbot.waitUntil(
+        lambda: page.load_refusal is not None and page.load_refusal.isVisible(), timeout=30_000
+    )
     return page.load_refusal
 
 
@@ -35,7 +39,9 @@ def button(box: QMessageBox, text: str):
     return next(b for b in box.buttons() if b.text().replace("&", "") == text)
 
 
-def test_a_load_that_does_not_fit_is_refused_before_the_engine_starts(qtbot, chat_app, small_device) -> None:
+def test_a_load_that_does_not_fit_is_refused_before_the_engine_starts(
+    qtbot, chat_app, small_device
+) -> None:
     page = chat_app.window.chat
     started = []
     chat_app.engine.loading_started.connect(started.append)

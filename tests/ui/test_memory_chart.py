@@ -15,16 +15,23 @@ def _replies(n: int, start: float = 0.0) -> list[Marker]:
     markers = []
     for i in range(n):
         t = start + 2.0 * i
-        markers += [Marker(t, "prompt", "prompt"), Marker(t + 0.5, "generation", "generation"),
-                    Marker(t + 1.5, "finished", "stop")]
+        markers += [
+            Marker(t, "prompt", "prompt"),
+            Marker(t + 0.5, "generation", "generation"),
+            Marker(t + 1.5, "finished", "stop"),
+        ]
     return markers
 
 
 def test_a_new_marker_adds_one_line_and_keeps_the_others(qtbot) -> None:
     chart = MemoryChart()
     qtbot.addWidget(chart)
-    markers = [Marker(0.0, "mode", "q8_0/f16"), Marker(0.02, "load", "m.gguf"),
-               Marker(0.9, "loaded", "loaded"), *_replies(1, start=1.0)]
+    markers = [
+        Marker(0.0, "mode", "q8_0/f16"),
+        Marker(0.02, "load", "m.gguf"),
+        Marker(0.9, "loaded", "loaded"),
+        *_replies(1, start=1.0),
+    ]
     chart.set_markers(markers)
     first = list(chart._marker_items)
     # mode and load, 20 ms apart, share a line; "loaded" and "finished" draw none of their own.

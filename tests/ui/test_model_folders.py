@@ -45,8 +45,13 @@ def test_a_folder_added_on_my_models_is_in_the_chat_picker_and_kvstudio_ls(
     assert "mine-Q8_0" in [action.text() for action in picker.menu().actions()]
 
     listed = subprocess.run(
-        [sys.executable, "-m", "app", "ls", "--json"], cwd=ROOT, env=os.environ.copy(),
-        capture_output=True, text=True, timeout=120, check=True,
+        [sys.executable, "-m", "app", "ls", "--json"],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     assert str(model) in [m["path"] for m in json.loads(listed.stdout)]
 

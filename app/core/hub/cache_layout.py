@@ -60,7 +60,9 @@ class Destination:
             return self.placement(filename).incomplete
         return self.root / "blobs" / f"{check_sha256(sha256)}.incomplete" if sha256 else None
 
-    def placement(self, filename: str, sha256: str | None = None, commit: str | None = None) -> FilePlacement:
+    def placement(
+        self, filename: str, sha256: str | None = None, commit: str | None = None
+    ) -> FilePlacement:
         """In a folder: the file itself. In the cache: blobs/<sha256> and the snapshot link
         snapshots/<commit>/<filename> (both needed there)."""
         if not self.in_cache:
@@ -71,7 +73,9 @@ class Destination:
         return FilePlacement(blob.with_name(blob.name + ".incomplete"), blob, pointer)
 
 
-def finish(placement: FilePlacement, *, cache_storage: Path | None, revision: str, commit: str | None) -> Path:
+def finish(
+    placement: FilePlacement, *, cache_storage: Path | None, revision: str, commit: str | None
+) -> Path:
     """Move the verified partial file into place; in the cache, link the snapshot and write the ref."""
     placement.final.parent.mkdir(parents=True, exist_ok=True)
     os.replace(placement.incomplete, placement.final)

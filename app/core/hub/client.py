@@ -135,7 +135,9 @@ class RepoFiles:
                     f"{self.repo_id}:QUANT (one of {', '.join(self.quantizations())})."
                 )
         for entry in self.entries:
-            if selector in (entry.name, entry.first_file) or any(f.path == selector for f in entry.files):
+            if selector in (entry.name, entry.first_file) or any(
+                f.path == selector for f in entry.files
+            ):
                 return entry
         matches = [e for e in self.entries if (e.quantization or "").upper() == selector.upper()]
         if len(matches) == 1:
@@ -185,7 +187,9 @@ def split_info(path: str) -> tuple[str, int, int] | None:
     return match.group("base"), int(match.group("index")), int(match.group("count"))
 
 
-def group_gguf_files(repo_id: str, files: list[RemoteFile]) -> tuple[list[GgufEntry], list[RemoteFile], list[str]]:
+def group_gguf_files(
+    repo_id: str, files: list[RemoteFile]
+) -> tuple[list[GgufEntry], list[RemoteFile], list[str]]:
     """(model entries, projector files, incomplete split bases) from a repo's file list."""
     entries: list[GgufEntry] = []
     projectors: list[RemoteFile] = []
@@ -207,11 +211,15 @@ def group_gguf_files(repo_id: str, files: list[RemoteFile]) -> tuple[list[GgufEn
     for (base, count), parts in splits.items():
         if sorted(parts) != list(range(1, count + 1)):
             incomplete.append(base)
-            log.warning("%s: split model %s has parts %s of %d", repo_id, base, sorted(parts), count)
+            log.warning(
+                "%s: split model %s has parts %s of %d", repo_id, base, sorted(parts), count
+            )
             continue
         ordered = tuple(parts[i] for i in range(1, count + 1))
         entries.append(
-            GgufEntry(repo_id, base.rsplit("/", 1)[-1], parse_quantization(ordered[0].path), ordered)
+            GgufEntry(
+                repo_id, base.rsplit("/", 1)[-1], parse_quantization(ordered[0].path), ordered
+            )
         )
     entries.sort(key=lambda e: (e.quantization or "~", e.first_file))
     return entries, projectors, incomplete
@@ -226,7 +234,9 @@ def _api(token: str | None) -> HfApi:
             "Offline mode is on (HF_HUB_OFFLINE): the Hub cannot be searched; "
             "only models already on disk can be used."
         )
-    return HfApi(endpoint=hub_endpoint(), token=token if token is not None else load_token() or False)
+    return HfApi(
+        endpoint=hub_endpoint(), token=token if token is not None else load_token() or False
+    )
 
 
 def search_models(
@@ -265,7 +275,9 @@ def search_models(
     return results
 
 
-def list_repo_files(repo_id: str, *, revision: str = "main", token: str | None = None) -> list[RemoteFile]:
+def list_repo_files(
+    repo_id: str, *, revision: str = "main", token: str | None = None
+) -> list[RemoteFile]:
     """Every file of a repo (recursive tree), with size and LFS sha256; no download."""
     api = _api(token)
     try:
@@ -302,5 +314,7 @@ def parse_model_spec(spec: str) -> tuple[str, str | None]:
     repo_id, _, selector = spec.strip().partition(":")
     parts = repo_id.split("/")
     if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
-        raise BadInputError(f"'{spec}' is not a Hub model: write OWNER/NAME[:QUANT] (e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M).")
+        raise BadInputError(
+            f"'{spec}' is not a Hub model: write OWNER/NAME[:QUANT] (e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M)."
+        )
     return repo_id, selector or None

@@ -40,7 +40,11 @@ from app.core.hub.transfer import (
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DownloadCancelled", "DownloadControl", "DownloadPaused", "bytes_on_disk", "download_entry",
+    "DownloadCancelled",
+    "DownloadControl",
+    "DownloadPaused",
+    "bytes_on_disk",
+    "download_entry",
     "partial_paths",
 ]
 
@@ -74,7 +78,9 @@ def download_entry(
     total = entry.total_size
     # Once, for all parts of a split model (not only the next one); a disk that fills up
     # later is caught by the write itself (DiskFullError, partial kept).
-    check_free_space(dest.data_folder, total - bytes_on_disk(entry, folder=folder, cache_dir=cache_dir))
+    check_free_space(
+        dest.data_folder, total - bytes_on_disk(entry, folder=folder, cache_dir=cache_dir)
+    )
     finished = 0
     first: Path | None = None
     for f in entry.files:
@@ -92,13 +98,17 @@ def download_entry(
     return first
 
 
-def partial_paths(entry: GgufEntry, *, folder: Path | None = None, cache_dir: Path | None = None) -> list[Path]:
+def partial_paths(
+    entry: GgufEntry, *, folder: Path | None = None, cache_dir: Path | None = None
+) -> list[Path]:
     """The `.incomplete` files an entry's download keeps between attempts."""
     dest = _destination(entry, folder, cache_dir)
     return [p for f in entry.files if (p := dest.incomplete(f.path, f.sha256)) is not None]
 
 
-def bytes_on_disk(entry: GgufEntry, *, folder: Path | None = None, cache_dir: Path | None = None) -> int:
+def bytes_on_disk(
+    entry: GgufEntry, *, folder: Path | None = None, cache_dir: Path | None = None
+) -> int:
     """Bytes of the entry already on disk, complete files and partial ones (where a resume
     starts from)."""
     dest = _destination(entry, folder, cache_dir)
@@ -114,7 +124,9 @@ def bytes_on_disk(entry: GgufEntry, *, folder: Path | None = None, cache_dir: Pa
     return present
 
 
-def _destination(entry: GgufEntry, folder: Path | None, cache_dir: Path | None) -> cache_layout.Destination:
+def _destination(
+    entry: GgufEntry, folder: Path | None, cache_dir: Path | None
+) -> cache_layout.Destination:
     cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
     return cache_layout.Destination.of(entry.repo_id, folder, cache)
 
@@ -136,7 +148,9 @@ def _metadata(
     for attempt in range(transfer.MAX_ATTEMPTS_WITHOUT_PROGRESS):
         control.check()
         try:
-            meta = get_hf_file_metadata(url, token=token or False, endpoint=endpoint, retry_on_errors=False)
+            meta = get_hf_file_metadata(
+                url, token=token or False, endpoint=endpoint, retry_on_errors=False
+            )
             break
         except Exception as error:
             log.debug("HEAD %s failed", url, exc_info=True)
@@ -198,7 +212,9 @@ def _download_file(
     )
     fetch(target, token=token, control=control, on_progress=on_progress)
     storage = dest.root if dest.in_cache else None
-    return cache_layout.finish(placement, cache_storage=storage, revision=revision, commit=meta.commit)
+    return cache_layout.finish(
+        placement, cache_storage=storage, revision=revision, commit=meta.commit
+    )
 
 
 def _cached_path(storage: Path, revision: str, filename: str) -> Path | None:
@@ -215,7 +231,9 @@ def _cached_path(storage: Path, revision: str, filename: str) -> Path | None:
 def _blob_matches(path: Path, f: RemoteFile) -> bool:
     """A cached file is current when its blob is named by the tree's sha256 and has its size."""
     try:
-        return path.stat().st_size == f.size and (f.sha256 is None or path.resolve().name == f.sha256)
+        return path.stat().st_size == f.size and (
+            f.sha256 is None or path.resolve().name == f.sha256
+        )
     except OSError:
         return False
 
@@ -223,4 +241,6 @@ def _blob_matches(path: Path, f: RemoteFile) -> bool:
 def _etag_as_sha256(etag: str | None, filename: str) -> str:
     if etag and len(etag) == 64:
         return etag
-    raise DownloadError(f"The Hub gives no SHA-256 for {filename}, so it cannot be verified; not downloaded.")
+    raise DownloadError(
+        f"The Hub gives no SHA-256 for {filename}, so it cannot be verified; not downloaded."
+    )

@@ -43,8 +43,10 @@ def translate(error: BaseException, repo_id: str, filename: str | None = None) -
             "Offline mode is on (HF_HUB_OFFLINE): the Hub cannot be reached; "
             "only models already on disk can be used."
         )
-    if isinstance(error, hf_errors.GatedRepoError) or status in (401, 403) and not isinstance(
-        error, hf_errors.RepositoryNotFoundError
+    if (
+        isinstance(error, hf_errors.GatedRepoError)
+        or status in (401, 403)
+        and not isinstance(error, hf_errors.RepositoryNotFoundError)
     ):
         return GatedRepoError(gated_message(repo_id, status))
     if isinstance(error, hf_errors.RevisionNotFoundError):

@@ -42,7 +42,9 @@ def fetch_remote_header(
             _cache.move_to_end(key)
             return _cache[key]
     if is_offline():
-        raise HubUnreachableError("Offline mode is on (HF_HUB_OFFLINE): the model's header cannot be read from the Hub.")
+        raise HubUnreachableError(
+            "Offline mode is on (HF_HUB_OFFLINE): the model's header cannot be read from the Hub."
+        )
     token = token if token is not None else load_token()
     location, total = _locate(repo_id, filename, revision, token)
     send_auth = same_origin(location, hub_endpoint())
@@ -65,7 +67,9 @@ def fetch_remote_header(
                     f"it was not read."
                 ) from None
             if want <= len(data):
-                raise DownloadError(f"The server sent no more bytes of {filename}'s header.") from None
+                raise DownloadError(
+                    f"The server sent no more bytes of {filename}'s header."
+                ) from None
     log.debug("%s/%s: header parsed from %d bytes", repo_id, filename, len(data))
     with _cache_lock:
         _cache[key] = header
@@ -74,13 +78,17 @@ def fetch_remote_header(
     return header
 
 
-def _locate(repo_id: str, filename: str, revision: str, token: str | None) -> tuple[str, int | None]:
+def _locate(
+    repo_id: str, filename: str, revision: str, token: str | None
+) -> tuple[str, int | None]:
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
     endpoint = hub_endpoint()
     url = hf_hub_url(repo_id, filename, revision=revision, endpoint=endpoint)
     try:
-        meta = get_hf_file_metadata(url, token=token or False, endpoint=endpoint, retry_on_errors=True)
+        meta = get_hf_file_metadata(
+            url, token=token or False, endpoint=endpoint, retry_on_errors=True
+        )
     except Exception as error:
         raise translate(error, repo_id, filename) from error
     return meta.location, meta.size
@@ -97,13 +105,17 @@ def _read_range(
     headers["Accept-Encoding"] = "identity"
     out = bytearray()
     try:
-        with get_session().stream("GET", url, headers=headers, follow_redirects=True, timeout=30.0) as r:
+        with get_session().stream(
+            "GET", url, headers=headers, follow_redirects=True, timeout=30.0
+        ) as r:
             if r.status_code in (401, 403):
                 from app.core.errors import GatedRepoError
 
                 raise GatedRepoError(gated_message(repo_id, r.status_code))
             if r.status_code >= 400:
-                raise HubUnreachableError(f"Reading {filename}'s header failed (HTTP {r.status_code}).")
+                raise HubUnreachableError(
+                    f"Reading {filename}'s header failed (HTTP {r.status_code})."
+                )
             skip = start if r.status_code == 200 else 0  # Range ignored: the body starts at byte 0
             for chunk in r.iter_raw():
                 if skip:

@@ -44,7 +44,9 @@ def check_relative_name(name: str) -> PurePosixPath:
 
 def check_commit(commit: str | None) -> str:
     if not commit or not _HEX40.match(commit):
-        raise UnsafePathError(f"The Hub sent an invalid commit id {commit!r}; the download was stopped.")
+        raise UnsafePathError(
+            f"The Hub sent an invalid commit id {commit!r}; the download was stopped."
+        )
     return commit
 
 
@@ -68,7 +70,5 @@ def safe_join(root: Path, name: str) -> Path:
     if target.is_symlink():
         real_target = Path(os.path.realpath(target))
         if real_root not in real_target.parents:
-            raise UnsafePathError(
-                f"'{name}' is a link that leaves {root}; it was not overwritten."
-            )
+            raise UnsafePathError(f"'{name}' is a link that leaves {root}; it was not overwritten.")
     return target

@@ -40,7 +40,9 @@ def save_token(token: str) -> Path:
     """Store `token` (mode 0600, replacing any older one atomically); returns the file."""
     token = token.strip()
     if not token or any(c.isspace() for c in token):
-        raise BadInputError("That does not look like a Hugging Face token (it must be one word, e.g. hf_...).")
+        raise BadInputError(
+            "That does not look like a Hugging Face token (it must be one word, e.g. hf_...)."
+        )
     path = token_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

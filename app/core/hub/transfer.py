@@ -253,7 +253,10 @@ def _fetch(
                 wait = min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** max(attempts - 1, 0))
                 log.info(
                     "%s: %s; retrying in %.2f s from byte %d",
-                    target.display_name, retry.reason, wait, state.done,
+                    target.display_name,
+                    retry.reason,
+                    wait,
+                    state.done,
                 )
                 control.sleep(wait)
         _verify(target, state.hasher)
@@ -303,11 +306,15 @@ def _stream_once(
                 raise _Retry("range not satisfiable; restarting from zero")
             if status >= 400:
                 response.read()
-                error = httpx2.HTTPStatusError(f"HTTP {status}", request=response.request, response=response)
+                error = httpx2.HTTPStatusError(
+                    f"HTTP {status}", request=response.request, response=response
+                )
                 raise translate(error, target.repo_id, target.display_name)
             if state.done > 0 and (status != 206 or _content_range_start(response) != state.done):
                 # The server ignored our Range and sends the whole file: rewrite from zero.
-                log.info("%s: server ignored Range; downloading from the start", target.display_name)
+                log.info(
+                    "%s: server ignored Range; downloading from the start", target.display_name
+                )
                 state.done, state.hasher = 0, hashlib.sha256()
             remove_hook = control.on_stop(_shutdown_hook(response))
             try:

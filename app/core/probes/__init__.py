@@ -1,9 +1,9 @@
 """Memory probes: one interface over NVML, amdsmi, AMD sysfs and psutil.
 
-    probe = detect_probe()          # the best one available; probe.why says why
-    sample = probe.sample(pid)      # MemorySample (bytes; process_used None when unseen)
-    probe.name, probe.limits        # shown next to the chart: never silently faked
-    free = read_free_memory()       # what a model load may use now (FreeMemory)
+probe = detect_probe()          # the best one available; probe.why says why
+sample = probe.sample(pid)      # MemorySample (bytes; process_used None when unseen)
+probe.name, probe.limits        # shown next to the chart: never silently faked
+free = read_free_memory()       # what a model load may use now (FreeMemory)
 """
 
 from __future__ import annotations
@@ -22,8 +22,16 @@ from app.core.probes.psutil_probe import PsutilProbe
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "FREE_MEMORY_ENV", "AmdSmiProbe", "AmdSysfsProbe", "FreeMemory", "MemoryProbe", "MemorySample",
-    "NvmlProbe", "PsutilProbe", "detect_probe", "read_free_memory",
+    "FREE_MEMORY_ENV",
+    "AmdSmiProbe",
+    "AmdSysfsProbe",
+    "FreeMemory",
+    "MemoryProbe",
+    "MemorySample",
+    "NvmlProbe",
+    "PsutilProbe",
+    "detect_probe",
+    "read_free_memory",
 ]
 
 # Pretend only this much memory is free (e.g. "6GiB"): leaves room for other programs, and
@@ -88,7 +96,8 @@ def detect_probe(sysfs_root: str = "/sys/class/drm", gpu: bool = True) -> Memory
     probe = PsutilProbe()
     probe.why = (
         "No GPU probe is available (" + "; ".join(tried) + "), so system RAM is shown."
-        if tried else "The model runs on the CPU, so system RAM is shown."
+        if tried
+        else "The model runs on the CPU, so system RAM is shown."
     )
     log.info("memory probe: psutil (%s)", probe.why)
     return probe

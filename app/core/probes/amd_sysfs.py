@@ -77,8 +77,12 @@ class AmdSysfsProbe(MemoryProbe):
         if used is None or total is None:
             raise AmdSysfsUnavailableError(f"{device} stopped reporting VRAM")
         return MemorySample(
-            now(), used, total, self._process_vram(pid),
-            _read_int(device / "mem_info_gtt_used"), _read_int(device / "mem_info_gtt_total"),
+            now(),
+            used,
+            total,
+            self._process_vram(pid),
+            _read_int(device / "mem_info_gtt_used"),
+            _read_int(device / "mem_info_gtt_total"),
         )
 
     def _process_vram(self, pid: int | None) -> int | None:

@@ -46,7 +46,9 @@ class AmdSmiProbe(MemoryProbe):
             raise AmdSmiUnavailableError(f"no AMD GPU number {self.index}")
         self._smi, self._handle = amdsmi, handles[self.index]
         try:
-            self.device = str(amdsmi.amdsmi_get_gpu_asic_info(self._handle).get("market_name", "AMD GPU"))
+            self.device = str(
+                amdsmi.amdsmi_get_gpu_asic_info(self._handle).get("market_name", "AMD GPU")
+            )
         except Exception:  # noqa: BLE001 - a name is optional
             self.device = "AMD GPU"
 
@@ -75,7 +77,11 @@ class AmdSmiProbe(MemoryProbe):
             return None
         for process in processes:
             # ROCm 6.1+ returns dicts; older releases return handles to look up.
-            info = process if isinstance(process, dict) else smi.amdsmi_get_gpu_process_info(self._handle, process)
+            info = (
+                process
+                if isinstance(process, dict)
+                else smi.amdsmi_get_gpu_process_info(self._handle, process)
+            )
             if int(info.get("pid", -1)) == pid:
                 memory = info.get("memory_usage") or {}
                 value = memory.get("vram_mem")

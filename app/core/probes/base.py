@@ -23,8 +23,12 @@ class MemorySample:
 
     def as_dict(self) -> dict[str, float | int | None]:
         return {
-            "time": self.time, "device_used": self.device_used, "device_total": self.device_total,
-            "process_used": self.process_used, "gtt_used": self.gtt_used, "gtt_total": self.gtt_total,
+            "time": self.time,
+            "device_used": self.device_used,
+            "device_total": self.device_total,
+            "process_used": self.process_used,
+            "gtt_used": self.gtt_used,
+            "gtt_total": self.gtt_total,
         }
 
 

@@ -58,7 +58,10 @@ class NvmlProbe(MemoryProbe):
             return None
         nvml = self._nvml
         total = None
-        for query in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
+        for query in (
+            nvml.nvmlDeviceGetComputeRunningProcesses,
+            nvml.nvmlDeviceGetGraphicsRunningProcesses,
+        ):
             try:
                 processes = query(self._handle)
             except nvml.NVMLError as error:

@@ -259,7 +259,9 @@ class ChatPage(QWidget):
         self.picker.show_model("starter model" if ref == STARTER else ref, loading=True)
         self.offer.hide()
         threading.Thread(
-            target=self._resolve, args=(ref, self.settings.settings), daemon=True,
+            target=self._resolve,
+            args=(ref, self.settings.settings),
+            daemon=True,
             name="resolve-model",
         ).start()
 
@@ -281,7 +283,9 @@ class ChatPage(QWidget):
             error = exc
         self._model_resolved.emit(ref, options, error)
 
-    def _on_model_resolved(self, ref: str, options: LoadOptions | None, error: Exception | None) -> None:
+    def _on_model_resolved(
+        self, ref: str, options: LoadOptions | None, error: Exception | None
+    ) -> None:
         self._resolving = False
         if isinstance(error, ContextTooLargeError) and error.forceable and options is not None:
             self._offer_load_anyway(str(error), options)
@@ -298,8 +302,13 @@ class ChatPage(QWidget):
         """The refusal in a message box: Load anyway sends the load, Cancel drops it."""
         if self.load_refusal is not None:
             self.load_refusal.close()
-        box = QMessageBox(QMessageBox.Icon.Warning, "The model may not fit", sentence,
-                          QMessageBox.StandardButton.Cancel, self)
+        box = QMessageBox(
+            QMessageBox.Icon.Warning,
+            "The model may not fit",
+            sentence,
+            QMessageBox.StandardButton.Cancel,
+            self,
+        )
         anyway = box.addButton("Load anyway", QMessageBox.ButtonRole.AcceptRole)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
 

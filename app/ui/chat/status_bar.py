@@ -149,7 +149,9 @@ class ChatStatus(QWidget):
     def show_context_trimmed(self, trimmed: ContextTrimmed) -> None:
         """The last reply left out the conversation's oldest messages to fit the context."""
         n = trimmed.dropped_messages
-        self.trimmed_label.setText(f"Context full: {n} oldest message{'s' if n != 1 else ''} left out")
+        self.trimmed_label.setText(
+            f"Context full: {n} oldest message{'s' if n != 1 else ''} left out"
+        )
         self.trimmed_label.setToolTip(
             f"The conversation is longer than the {trimmed.n_ctx:,}-token context, so its {n} "
             f"oldest message(s) were left out of this reply (its prompt: "

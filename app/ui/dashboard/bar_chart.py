@@ -39,4 +39,6 @@ class CompareBarChart(QWidget):
             painter.end()
 
     def save_png(self, path: str | Path) -> Path:
-        return render_compare_png(self.rows, path, self.title, QSize(max(1000, self.width()), max(360, self.height())))
+        return render_compare_png(
+            self.rows, path, self.title, QSize(max(1000, self.width()), max(360, self.height()))
+        )

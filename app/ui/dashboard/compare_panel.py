@@ -40,8 +40,8 @@ def _spin(lo: int, hi: int, value: int, step: int, suffix: str = "") -> QSpinBox
 
 class ComparePanel(QWidget):
     """Signals:
-        run_requested(dict): Run was pressed; the settings (n_ctx, depth, quality_chunks).
-        cancel_requested(): Cancel was pressed.
+    run_requested(dict): Run was pressed; the settings (n_ctx, depth, quality_chunks).
+    cancel_requested(): Cancel was pressed.
     """
 
     run_requested = Signal(dict)
@@ -54,7 +54,9 @@ class ComparePanel(QWidget):
         self.ctx_box = _spin(256, 1 << 20, 8192, 1024, " tokens")
         self.depth_box = _spin(0, 1 << 20, 0, 512, " tokens")
         self.chunks_box = _spin(0, 64, 4, 1, " x 512")
-        self.chunks_box.setToolTip("Quality: chunks of 512 tokens of the reference text (0 skips quality)")
+        self.chunks_box.setToolTip(
+            "Quality: chunks of 512 tokens of the reference text (0 skips quality)"
+        )
         self.run_button = QPushButton("Run comparison")
         self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
@@ -63,8 +65,10 @@ class ComparePanel(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(False)
         self.progress.setFixedHeight(8)
-        self.status = QLabel("f16/f16, q8_0/f16 and q8_0/q8_0, each in a fresh engine: memory, "
-                             "speed at the depth, and quality against f16/f16 on Python's own help text.")
+        self.status = QLabel(
+            "f16/f16, q8_0/f16 and q8_0/q8_0, each in a fresh engine: memory, "
+            "speed at the depth, and quality against f16/f16 on Python's own help text."
+        )
         self.status.setWordWrap(True)
         self.status.setStyleSheet("color: #6b7280;")
 
@@ -82,7 +86,11 @@ class ComparePanel(QWidget):
             button.setEnabled(False)
 
         settings = QHBoxLayout()
-        for text, box in (("Context", self.ctx_box), ("Depth", self.depth_box), ("Quality", self.chunks_box)):
+        for text, box in (
+            ("Context", self.ctx_box),
+            ("Depth", self.depth_box),
+            ("Quality", self.chunks_box),
+        ):
             label = QLabel(text)
             label.setBuddy(box)
             settings.addWidget(label)
@@ -113,8 +121,11 @@ class ComparePanel(QWidget):
     # ---- state from the page ----------------------------------------------------------
 
     def settings(self) -> dict[str, int]:
-        return {"n_ctx": self.ctx_box.value(), "depth": self.depth_box.value(),
-                "quality_chunks": self.chunks_box.value()}
+        return {
+            "n_ctx": self.ctx_box.value(),
+            "depth": self.depth_box.value(),
+            "quality_chunks": self.chunks_box.value(),
+        }
 
     def show_settings(self, n_ctx: int, depth: int, quality_chunks: int) -> None:
         """Show the settings a run uses (it may be started with others than the boxes')."""
@@ -151,10 +162,15 @@ class ComparePanel(QWidget):
         for r, row in enumerate(rows):
             for c, (key, _, fmt) in enumerate(COLUMNS):
                 value = row.get(key)
-                text = "-" if value is None else (fmt.format(value) if not isinstance(value, str) else value)
+                text = (
+                    "-"
+                    if value is None
+                    else (fmt.format(value) if not isinstance(value, str) else value)
+                )
                 item = QTableWidgetItem(text)
                 align = Qt.AlignmentFlag.AlignVCenter | (
-                    Qt.AlignmentFlag.AlignLeft if c == 0 else Qt.AlignmentFlag.AlignRight)
+                    Qt.AlignmentFlag.AlignLeft if c == 0 else Qt.AlignmentFlag.AlignRight
+                )
                 item.setTextAlignment(align)
                 if row.get("warnings"):
                     item.setToolTip(str(row["warnings"]))
@@ -197,11 +213,15 @@ class ComparePanel(QWidget):
         self.run_requested.emit(self.settings())
 
     def _on_csv_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export comparison as CSV", "kv-compare.csv", "CSV (*.csv)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export comparison as CSV", "kv-compare.csv", "CSV (*.csv)"
+        )
         if path:
             self.set_status(f"Saved {self.export_csv(path)}")
 
     def _on_png_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export comparison chart", "kv-compare.png", "PNG (*.png)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export comparison chart", "kv-compare.png", "PNG (*.png)"
+        )
         if path:
             self.set_status(f"Saved {self.export_png(path)}")

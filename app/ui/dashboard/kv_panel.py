@@ -48,7 +48,9 @@ class KvPanel(QWidget):
         legend = item.addLegend(offset=(10, 5), labelTextColor="#1f2937")
         # Width-1 solid pens: a wide or dashed pen makes each repaint tens of ms.
         self.fp16_curve = self.plot.plot([], [], pen=pg.mkPen("#8a94a6", width=1), name="f16/f16")
-        self.mode_curve = self.plot.plot([], [], pen=pg.mkPen("#2f7ed8", width=1), name="loaded K/V")
+        self.mode_curve = self.plot.plot(
+            [], [], pen=pg.mkPen("#2f7ed8", width=1), name="loaded K/V"
+        )
         self.now_line = pg.InfiniteLine(pos=0, angle=90, pen=pg.mkPen("#e67e22", width=1))
         self.plot.addItem(self.now_line, ignoreBounds=True)
         # Ranges are set once per model: moving the "now" marker must not re-range (and
@@ -56,8 +58,10 @@ class KvPanel(QWidget):
         item.getViewBox().disableAutoRange()
         self._legend = legend
 
-        self.now_label = QLabel("No model loaded: this chart follows the model loaded in the app "
-                                "(a saved run's KV figures are in the Compare table).")
+        self.now_label = QLabel(
+            "No model loaded: this chart follows the model loaded in the app "
+            "(a saved run's KV figures are in the Compare table)."
+        )
         self.now_label.setWordWrap(True)
         self.now_label.setTextFormat(Qt.TextFormat.RichText)
         self.alloc_label = QLabel("")
@@ -93,8 +97,10 @@ class KvPanel(QWidget):
         if loaded is None:
             self.mode_curve.setData([], [])
             self.fp16_curve.setData([], [])
-            self.now_label.setText("No model loaded: this chart follows the model loaded in the app "
-                                   "(a saved run's KV figures are in the Compare table).")
+            self.now_label.setText(
+                "No model loaded: this chart follows the model loaded in the app "
+                "(a saved run's KV figures are in the Compare table)."
+            )
             self.alloc_label.setText("")
             self.caches_label.setText("")
             return
@@ -104,8 +110,13 @@ class KvPanel(QWidget):
 
             o = loaded.options
             self.estimate = kv_cache_bytes(
-                read_gguf_header(loaded.model_path), o.n_ctx, f"{o.type_k}/{o.type_v}",
-                n_ubatch=o.n_ubatch, swa_full=o.swa_full, n_batch=o.n_batch, flash_attn=o.flash_attn,
+                read_gguf_header(loaded.model_path),
+                o.n_ctx,
+                f"{o.type_k}/{o.type_v}",
+                n_ubatch=o.n_ubatch,
+                swa_full=o.swa_full,
+                n_batch=o.n_batch,
+                flash_attn=o.flash_attn,
             )
         except Exception as error:  # noqa: BLE001 - the chart is optional; the log figures still show
             log.warning("KV arithmetic unavailable for %s: %s", loaded.model_path, error)
@@ -136,10 +147,18 @@ class KvPanel(QWidget):
             caches = [CacheSize(**c) for c in est["caches"]]
             n_ctx, n_ubatch = int(est["n_ctx"]), int(est["n_ubatch"])
             xs = np.unique(np.linspace(0, n_ctx, CURVE_POINTS).astype(int))
-            ys = [sum(c.cells_in_use(int(n), n_ubatch) * (c.k_bytes_per_cell + c.v_bytes_per_cell)
-                      for c in caches) / MIB for n in xs]
+            ys = [
+                sum(
+                    c.cells_in_use(int(n), n_ubatch) * (c.k_bytes_per_cell + c.v_bytes_per_cell)
+                    for c in caches
+                )
+                / MIB
+                for n in xs
+            ]
             top = max(top, max(ys))
-            curve = self.plot.plot(xs, ys, pen=pg.mkPen(MODE_COLORS[i % len(MODE_COLORS)], width=1), name=label)
+            curve = self.plot.plot(
+                xs, ys, pen=pg.mkPen(MODE_COLORS[i % len(MODE_COLORS)], width=1), name=label
+            )
             self._run_curves.append(curve)
             self.plot.getPlotItem().setXRange(0, n_ctx, padding=0.02)
         self.plot.getPlotItem().setYRange(0, top * 1.08, padding=0)
@@ -155,16 +174,20 @@ class KvPanel(QWidget):
             saving = row.get("kv_saving_mib")
             pct = row.get("kv_saving_percent")
             fmt = "{:,.0f}" if row["kv_allocated_mib"] >= 100 else "{:,.1f}"
-            extra = (f" (<b style='color:#16a085'>-{fmt.format(saving)} MiB, -{pct:.1f}%</b>)"
-                     if saving else "")
+            extra = (
+                f" (<b style='color:#16a085'>-{fmt.format(saving)} MiB, -{pct:.1f}%</b>)"
+                if saving
+                else ""
+            )
             parts.append(f"{label} <b>{fmt.format(row['kv_allocated_mib'])} MiB</b>{extra}")
         n_ctx = metadata.get("n_ctx", 0)
         self.now_label.setText(
             f"This run's KV bytes as the context fills, per mode (computed from the GGUF header; "
             f"the allocation below is llama.cpp's own log), n_ctx {n_ctx:,}."
         )
-        self.alloc_label.setText("Allocated: " + " &middot; ".join(parts) if parts else
-                                 "Allocated: not measured yet.")
+        self.alloc_label.setText(
+            "Allocated: " + " &middot; ".join(parts) if parts else "Allocated: not measured yet."
+        )
         self.caches_label.setText("")
         return True
 
@@ -226,8 +249,10 @@ class KvPanel(QWidget):
                 f"Allocated for {loaded.n_ctx:,} tokens: <b>{_mib(allocated)}</b> with {mode} "
                 "(llama.cpp's log); the f16/f16 figure needs the KV arithmetic, which failed."
             )
-        self.caches_label.setText("   ".join(
-            f"{'sliding-window' if c.swa else 'global'} cache: {c.cells:,} cells x {c.layers} layers, "
-            f"K ({c.k_type}) {c.k_mib:,.2f} MiB, V ({c.v_type}) {c.v_mib:,.2f} MiB"
-            for c in loaded.kv_caches
-        ))
+        self.caches_label.setText(
+            "   ".join(
+                f"{'sliding-window' if c.swa else 'global'} cache: {c.cells:,} cells x {c.layers} layers, "
+                f"K ({c.k_type}) {c.k_mib:,.2f} MiB, V ({c.v_type}) {c.v_mib:,.2f} MiB"
+                for c in loaded.kv_caches
+            )
+        )

@@ -165,11 +165,19 @@ class MemoryChart(pg.PlotWidget):
 
     def _add_line(self, t: float, color: str, label: str) -> pg.InfiniteLine:
         line = pg.InfiniteLine(
-            pos=t, angle=90, movable=False,
+            pos=t,
+            angle=90,
+            movable=False,
             pen=pg.mkPen(color, width=1, style=pg.QtCore.Qt.PenStyle.DashLine),
             label=label.replace("{", "(").replace("}", ")") or None,
-            labelOpts={"position": 0.96, "color": color, "rotateAxis": (1, 0), "anchors": [(1, 0), (1, 0)]}
-            if label else None,
+            labelOpts={
+                "position": 0.96,
+                "color": color,
+                "rotateAxis": (1, 0),
+                "anchors": [(1, 0), (1, 0)],
+            }
+            if label
+            else None,
         )
         self.addItem(line)
         return line

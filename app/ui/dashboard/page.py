@@ -51,11 +51,13 @@ log = logging.getLogger(__name__)
 MIB = 1024 * 1024
 SOURCES = ("live", "compare", "file")
 SOURCE_LABELS = ("Live engine", "Compare run", "Opened recording")
-BANNER_STYLE = ("background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
-                "border-radius: 6px; padding: 8px;")
+BANNER_STYLE = (
+    "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
+    "border-radius: 6px; padding: 8px;"
+)
 WARNING_WORDS: dict[KernelWarningKind, str] = {
     "pair_not_compiled": "this K/V pair is not compiled into llama.cpp's Flash Attention kernels, "
-                         "so K and V are converted to f16 for attention",
+    "so K and V are converted to f16 for attention",
     "converted_to_f16": "llama.cpp converts K and V to f16 for attention",
     "fa_disabled": "Flash Attention is off",
     "attention_on_cpu": "attention runs on the CPU, not on the GPU kernel",
@@ -84,9 +86,14 @@ def _gib_or_mib(n: int | None) -> str:
 class DashboardPage(QWidget):
     """The dashboard for one EngineClient (app.services.engine_client)."""
 
-    def __init__(self, client: Any, sampler: MemorySampler | None = None,
-                 runner: CompareRunner | None = None, parent: QWidget | None = None,
-                 redraw_hz: float = 10.0) -> None:
+    def __init__(
+        self,
+        client: Any,
+        sampler: MemorySampler | None = None,
+        runner: CompareRunner | None = None,
+        parent: QWidget | None = None,
+        redraw_hz: float = 10.0,
+    ) -> None:
         super().__init__(parent)
         self.client = client
         self.sampler = sampler or MemorySampler(parent=self)
@@ -111,7 +118,9 @@ class DashboardPage(QWidget):
         if loaded is not None:
             self._on_model_loaded(loaded, mark=False)
         else:
-            self.compare.set_can_run(False, "Load a model first: the comparison runs on the loaded model.")
+            self.compare.set_can_run(
+                False, "Load a model first: the comparison runs on the loaded model."
+            )
         self._set_warnings(client.kernel_warnings)
 
     # ---- layout -----------------------------------------------------------------------
@@ -225,7 +234,10 @@ class DashboardPage(QWidget):
         rec = self.shown_recording()
         if self.source != "live" and rec is not None and self.kv_panel.show_run(rec.metadata):
             return
-        if self.kv_panel.loaded is not getattr(self.client, "loaded", None) or self.kv_panel.estimate is None:
+        if (
+            self.kv_panel.loaded is not getattr(self.client, "loaded", None)
+            or self.kv_panel.estimate is None
+        ):
             self.kv_panel.set_loaded(getattr(self.client, "loaded", None))
             self.kv_panel.set_tokens(self._n_past)
 
@@ -236,17 +248,28 @@ class DashboardPage(QWidget):
             name, device = getattr(probe, "name", "probe"), getattr(probe, "device", "")
             limits, why = getattr(probe, "limits", ""), getattr(probe, "why", "")
             where = "the engine process" if self.client.engine_pid else "no engine running yet"
-            text = (f"<b>Live</b>, sampled 10 times a second by <b>{name}</b> ({device}), "
-                    f"for {where}. {why} <i>{limits}</i>")
+            text = (
+                f"<b>Live</b>, sampled 10 times a second by <b>{name}</b> ({device}), "
+                f"for {where}. {why} <i>{limits}</i>"
+            )
         elif rec is not None:
             meta = rec.metadata
             what = "Compare run" if meta.get("source") == "compare" else "Recording"
             model = Path(str(meta.get("model", ""))).name
-            details = ", ".join(x for x in (model, f"n_ctx {meta['n_ctx']:,}" if "n_ctx" in meta else "",
-                                            f"depth {meta['depth']:,}" if "depth" in meta else "") if x)
-            text = (f"<b>{what}</b> of {rec.started_at or 'an unknown time'}: {details}. "
-                    f"Memory from <b>{rec.probe_name or 'an unknown probe'}</b>"
-                    f"{' (' + rec.device_name + ')' if rec.device_name else ''}. <i>{rec.probe_limits}</i>")
+            details = ", ".join(
+                x
+                for x in (
+                    model,
+                    f"n_ctx {meta['n_ctx']:,}" if "n_ctx" in meta else "",
+                    f"depth {meta['depth']:,}" if "depth" in meta else "",
+                )
+                if x
+            )
+            text = (
+                f"<b>{what}</b> of {rec.started_at or 'an unknown time'}: {details}. "
+                f"Memory from <b>{rec.probe_name or 'an unknown probe'}</b>"
+                f"{' (' + rec.device_name + ')' if rec.device_name else ''}. <i>{rec.probe_limits}</i>"
+            )
         else:
             text = "Nothing recorded yet."
         self.probe_label.setText(text)
@@ -275,11 +298,16 @@ class DashboardPage(QWidget):
             return
         now = points[-1]
         peak = max(p.used_bytes for p in points)
-        whole = (f" &middot; device {_gib_or_mib(now.device_used_bytes)} used of {_gib_or_mib(now.total_bytes)}"
-                 if now.total_bytes else "")
+        whole = (
+            f" &middot; device {_gib_or_mib(now.device_used_bytes)} used of {_gib_or_mib(now.total_bytes)}"
+            if now.total_bytes
+            else ""
+        )
         label = "now" if self.source == "live" else "at the end"
-        self.stats_label.setText(f"{label} <b>{_gib_or_mib(now.used_bytes)}</b> &middot; "
-                                 f"peak <b>{_gib_or_mib(peak)}</b>{whole}")
+        self.stats_label.setText(
+            f"{label} <b>{_gib_or_mib(now.used_bytes)}</b> &middot; "
+            f"peak <b>{_gib_or_mib(peak)}</b>{whole}"
+        )
 
     # ---- engine events ----------------------------------------------------------------
 
@@ -302,7 +330,9 @@ class DashboardPage(QWidget):
     def _on_model_unloaded(self) -> None:
         if self.source == "live":
             self.kv_panel.set_loaded(None)
-        self.compare.set_can_run(False, "Load a model first: the comparison runs on the loaded model.")
+        self.compare.set_can_run(
+            False, "Load a model first: the comparison runs on the loaded model."
+        )
 
     def _on_prompt_started(self, started: PromptStarted) -> None:
         self.sampler.mark("prompt", f"prompt: {started.prompt_tokens:,} tokens", at=started.at)
@@ -370,13 +400,17 @@ class DashboardPage(QWidget):
 
     def _on_compare_finished(self, result: Any) -> None:
         self.compare.set_running(False)
-        title = (f"{Path(result.model_path).name} - n_ctx {result.n_ctx:,}, depth {result.depth:,} - "
-                 f"{result.device or result.probe}")
+        title = (
+            f"{Path(result.model_path).name} - n_ctx {result.n_ctx:,}, depth {result.depth:,} - "
+            f"{result.device or result.probe}"
+        )
         self.compare.set_result(result, title)
         self._show_kv()
         notes = " ".join(result.notes())
-        self.compare.set_status(f"Measured in {result.seconds:.0f} s. Memory: {result.probe} "
-                                f"({result.device}). Peak memory is over load and the speed run. {notes}")
+        self.compare.set_status(
+            f"Measured in {result.seconds:.0f} s. Memory: {result.probe} "
+            f"({result.device}). Peak memory is over load and the speed run. {notes}"
+        )
         self._show_probe()
 
     def _on_compare_failed(self, message: str) -> None:
@@ -397,11 +431,16 @@ class DashboardPage(QWidget):
         if results:
             meta = recording.metadata
             self.compare.result = None
-            self.compare.set_rows(results, f"{Path(str(meta.get('model', ''))).name} - n_ctx "
-                                           f"{meta.get('n_ctx', '?')}, depth {meta.get('depth', '?')} - "
-                                           f"{recording.device_name or recording.probe_name}")
-            self.compare.set_status(f"Results of the opened run ({recording.started_at}); "
-                                    "Run comparison measures the loaded model again.")
+            self.compare.set_rows(
+                results,
+                f"{Path(str(meta.get('model', ''))).name} - n_ctx "
+                f"{meta.get('n_ctx', '?')}, depth {meta.get('depth', '?')} - "
+                f"{recording.device_name or recording.probe_name}",
+            )
+            self.compare.set_status(
+                f"Results of the opened run ({recording.started_at}); "
+                "Run comparison measures the loaded model again."
+            )
         self.set_source("file")
         return recording
 
@@ -416,7 +455,9 @@ class DashboardPage(QWidget):
             self.set_source(SOURCES[index])
 
     def _on_open_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open memory recording", "", "Recordings (*.json)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open memory recording", "", "Recordings (*.json)"
+        )
         if path:
             try:
                 self.open_recording(path)
@@ -424,7 +465,9 @@ class DashboardPage(QWidget):
                 self.compare.set_status(f"<span style='color:#b91c1c'>{error}</span>")
 
     def _on_save_clicked(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save memory recording", "memory.json", "Recordings (*.json)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save memory recording", "memory.json", "Recordings (*.json)"
+        )
         if path:
             try:
                 self.save_recording(path)

@@ -130,7 +130,12 @@ def _percent(item: Download) -> int:
 class _ProgressDelegate(QStyledItemDelegate):
     """Draws the Progress column as a rounded bar with the percentage on it."""
 
-    TRACK, FILL, DONE, FAILED = QColor("#e6e9ef"), QColor("#2f6fdb"), QColor("#1b7f3b"), QColor("#d14343")
+    TRACK, FILL, DONE, FAILED = (
+        QColor("#e6e9ef"),
+        QColor("#2f6fdb"),
+        QColor("#1b7f3b"),
+        QColor("#d14343"),
+    )
 
     def paint(self, painter: QPainter, option, index) -> None:
         percent = int(index.data(PROGRESS_ROLE) or 0)
@@ -141,8 +146,10 @@ class _ProgressDelegate(QStyledItemDelegate):
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(self.TRACK)
         painter.drawRoundedRect(rect, 4, 4)
-        fill = self.DONE if state is DownloadState.FINISHED else (
-            self.FAILED if state is DownloadState.FAILED else self.FILL
+        fill = (
+            self.DONE
+            if state is DownloadState.FINISHED
+            else (self.FAILED if state is DownloadState.FAILED else self.FILL)
         )
         if percent > 0:
             done = QRect(rect)
@@ -227,14 +234,25 @@ class DownloadsView(QWidget):
             state in (DownloadState.PAUSED, DownloadState.FAILED, DownloadState.CANCELLED)
         )
         self.cancel_button.setEnabled(
-            state in (DownloadState.DOWNLOADING, DownloadState.QUEUED, DownloadState.PAUSED, DownloadState.FAILED)
+            state
+            in (
+                DownloadState.DOWNLOADING,
+                DownloadState.QUEUED,
+                DownloadState.PAUSED,
+                DownloadState.FAILED,
+            )
         )
         self.clear_button.setEnabled(
-            any(i.state in (DownloadState.FINISHED, DownloadState.CANCELLED) for i in self.manager.items())
+            any(
+                i.state in (DownloadState.FINISHED, DownloadState.CANCELLED)
+                for i in self.manager.items()
+            )
         )
         # Cleared rather than hidden, so the label keeps pushing the buttons to the right.
         self.empty_label.setText(
-            "" if self.model.rowCount() else "No downloads yet. Pick a file in Discover and press Download."
+            ""
+            if self.model.rowCount()
+            else "No downloads yet. Pick a file in Discover and press Download."
         )
         failed = key is not None and state is DownloadState.FAILED
         self.detail_label.setText(self.manager.item(key).message if failed and key else "")

@@ -33,7 +33,6 @@ class LibraryTableModel(ListTableModel[LibraryModel]):
 
     HEADERS = ("Name", "Architecture", "Parameters", "Quantization", "Context", "Size", "Location")
 
-
     def paths(self) -> list[str]:
         return [str(m.path) for m in self._rows]
 
@@ -104,8 +103,13 @@ class LibraryView(QWidget):
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.status_label, 1)
-        for b in (self.load_button, self.reveal_button, self.delete_button, self.refresh_button,
-                  self.add_folder_button):
+        for b in (
+            self.load_button,
+            self.reveal_button,
+            self.delete_button,
+            self.refresh_button,
+            self.add_folder_button,
+        ):
             buttons.addWidget(b)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 8, 0, 0)
@@ -157,7 +161,8 @@ class LibraryView(QWidget):
         n = len(models)
         self.status_label.setText(
             "No models yet: download one in Discover, or add a folder with GGUF files."
-            if n == 0 else f"{n} model{'s' if n != 1 else ''}."
+            if n == 0
+            else f"{n} model{'s' if n != 1 else ''}."
         )
         self.refresh_button.setEnabled(True)
         self._update_buttons()

@@ -92,11 +92,15 @@ class ModelsPage(QWidget):
             self.folders, state_file=data_dir / QUEUE_FILE, max_parallel=max_parallel, parent=self
         )
 
-        self.search_view = SearchView(lambda query, sort: search_models(query, sort=sort), self.runner)
+        self.search_view = SearchView(
+            lambda query, sort: search_models(query, sort=sort), self.runner
+        )
         self.repo_view = RepoView(list_gguf_files, self.fit_estimator, self.runner)
         self.downloads_view = DownloadsView(self.downloads)
         self.library_view = LibraryView(
-            lambda: list_models(folders=self.folders), delete_model, self.folders.add_folder,
+            lambda: list_models(folders=self.folders),
+            delete_model,
+            self.folders.add_folder,
             self.runner,
         )
 
@@ -128,8 +132,11 @@ class ModelsPage(QWidget):
         self.repo_view.token_requested.connect(self._on_token_requested)
         self.downloads.download_finished.connect(self._on_download_finished)
         self.downloads.download_failed.connect(self._on_download_failed)
-        for signal in (self.downloads.download_added, self.downloads.download_changed,
-                       self.downloads.download_removed):
+        for signal in (
+            self.downloads.download_added,
+            self.downloads.download_changed,
+            self.downloads.download_removed,
+        ):
             signal.connect(lambda _k: self._update_tab_titles())
         self.library_view.load_requested.connect(self.load_requested)
 

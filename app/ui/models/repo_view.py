@@ -64,7 +64,11 @@ class _VerdictDelegate(QStyledItemDelegate):
 
 
 def verdict_text(fit: ModeFit) -> str:
-    return f"{fit.verdict} · max {fmt.tokens_short(fit.largest_n_ctx)}" if fit.largest_n_ctx else fit.verdict
+    return (
+        f"{fit.verdict} · max {fmt.tokens_short(fit.largest_n_ctx)}"
+        if fit.largest_n_ctx
+        else fit.verdict
+    )
 
 
 def budget_text(budget: FreeMemory) -> str:
@@ -128,7 +132,9 @@ class RepoView(QWidget):
         self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
-        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # keep the quantization at the name's end visible
+        self.tree.setTextElideMode(
+            Qt.TextElideMode.ElideMiddle
+        )  # keep the quantization at the name's end visible
         for col in range(_MODE_COLUMN0, len(self.HEADERS)):
             self.tree.setItemDelegateForColumn(col, _VerdictDelegate(self.tree))
         header = self.tree.header()
@@ -197,8 +203,11 @@ class RepoView(QWidget):
         self.gate_box.hide()
         self._clear()
         self._runner.submit(
-            "repo", self._list_fn, repo_id,
-            on_done=self._on_listed, on_error=self._on_list_failed,
+            "repo",
+            self._list_fn,
+            repo_id,
+            on_done=self._on_listed,
+            on_error=self._on_list_failed,
         )
 
     def reload(self) -> None:
@@ -235,7 +244,10 @@ class RepoView(QWidget):
         for quant, entries in groups.items():
             total = sum(e.total_size for e in entries)
             label = quant if len(entries) == 1 else f"{quant}  ({len(entries)} files)"
-            group = [QStandardItem(label), QStandardItem(fmt.size(total) if len(entries) > 1 else "")]
+            group = [
+                QStandardItem(label),
+                QStandardItem(fmt.size(total) if len(entries) > 1 else ""),
+            ]
             group += [QStandardItem() for _ in COMPARE_MODES]
             font = group[0].font()
             font.setBold(True)
@@ -280,7 +292,10 @@ class RepoView(QWidget):
         for first_file, (entry, _row) in self._entries.items():
             self._set_mode_cells(first_file, None, "estimating…")
             self._runner.submit(
-                f"fit:{self._repo_id}:{first_file}", self._fit_fn, entry, n_ctx,
+                f"fit:{self._repo_id}:{first_file}",
+                self._fit_fn,
+                entry,
+                n_ctx,
                 on_done=partial(self._on_fit_done, self._repo_id, first_file),
                 on_error=partial(self._on_fit_failed, self._repo_id, first_file),
             )
@@ -322,7 +337,9 @@ class RepoView(QWidget):
         if current is not None and current.first_file == first_file:
             self._show_detail(current)
 
-    def _on_fit_failed(self, repo_id: str | None, first_file: str, message: str, error: BaseException) -> None:
+    def _on_fit_failed(
+        self, repo_id: str | None, first_file: str, message: str, error: BaseException
+    ) -> None:
         if repo_id != self._repo_id or first_file not in self._entries:
             return
         self._set_mode_cells(first_file, None, "unknown")

@@ -26,8 +26,11 @@ from app.services.tasks import TaskRunner
 from app.ui.models.flat_table import Index, ListTableModel, row_table
 
 # (label shown, sort key passed to the search function)
-SORTS = (("Most downloads", "downloads"), ("Most likes", "likes"), ("Recently updated", "last_modified"))
-
+SORTS = (
+    ("Most downloads", "downloads"),
+    ("Most likes", "likes"),
+    ("Recently updated", "last_modified"),
+)
 
 
 class SearchResultsModel(ListTableModel[RepoSummary]):
@@ -113,8 +116,12 @@ class SearchView(QWidget):
         sort = self.sort_combo.currentData()
         self.status_label.setText("Searching…" if not query else f"Searching for “{query}”…")
         self._runner.submit(
-            "search", self._search_fn, query, sort,
-            on_done=self._on_search_done, on_error=self._on_search_failed,
+            "search",
+            self._search_fn,
+            query,
+            sort,
+            on_done=self._on_search_done,
+            on_error=self._on_search_failed,
         )
 
     def _on_sort_changed(self, _index: int) -> None:

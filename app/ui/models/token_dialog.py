@@ -50,7 +50,9 @@ class TokenDialog(QDialog):
         intro.setTextFormat(Qt.TextFormat.RichText)
         current = describe_fn()
         self.current_label = QLabel(
-            f"A token is saved ({current}); a new one replaces it." if current else "No token is saved yet."
+            f"A token is saved ({current}); a new one replaces it."
+            if current
+            else "No token is saved yet."
         )
         self.current_label.setStyleSheet("color: palette(mid);")
         self.token_edit = QLineEdit()
@@ -60,7 +62,9 @@ class TokenDialog(QDialog):
         self.error_label.setStyleSheet("color: #b3261e;")
         self.error_label.setWordWrap(True)
         self.error_label.hide()
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self._on_save_clicked)
         self.buttons.rejected.connect(self.reject)
 

@@ -25,7 +25,9 @@ def gguf_files(tmp_path_factory) -> dict[str, Path]:
     return {
         "q8": write_tiny_gguf(folder / "a.gguf", n_layer=4, seed=1, name="tiny-llama"),
         "f16": write_tiny_gguf(folder / "b.gguf", n_layer=6, seed=2, name="tiny-llama"),
-        "gemma": write_tiny_gguf(folder / "c.gguf", arch="gemma3", n_layer=6, sliding_window=64, seed=3),
+        "gemma": write_tiny_gguf(
+            folder / "c.gguf", arch="gemma3", n_layer=6, sliding_window=64, seed=3
+        ),
         "split1": write_tiny_gguf(folder / "d.gguf", n_layer=2, seed=4),
         # Every file distinct: the server finds a file by its sha256.
         "gated": write_tiny_gguf(folder / "e.gguf", n_layer=2, seed=5),
@@ -37,12 +39,24 @@ def hub(gguf_files):
     with HubServer() as server:
         server.add_repo(
             REPO,
-            {Q8: gguf_files["q8"], F16: gguf_files["f16"], SPLIT[0]: gguf_files["split1"],
-             SPLIT[1]: b"second part of a split model " * 1000, "README.md": b"# tiny\n"},
-            downloads=5000, likes=7, last_modified=datetime(2025, 3, 1, tzinfo=UTC),
+            {
+                Q8: gguf_files["q8"],
+                F16: gguf_files["f16"],
+                SPLIT[0]: gguf_files["split1"],
+                SPLIT[1]: b"second part of a split model " * 1000,
+                "README.md": b"# tiny\n",
+            },
+            downloads=5000,
+            likes=7,
+            last_modified=datetime(2025, 3, 1, tzinfo=UTC),
         )
-        server.add_repo(OTHER, {"tiny-gemma-Q8_0.gguf": gguf_files["gemma"]}, downloads=100, likes=50,
-                        last_modified=datetime(2025, 6, 1, tzinfo=UTC))
+        server.add_repo(
+            OTHER,
+            {"tiny-gemma-Q8_0.gguf": gguf_files["gemma"]},
+            downloads=100,
+            likes=50,
+            last_modified=datetime(2025, 6, 1, tzinfo=UTC),
+        )
         server.add_repo(GATED, {"gated-Q8_0.gguf": gguf_files["gated"]}, gated=True, downloads=1)
         yield server
 

@@ -50,8 +50,11 @@ def shut(page) -> None:
 def open_repo(qtbot, page, repo_id: str = REPO) -> None:
     page.search(repo_id.split("/")[1])
     qtbot.waitUntil(lambda: page.search_view.results.rowCount() >= 1, timeout=WAIT)
-    row = next(r for r in range(page.search_view.results.rowCount())
-               if page.search_view.results.row_at(r).repo_id == repo_id)
+    row = next(
+        r
+        for r in range(page.search_view.results.rowCount())
+        if page.search_view.results.row_at(r).repo_id == repo_id
+    )
     page.search_view.table.selectRow(row)
     qtbot.waitUntil(lambda: bool(page.repo_view.entry_names()), timeout=WAIT)
     # Header range reads finish before a test slows the server down for downloads.
@@ -61,7 +64,9 @@ def open_repo(qtbot, page, repo_id: str = REPO) -> None:
 def sent_since(hub, mark: int, name: str) -> int:
     """CDN body bytes of file `name` sent after request number `mark` of hub.log."""
     sha = hub.repos[REPO].files[name].sha256
-    return sum(r.sent for r in hub.log[mark:] if r.method == "GET" and r.path.startswith(f"/cdn/{sha}"))
+    return sum(
+        r.sent for r in hub.log[mark:] if r.method == "GET" and r.path.startswith(f"/cdn/{sha}")
+    )
 
 
 def wait_fits(qtbot, page) -> None:

@@ -39,11 +39,15 @@ def test_search_shows_results_with_author_downloads_likes_and_date(qtbot, env):
 
     # Sorting by likes puts the most liked first (the server sorts, as the Hub does).
     page.search_view.sort_combo.setCurrentIndex(1)
-    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.row_at(0).repo_id == OTHER, timeout=WAIT)
+    qtbot.waitUntil(
+        lambda: model.rowCount() == 3 and model.row_at(0).repo_id == OTHER, timeout=WAIT
+    )
     page.search_view.sort_combo.setCurrentIndex(0)
     qtbot.waitUntil(lambda: model.rowCount() == 3 and model.row_at(0).repo_id == REPO, timeout=WAIT)
     page.search_view.sort_combo.setCurrentIndex(2)  # recently updated: zeta's (June) first
-    qtbot.waitUntil(lambda: model.rowCount() == 3 and model.row_at(0).repo_id == OTHER, timeout=WAIT)
+    qtbot.waitUntil(
+        lambda: model.rowCount() == 3 and model.row_at(0).repo_id == OTHER, timeout=WAIT
+    )
     shut(page)
 
 
@@ -59,7 +63,9 @@ def test_search_offline_says_so_in_one_sentence(qtbot, env, monkeypatch):
     page = make_page(qtbot, env)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     page.search("tiny")
-    qtbot.waitUntil(lambda: "Offline mode is on" in page.search_view.status_label.text(), timeout=WAIT)
+    qtbot.waitUntil(
+        lambda: "Offline mode is on" in page.search_view.status_label.text(), timeout=WAIT
+    )
     assert page.search_view.results.rowCount() == 0
     shut(page)
 
@@ -74,7 +80,8 @@ def _tree_rows(page) -> dict[str, list[str]]:
     for g in range(m.rowCount()):
         group = m.item(g, 0)
         groups[group.text()] = [
-            [group.child(r, c).text() for c in range(m.columnCount())] for r in range(group.rowCount())
+            [group.child(r, c).text() for c in range(m.columnCount())]
+            for r in range(group.rowCount())
         ]
     return groups
 
@@ -101,7 +108,9 @@ def test_open_repo_groups_files_by_quantization_with_sizes_and_fit(qtbot, env, g
     # quantization of the model (the smallest file's: split part 1).
     gets = [r for r in hub.log if r.method == "GET" and "/cdn/" in r.path]
     assert gets and all(r.sent <= 4 * 1024 * 1024 for r in gets)
-    assert {r.path.split("?")[0] for r in gets} == {f"/cdn/{hub.repos[REPO].files[SPLIT[0]].sha256}"}
+    assert {r.path.split("?")[0] for r in gets} == {
+        f"/cdn/{hub.repos[REPO].files[SPLIT[0]].sha256}"
+    }
 
     # The detail table shows every KV mode with a verdict.
     page.repo_view.select_entry(Q8)
@@ -167,8 +176,9 @@ def test_small_budget_says_does_not_fit(qtbot, env):
 
 @pytest.mark.slow
 def test_starter_model_from_the_hub(qtbot, env, hub, starter_model_path):
-    hub.add_repo("kvstudio/gemma-3-270m-GGUF", {"gemma-3-270m-Q4_K_M.gguf": starter_model_path},
-                 downloads=10)
+    hub.add_repo(
+        "kvstudio/gemma-3-270m-GGUF", {"gemma-3-270m-Q4_K_M.gguf": starter_model_path}, downloads=10
+    )
     page = make_page(qtbot, env, budget=2 * GIB)
     open_repo(qtbot, page, "kvstudio/gemma-3-270m-GGUF")
     wait_fits(qtbot, page)
@@ -184,8 +194,18 @@ def test_starter_model_from_the_hub(qtbot, env, hub, starter_model_path):
     shut(page)
 
 
-def write_shaped_gguf(path, ftype, n_layer=32, n_embd=4096, n_head=32, n_head_kv=8, n_ff=14336,
-                      n_vocab=128256, n_ctx_train=131072, split_max_size=0):
+def write_shaped_gguf(
+    path,
+    ftype,
+    n_layer=32,
+    n_embd=4096,
+    n_head=32,
+    n_head_kv=8,
+    n_ff=14336,
+    n_vocab=128256,
+    n_ctx_train=131072,
+    split_max_size=0,
+):
     """A GGUF with Llama-3.1-8B shapes and zero weights: a real header, sparse data.
 
     Only for showing the fit estimate on realistic sizes; nothing can be learned from its
@@ -196,8 +216,11 @@ def write_shaped_gguf(path, ftype, n_layer=32, n_embd=4096, n_head=32, n_head_kv
     from gguf.constants import GGMLQuantizationType as T
 
     big = {"Q4_K_M": T.Q4_K, "Q8_0": T.Q8_0, "F16": T.F16}[ftype]
-    file_type = {"Q4_K_M": gguf.LlamaFileType.MOSTLY_Q4_K_M, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
-                 "F16": gguf.LlamaFileType.MOSTLY_F16}[ftype]
+    file_type = {
+        "Q4_K_M": gguf.LlamaFileType.MOSTLY_Q4_K_M,
+        "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+        "F16": gguf.LlamaFileType.MOSTLY_F16,
+    }[ftype]
     w = gguf.GGUFWriter(path, "llama", split_max_size=split_max_size)
     w.add_name("Llama-3.1-8B shapes (zero weights)")
     w.add_file_type(file_type)
@@ -216,7 +239,9 @@ def write_shaped_gguf(path, ftype, n_layer=32, n_embd=4096, n_head=32, n_head_kv
     def tensor(name, shape, qtype):  # shape in numpy order (rows, row length)
         values, nbytes = GGML_QUANT_SIZES[qtype]
         rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-        w.add_tensor_info(name, shape, np.float32, rows * shape[-1] // values * nbytes, raw_dtype=qtype)
+        w.add_tensor_info(
+            name, shape, np.float32, rows * shape[-1] // values * nbytes, raw_dtype=qtype
+        )
 
     tensor("token_embd.weight", (n_vocab, n_embd), big)
     for i in range(n_layer):
@@ -254,17 +279,29 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
     with Llama-3.1-8B shapes (real headers, sparse files), the fit verdicts at 128k context
     against this machine's free memory. KVSTUDIO_SCREENSHOTS=1 refreshes
     docs/screenshots/models.png."""
-    hub.add_repo("kvstudio/gemma-3-270m-GGUF", {"gemma-3-270m-Q4_K_M.gguf": starter_model_path},
-                 downloads=48211, likes=312, last_modified=datetime(2025, 8, 14, tzinfo=UTC))
+    hub.add_repo(
+        "kvstudio/gemma-3-270m-GGUF",
+        {"gemma-3-270m-Q4_K_M.gguf": starter_model_path},
+        downloads=48211,
+        likes=312,
+        last_modified=datetime(2025, 8, 14, tzinfo=UTC),
+    )
     files: dict[str, Path] = {}
     for ftype, split in (("Q4_K_M", 0), ("Q8_0", 0), ("F16", 8 * 10**9)):
-        for part in write_shaped_gguf(tmp_path / f"Llama-3.1-8B-shapes-{ftype}.gguf", ftype,
-                                      split_max_size=split):
+        for part in write_shaped_gguf(
+            tmp_path / f"Llama-3.1-8B-shapes-{ftype}.gguf", ftype, split_max_size=split
+        ):
             files[part.name] = part
     # Hashing 28 GB of zeros would take a while; these files are never downloaded here.
     fake_sha = {name: f"{i + 1:064x}" for i, name in enumerate(files)}
-    hub.add_repo(DEMO, files, sha256=fake_sha, downloads=131072, likes=640,
-                 last_modified=datetime(2025, 9, 2, tzinfo=UTC))
+    hub.add_repo(
+        DEMO,
+        files,
+        sha256=fake_sha,
+        downloads=131072,
+        likes=640,
+        last_modified=datetime(2025, 9, 2, tzinfo=UTC),
+    )
     from PySide6.QtWidgets import QApplication
 
     from app.core.probes import read_free_memory

@@ -80,7 +80,9 @@ def test_user_folder_models_are_listed(qtbot, env, gguf_files, monkeypatch):
     page = make_page(qtbot, env)
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_a, **_k: str(folder))
     page.library_view.add_folder_button.click()
-    qtbot.waitUntil(lambda: page.library_view.select_path(str(folder / "mine-F16.gguf")), timeout=WAIT)
+    qtbot.waitUntil(
+        lambda: page.library_view.select_path(str(folder / "mine-F16.gguf")), timeout=WAIT
+    )
     assert page.folders.read().folders == (folder.resolve(),)
     shut(page)
 
@@ -123,7 +125,11 @@ def test_load_into_chat_loads_the_model_with_the_users_load_options(qtbot, env):
     parts = build_app(data_dir(), engine=EngineClient(process_factory=lambda: engine))
     window = parts.window
     window.show()
-    page = next(w for w in map(window.pages.widget, range(window.pages.count())) if isinstance(w, ModelsPage))
+    page = next(
+        w
+        for w in map(window.pages.widget, range(window.pages.count()))
+        if isinstance(w, ModelsPage)
+    )
     try:
         path = download_q8(qtbot, page)
         with qtbot.waitSignal(parts.engine.model_loaded, timeout=WAIT):
@@ -131,7 +137,13 @@ def test_load_into_chat_loads_the_model_with_the_users_load_options(qtbot, env):
         assert window.pages.currentWidget() is window.chat
         (load,) = [c for c in engine.sent if isinstance(c, Load)]
         o = load.options
-        assert (o.model_path, o.n_ctx, o.type_k, o.type_v, o.n_gpu_layers) == (str(path), 2048, "q8_0", "q8_0", 0)
+        assert (o.model_path, o.n_ctx, o.type_k, o.type_v, o.n_gpu_layers) == (
+            str(path),
+            2048,
+            "q8_0",
+            "q8_0",
+            0,
+        )
         assert parts.settings.settings.last_model == str(path)  # remembered, as any chat load
     finally:
         shut(page)
