@@ -112,7 +112,8 @@ def main() -> int:
         proc.send(Load(options))
         loaded = _until(proc, (Loaded,))
         print(
-            f"model {path.name}, KV {args.kv}, n_ctx {loaded.n_ctx}, n_batch {args.ctx} (a prompt is one decode)"
+            f"model {path.name}, KV {args.kv}, n_ctx {loaded.n_ctx}, "
+            f"n_batch {args.ctx} (a prompt is one decode)"
         )
 
         # A prompt of about 85% of the context, evaluated whole once to know its cost.

@@ -276,7 +276,8 @@ def main() -> None:
             curl_cpu.append(_cpu(resource.RUSAGE_CHILDREN) - before)
             curl_sha_s.append(_curl_once(url, work / "curl.out", verify=True))
             print(
-                f"round {i + 1}: app {size / app_s[-1] / 1e6:7.1f} MB/s   curl {size / curl_s[-1] / 1e6:7.1f} MB/s"
+                f"round {i + 1}: app {size / app_s[-1] / 1e6:7.1f} MB/s"
+                f"   curl {size / curl_s[-1] / 1e6:7.1f} MB/s"
                 f"   curl+sha256sum {size / curl_sha_s[-1] / 1e6:7.1f} MB/s"
                 f"   app/curl {curl_s[-1] / app_s[-1]:5.2f}",
                 flush=True,
@@ -289,19 +290,22 @@ def main() -> None:
         ratios = sorted(c / a for a, c in zip(app_s, curl_s, strict=True))
         ratios_sha = sorted(c / a for a, c in zip(app_s, curl_sha_s, strict=True))
         print(
-            f"\nfile: {size / 1e6:.0f} MB, {args.rounds} interleaved rounds after a warm-up, medians; "
-            f"load average now: {_load()}"
+            f"\nfile: {size / 1e6:.0f} MB, {args.rounds} interleaved rounds after a warm-up, "
+            f"medians; load average now: {_load()}"
         )
         print(
-            f"  app downloader (SHA-256 verified):  {app:8.1f} MB/s   {statistics.median(app_cpu):.3f} CPU s"
+            f"  app downloader (SHA-256 verified):  {app:8.1f} MB/s   "
+            f"{statistics.median(app_cpu):.3f} CPU s"
         )
         print(
-            f"  curl -L (no verification):          {curl:8.1f} MB/s   {statistics.median(curl_cpu):.3f} CPU s"
+            f"  curl -L (no verification):          {curl:8.1f} MB/s   "
+            f"{statistics.median(curl_cpu):.3f} CPU s"
         )
         print(f"  curl -L + sha256sum:                {curl_sha:8.1f} MB/s")
         print(
-            f"  ratio app / curl:                   {statistics.median(ratios):8.2f}   (target >= 0.9; "
-            f"per round {ratios[0]:.2f} .. {ratios[-1]:.2f}; ratio of medians {app / curl:.2f})"
+            f"  ratio app / curl:                   {statistics.median(ratios):8.2f}   "
+            f"(target >= 0.9; per round {ratios[0]:.2f} .. {ratios[-1]:.2f}; "
+            f"ratio of medians {app / curl:.2f})"
         )
         print(f"  ratio app / (curl + sha256sum):     {statistics.median(ratios_sha):8.2f}")
         tiny = []
@@ -311,7 +315,8 @@ def main() -> None:
             tiny.append(time.perf_counter() - t0)
         print(
             f"  (curl's time includes starting the process: a tiny request takes "
-            f"{statistics.median(tiny) * 1e3:.1f} ms = {statistics.median(tiny) / statistics.median(curl_s):.1%} "
+            f"{statistics.median(tiny) * 1e3:.1f} ms = "
+            f"{statistics.median(tiny) / statistics.median(curl_s):.1%} "
             f"of its download; the app runs in this process)"
         )
 
@@ -321,7 +326,8 @@ def main() -> None:
         ]
         for i, r in enumerate(kills):
             print(
-                f"\nkill -9 #{i + 1} at {r['killed_at'] / size:.0%} ({r['killed_at']:,} bytes on disk), then resume "
+                f"\nkill -9 #{i + 1} at {r['killed_at'] / size:.0%} "
+                f"({r['killed_at']:,} bytes on disk), then resume "
                 f"({r['resume_s']:.2f} s, re-hashing what is on disk included):"
             )
             print(
@@ -331,15 +337,16 @@ def main() -> None:
             print(f"  the server had sent (sendfile):     {r['sent_before_kill']:,} bytes")
             if r["server_unsent"] is not None:
                 print(
-                    f"  just before the kill: {r['client_unread']:,} bytes in the app's socket receive queue, "
+                    f"  just before the kill: {r['client_unread']:,} bytes "
+                    "in the app's socket receive queue, "
                     f"{r['server_unsent']:,} still in the server's send queue"
                 )
         curl_kills = [
             _curl_kill_and_resume(url, work / "curl.out", size, sha256) for _ in range(args.kills)
         ]
         print(
-            f"\nre-fetched after kill -9 at 50% and resume, {args.kills} kills each, median (min .. max), "
-            f"% of the file:"
+            f"\nre-fetched after kill -9 at 50% and resume, {args.kills} kills each, "
+            "median (min .. max), % of the file:"
         )
 
         def line(label: str, values: list[int], note: str = "") -> None:
@@ -357,7 +364,8 @@ def main() -> None:
         line("app: sent twice by the server", [r["refetched_by_server"] for r in kills])
         line("curl -C -: sent twice by the server", curl_kills)
         print(
-            "  (the server's count adds what the kill discards in the kernel: the app's socket receive\n"
+            "  (the server's count adds what the kill discards in the kernel: "
+            "the app's socket receive\n"
             "   queue and the server's own send queue, neither of which the app ever read)"
         )
     finally:

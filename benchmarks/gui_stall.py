@@ -6,7 +6,8 @@ than 5 ms a gap was. Two phases, same engine and prompt: with the Dashboard page
 (sampling + 10 Hz redraws + token signals), and with the dashboard stopped (tokens only),
 so the cost of the dashboard itself is visible side by side.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/gui_stall.py [--model starter] [--tokens 256] [--rounds 2] [--busy 1]
+    QT_QPA_PLATFORM=offscreen python benchmarks/gui_stall.py \\
+        [--model starter] [--tokens 256] [--rounds 2] [--busy 1]
 
 Target: the longest stall with the dashboard under 50 ms, with `--busy` other processes
 (default 1) spinning on the CPU the whole time, as a user's machine has other work.
@@ -250,7 +251,8 @@ def _measure(args: argparse.Namespace) -> int:
             results[phase].extend(stalls)
             tokens[phase] += n
             print(
-                f"round {round_ + 1} {phase:>12}: {n} tokens, longest stall {max(stalls, default=0):.1f} ms"
+                f"round {round_ + 1} {phase:>12}: {n} tokens, "
+                f"longest stall {max(stalls, default=0):.1f} ms"
             )
 
     print()
@@ -265,12 +267,12 @@ def _measure(args: argparse.Namespace) -> int:
         worst = sorted(late[phase], reverse=True)[:5]
         if worst:
             print(
-                "  longest stalls: ms stalled = ran on a CPU + waited for a CPU + slept (GIL or idle):"
+                "  longest stalls: ms stalled = ran on a CPU + waited for a CPU "
+                "+ slept (GIL or idle):"
             )
             for stall, ran, waited in worst:
-                print(
-                    f"    {stall:6.1f} = {ran:5.1f} + {waited:5.1f} + {max(0.0, stall - ran - waited):5.1f}"
-                )
+                slept = max(0.0, stall - ran - waited)
+                print(f"    {stall:6.1f} = {ran:5.1f} + {waited:5.1f} + {slept:5.1f}")
     watchdog.stop()
     longest = max(results["dashboard"], default=0.0)
     baseline = max(results["no dashboard"], default=0.0)

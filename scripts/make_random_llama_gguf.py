@@ -7,9 +7,11 @@ would for the real model: KV cache bytes, compute buffers and kernel timings are
 One random array is made per tensor shape and reused for every layer, so the 13.5 GiB
 file is written at disk speed (about a minute) instead of spending minutes in the RNG.
 
-    python scripts/make_random_llama_gguf.py out.gguf                       # 8B shapes, synthetic vocab
+    # 8B shapes, synthetic vocab:
+    python scripts/make_random_llama_gguf.py out.gguf
     python scripts/make_random_llama_gguf.py out.gguf --vocab-gguf ggml-vocab-llama-spm.gguf
-    python scripts/make_random_llama_gguf.py tiny.gguf --layers 2 --vocab small   # a few MB, for tests
+    # a few MB, for tests:
+    python scripts/make_random_llama_gguf.py tiny.gguf --layers 2 --vocab small
 """
 
 from __future__ import annotations

@@ -241,7 +241,7 @@ def _made_up_words(
     words: list[str] = []
     while len(words) < n:
         draws = rng.integers(0, len(letters), size=(4096, 8)).tolist()
-        for row, length in zip(draws, rng.integers(2, 9, size=4096).tolist()):
+        for row, length in zip(draws, rng.integers(2, 9, size=4096).tolist(), strict=True):
             word = prefix + "".join(letters[k] for k in row[:length])
             if word not in taken and len(words) < n:
                 taken.add(word)

@@ -267,7 +267,11 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         common = {"X-Repo-Commit": repo.commit, "Accept-Ranges": "bytes"}
         if not f.lfs:
             return self._send_file(f, {**common, "ETag": f'"{f.git_oid}"'})
-        location = f"{self.hub.cdn_url}/cdn/{f.sha256}?response-content-disposition=attachment%3B+filename%3D{quote(f.path.rsplit('/', 1)[-1])}"
+        basename = quote(f.path.rsplit("/", 1)[-1])
+        location = (
+            f"{self.hub.cdn_url}/cdn/{f.sha256}"
+            f"?response-content-disposition=attachment%3B+filename%3D{basename}"
+        )
         body = f"Found. Redirecting to {location}".encode()
         self.send_response(302)
         for k, v in {

@@ -1,13 +1,17 @@
 """A Hugging Face Hub look-alike on 127.0.0.1, for tests and benchmarks (no internet).
 
 It answers the routes huggingface_hub calls, with the shapes the real Hub uses:
-    GET  /api/models?search=&filter=gguf&sort=&limit=&expand[]=...   search results
-    GET  /api/models/{repo}/tree/{rev}[/{path}]?recursive=            files, with lfs {oid, size, pointerSize}
-    GET  /api/models/{repo}/revision/{rev}                            model info with siblings
-    HEAD/GET /{repo}/resolve/{rev}/{file}                             LFS: 302 to the "CDN" (another port)
-                                                                      with X-Linked-Etag / X-Linked-Size /
-                                                                      X-Repo-Commit, as huggingface.co does
-    GET  /cdn/{sha256}  (CDN port)                                    the bytes: Range -> 206 + Content-Range
+    GET  /api/models?search=&filter=gguf&sort=&limit=&expand[]=...
+         search results
+    GET  /api/models/{repo}/tree/{rev}[/{path}]?recursive=
+         files, with lfs {oid, size, pointerSize}
+    GET  /api/models/{repo}/revision/{rev}
+         model info with siblings
+    HEAD/GET /{repo}/resolve/{rev}/{file}
+         LFS: 302 to the "CDN" (another port) with X-Linked-Etag / X-Linked-Size /
+         X-Repo-Commit, as huggingface.co does
+    GET  /cdn/{sha256}  (CDN port)
+         the bytes: Range -> 206 + Content-Range
 
 Use it through HF_ENDPOINT exactly like the real Hub:
 
@@ -65,7 +69,10 @@ class HubFile:
         """The git blob id (of the LFS pointer for LFS files), as the tree's 'oid'."""
         if not self.lfs:
             return _git_blob_sha1(self.source.read_bytes())
-        pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{self.sha256}\nsize {self.size}\n"
+        pointer = (
+            f"version https://git-lfs.github.com/spec/v1\noid sha256:{self.sha256}\n"
+            f"size {self.size}\n"
+        )
         return _git_blob_sha1(pointer.encode())
 
 

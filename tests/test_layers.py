@@ -92,7 +92,7 @@ def test_cli_and_engine_load_without_qt() -> None:
     code = (
         "import sys, app.cli, app.engine.worker, app.engine.compare;"
         "app.cli._command_modules();"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (QT,)
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {QT!r}))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr

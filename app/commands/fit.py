@@ -176,7 +176,10 @@ def _text(r: dict[str, Any]) -> str:
             f"{params / 1e9:.2f}B parameters, trained context {trained})"
         ),
         f"  {m['path']}",
-        f"Budget {_size(r['budget_bytes'])} ({r['budget_source']}); verdicts keep {r['margin']:.0%} spare.",
+        (
+            f"Budget {_size(r['budget_bytes'])} ({r['budget_source']}); "
+            f"verdicts keep {r['margin']:.0%} spare."
+        ),
         (
             f"Weights {_size(r['weights_bytes'])}, output buffer {_size(r['output_bytes'])}, "
             f"compute buffer estimated (llama.cpp reports it only at load)."

@@ -1,4 +1,7 @@
-"""`kvstudio rm NAME`: delete a downloaded model (no question asked; ambiguous names are refused)."""
+"""`kvstudio rm NAME`: delete a downloaded model.
+
+No question asked; ambiguous names are refused.
+"""
 
 from __future__ import annotations
 

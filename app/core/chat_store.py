@@ -110,7 +110,8 @@ class ChatStore:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise RuntimeError(
-                f"{self.path} was written by a newer KV Studio (schema {version} > {SCHEMA_VERSION})"
+                f"{self.path} was written by a newer KV Studio "
+                f"(schema {version} > {SCHEMA_VERSION})"
             )
         for step in range(version, SCHEMA_VERSION):
             log.info("chat store: migrating schema %d -> %d", step, step + 1)

@@ -371,7 +371,8 @@ def parse_gguf_header(data: bytes | memoryview, total_size: int | None = None) -
     except GgufHeaderIncompleteError as error:
         if total_size is not None and error.bytes_needed > total_size:
             raise TruncatedGgufError(
-                f"The GGUF file is truncated: it is {total_size:,} bytes and ends inside its header."
+                f"The GGUF file is truncated: it is {total_size:,} bytes "
+                "and ends inside its header."
             ) from None
         raise
 
@@ -403,7 +404,8 @@ def _parse(data: bytes | memoryview, total_size: int | None) -> GgufHeader:
             GGML_QUANT_SIZES[GGMLQuantizationType(ggml_type)]
         except (ValueError, KeyError):
             raise NotAGgufError(
-                f"The GGUF tensor '{name}' has unknown type {ggml_type}; the file is corrupt or too new."
+                f"The GGUF tensor '{name}' has unknown type {ggml_type}; "
+                "the file is corrupt or too new."
             ) from None
         tensors.append(TensorInfo(name, tuple(int(d) for d in shape), ggml_type, int(offset)))
     alignment = int(metadata.get("general.alignment", DEFAULT_ALIGNMENT) or DEFAULT_ALIGNMENT)

@@ -77,8 +77,10 @@ class CacheSize:
         """The `llama_kv_cache: size = ...` line llama.cpp prints for this cache."""
         return (
             f"llama_kv_cache: size = {llama_mib(self.total_bytes)} MiB "
-            f"({self.cells:6d} cells, {self.layers:3d} layers, {self.n_seq_max:2d}/{self.n_stream} seqs), "
-            f"K ({self.k_type}): {llama_mib(self.k_bytes)} MiB, V ({self.v_type}): {llama_mib(self.v_bytes)} MiB"
+            f"({self.cells:6d} cells, {self.layers:3d} layers, "
+            f"{self.n_seq_max:2d}/{self.n_stream} seqs), "
+            f"K ({self.k_type}): {llama_mib(self.k_bytes)} MiB, "
+            f"V ({self.v_type}): {llama_mib(self.v_bytes)} MiB"
         )
 
     def cells_in_use(self, n_tokens: int, n_ubatch: int) -> int:
@@ -140,7 +142,7 @@ class KvCacheEstimate:
         context fills' chart), next to what f16/f16 would hold for the same tokens."""
         used = fp16_used = 0
         fp16 = self.fp16_equivalent()
-        for cache, cache16 in zip(self.caches, fp16.caches):
+        for cache, cache16 in zip(self.caches, fp16.caches, strict=True):
             cells = cache.cells_in_use(max(0, n_tokens), self.n_ubatch)
             used += cells * (cache.k_bytes_per_cell + cache.v_bytes_per_cell)
             fp16_used += cells * (cache16.k_bytes_per_cell + cache16.v_bytes_per_cell)

@@ -174,7 +174,10 @@ class Recording:
         try:
             s = data["samples"]
             n = len(s["t"])
-            column = lambda name: s.get(name) or [None] * n
+
+            def column(name: str) -> list[Any]:
+                return s.get(name) or [None] * n
+
             points = [
                 MemoryPoint(float(t), int(u), tot, proc, dev)
                 for t, u, tot, proc, dev in zip(
@@ -183,6 +186,7 @@ class Recording:
                     column("total_bytes"),
                     column("process_bytes"),
                     column("device_used_bytes"),
+                    strict=True,
                 )
             ]
             markers = [

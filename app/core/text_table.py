@@ -19,7 +19,8 @@ def aligned_rows(
     lines = [
         indent
         + "  ".join(
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in rows
     ]

@@ -1,6 +1,7 @@
 """What llama.cpp's system-info line says about the build: backends and Flash Attention pairs.
 
-Example (CUDA build): `CUDA : ARCHS = 900 | USE_GRAPHS = 1 | FA_QUANTS = q8_0-f16,q8_0-q8_0,f16-f16 | ...`
+Example (CUDA build):
+`CUDA : ARCHS = 900 | USE_GRAPHS = 1 | FA_QUANTS = q8_0-f16,q8_0-q8_0,f16-f16 | ...`
 A CPU build names only `CPU : SSE3 = 1 | ...`.
 """
 

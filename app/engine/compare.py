@@ -270,8 +270,9 @@ def run_compare(
     by default a new one. `quality_chunks=0` skips the quality measurement. Every mode's load
     is checked against the free memory first (app.core.load_check; `force` skips what can be
     forced, `load_advice` ends the refusal). Raises BadInputError for bad settings,
-    ContextTooLargeError before any engine starts when a load cannot fit, CompareCancelledError when `cancel` is set, EngineFailedError or
-    EngineCrashedError when an engine fails (the result so far is lost).
+    ContextTooLargeError before any engine starts when a load cannot fit,
+    CompareCancelledError when `cancel` is set, EngineFailedError or EngineCrashedError
+    when an engine fails (the result so far is lost).
     """
     from app.engine.quality import default_reference_text
 

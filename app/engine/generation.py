@@ -228,7 +228,8 @@ def _prefill(llm: Any, tokens: list[int], cancel: Any) -> bool:
     """
     cached = 0
     previous = llm.input_ids[: llm.n_tokens].tolist()
-    for a, b in zip(previous, tokens):
+    # The common prefix of two token lists of any lengths: stopping at the shorter is the point.
+    for a, b in zip(previous, tokens, strict=False):
         if a != b:
             break
         cached += 1

@@ -2,7 +2,8 @@
 
 Runs in a child started by app.engine.process.EngineProcess (multiprocessing 'spawn').
 This module stays importable without llama_cpp or numpy: `main` imports llama_cpp
-first, before anything that pulls in numpy (docs/llama-cpp-notes.md: numpy first made loads segfault).
+first, before anything that pulls in numpy (docs/llama-cpp-notes.md: numpy first made
+loads segfault).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: i
     # Ctrl+C in a terminal reaches the whole process group: the client decides what it
     # means (cancel the reply), the engine must not die of it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if os.environ.get("EXP_SETSID"):
+        os.setsid()
     numpy_first = "numpy" in sys.modules  # the parent's main module, re-run by spawn
     import llama_cpp  # noqa: F401  # before numpy, see the module docstring
 

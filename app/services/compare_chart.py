@@ -65,7 +65,7 @@ def _panel(
     n = max(1, len(rows))
     slot = plot.width() / n
     bar_w = min(70.0, slot * 0.62)
-    for i, (row, value) in enumerate(zip(rows, values)):
+    for i, (row, value) in enumerate(zip(rows, values, strict=True)):
         x = plot.left() + slot * i + (slot - bar_w) / 2
         color = QColor(MODE_COLORS[i % len(MODE_COLORS)])
         if isinstance(value, (int, float)):

@@ -35,7 +35,8 @@ def user_message(error: BaseException) -> str:
 
 
 class _TaskSignals(QObject):
-    """Signals: succeeded(int ticket, object result), failed(int ticket, str message, object error)."""
+    """Signals: succeeded(int ticket, object result),
+    failed(int ticket, str message, object error)."""
 
     succeeded = Signal(int, object)
     failed = Signal(int, str, object)

@@ -73,7 +73,7 @@ def test_json_matches_the_kv_arithmetic(gemma_like):
     header = read_gguf_header(gemma_like)
     assert [m["kv"] for m in report["modes"]] == [m.label for m in COMPARE_MODES]
     assert report["budget_bytes"] == 24 * 1024**3 and report["n_ctx_allocated"] == 3072
-    for entry, mode in zip(report["modes"], COMPARE_MODES):
+    for entry, mode in zip(report["modes"], COMPARE_MODES, strict=True):
         estimate = kv_cache_bytes(header, 3001, mode)
         assert (entry["kv_bytes"], entry["k_bytes"], entry["v_bytes"]) == (
             estimate.total_bytes,
@@ -109,7 +109,8 @@ def test_budget_defaults_to_free_memory_now(gemma_like):
 def test_starter_model(starter_model_path):
     result = kvstudio("fit", "starter", "--vram", "8GiB", "--ctx", "8192", "--swa-full", "--json")
     report = json.loads(result.stdout)
-    # docs/llama-cpp-notes.md, measured: f16/f16 144 MiB, q8_0/f16 110.25 MiB, q8_0/q8_0 76.5 MiB at 8192.
+    # docs/llama-cpp-notes.md, measured at 8192: f16/f16 144 MiB, q8_0/f16 110.25 MiB,
+    # q8_0/q8_0 76.5 MiB.
     assert [m["kv_bytes"] / 2**20 for m in report["modes"]] == [144.0, 110.25, 76.5]
 
 

@@ -261,7 +261,8 @@ import resource, signal, sys
 # The kernel refuses any write past byte N of a file (EFBIG; SIGXFSZ ignored so the write
 # fails instead of killing the process), as a full disk refuses one (ENOSPC).
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), hard))
 from app.core.errors import DiskFullError
 from app.core.hub import download_entry, list_gguf_files
 try:

@@ -1,4 +1,4 @@
-"""GGUF header reading: the real starter model, factory-written files, prefixes, and broken files."""
+"""GGUF header reading: the real starter model, factory-written files, prefixes, broken files."""
 
 from __future__ import annotations
 

@@ -14,16 +14,17 @@ from pathlib import Path
 
 import pytest
 
-llama_cpp = pytest.importorskip("llama_cpp")
-
 from app.core.errors import BadInputError
 from app.core.gguf_header import read_gguf_header
 from app.core.kv_cache import kv_cache_bytes
 from app.core.kv_types import KV_TYPES, KvMode
 from app.engine.llama_log import install as install_llama_log
 from app.engine.log_parse import parse_log
-from tests.core.llama_lab import LlamaContextLab
 from tests.gguf_factory import write_tiny_gguf
+
+llama_cpp = pytest.importorskip("llama_cpp")
+
+from tests.core.llama_lab import LlamaContextLab  # noqa: E402  (imports llama_cpp: after the skip)
 
 TYPES = ("f16", "q8_0", "q4_0")
 ALL_PAIRS = [KvMode(KV_TYPES[k], KV_TYPES[v]) for k, v in itertools.product(TYPES, TYPES)]
@@ -81,7 +82,7 @@ def assert_same_as_llama(
     estimate = kv_cache_bytes(read_gguf_header(path), n_ctx, mode, **options)
     logged = lab.kv_lines(path, n_ctx, mode, **options)
     assert [c.line for c in logged] == [c.log_line() for c in estimate.caches]
-    for ours, theirs in zip(estimate.caches, logged):
+    for ours, theirs in zip(estimate.caches, logged, strict=True):
         assert (ours.cells, ours.layers, ours.swa) == (theirs.cells, theirs.layers, theirs.swa)
     assert estimate.exact
 
@@ -143,7 +144,8 @@ def test_starter_model_8192_matches_llama_cpp(lab, starter_model_path, options):
 
 
 def test_starter_model_numbers_from_facts(starter_model_path):
-    # docs/llama-cpp-notes.md: at n_ctx 8192 (full-size SWA cache) f16/f16 144 MiB, q8_0/f16 110.25, q8_0/q8_0 76.5.
+    # docs/llama-cpp-notes.md: at n_ctx 8192 (full-size SWA cache) f16/f16 144 MiB,
+    # q8_0/f16 110.25, q8_0/q8_0 76.5.
     header = read_gguf_header(starter_model_path)
     mib = {
         mode: kv_cache_bytes(header, 8192, mode, swa_full=True).total_bytes / 2**20

@@ -1,4 +1,5 @@
-"""Memory probes: AMD sysfs on a fake /sys/class/drm tree, NVML where a driver exists, psutil for real."""
+"""Memory probes: AMD sysfs on a fake /sys/class/drm tree, NVML where a driver exists,
+psutil for real."""
 
 from __future__ import annotations
 
@@ -61,7 +62,13 @@ def fake_sysfs(root: Path, vram_used: int = 3 * GIB, vram_total: int = 24 * GIB)
 
 def fake_fdinfo(proc: Path, pid: int) -> None:
     fdinfo = proc / str(pid) / "fdinfo"
-    amd = "drm-driver:\tamdgpu\ndrm-pdev:\t{pdev}\ndrm-client-id:\t{client}\ndrm-memory-vram:\t{kib} KiB\ndrm-memory-gtt: \t2048 KiB\n"
+    amd = (
+        "drm-driver:\tamdgpu\n"
+        "drm-pdev:\t{pdev}\n"
+        "drm-client-id:\t{client}\n"
+        "drm-memory-vram:\t{kib} KiB\n"
+        "drm-memory-gtt: \t2048 KiB\n"
+    )
     _write(fdinfo / "0", "pos:\t0\nflags:\t02\nmnt_id:\t24\n")  # not a DRM fd
     _write(fdinfo / "5", "pos:\t0\n" + amd.format(pdev=PCI, client=42, kib=1_048_576))
     _write(

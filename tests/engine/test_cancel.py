@@ -237,7 +237,8 @@ def test_stop_latency_in_the_engine_process(engine):
     assert isinstance(finished, Finished) and finished.stop_reason == "cancelled"
     assert finished.generated_tokens == 0
     print(
-        f"stop latency: mid-reply {reply_latency * 1000:.1f} ms, mid-prompt {prompt_latency * 1000:.1f} ms "
+        f"stop latency: mid-reply {reply_latency * 1000:.1f} ms, "
+        f"mid-prompt {prompt_latency * 1000:.1f} ms "
         f"(the whole prompt takes {full.time_to_first_token_s * 1000:.0f} ms)"
     )
     assert reply_latency < 0.5

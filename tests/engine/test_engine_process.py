@@ -131,7 +131,7 @@ def test_q8_0_k_is_exactly_34_64_of_f16_k(engine, loaded_q8, starter_model_path)
     f16 = _load(engine, _options(starter_model_path, "f16/f16"))
     header = read_gguf_header(starter_model_path)
     n_embd_k_gqa = header.key_length * header.head_count_kv_at(0)  # 256 * 1 for Gemma 3 270M
-    for q8_cache, f16_cache in zip(loaded_q8.kv_caches, f16.kv_caches):
+    for q8_cache, f16_cache in zip(loaded_q8.kv_caches, f16.kv_caches, strict=True):
         assert (q8_cache.cells, q8_cache.layers, q8_cache.swa) == (
             f16_cache.cells,
             f16_cache.layers,

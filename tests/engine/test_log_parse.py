@@ -17,7 +17,7 @@ KV_LINE = (
     "K (q8_0):   31.88 MiB, V (f16):   60.00 MiB"
 )
 
-# A Gemma 3 load (iswa: the global cache first, then the sliding-window one).
+# A Gemma 3 load (iswa: the global cache first, then the sliding-window one), verbatim.
 GEMMA3_LOG = """\
 llama_context: flash_attn            = enabled
 llama_context:        CPU  output buffer size =     1.00 MiB
@@ -30,7 +30,7 @@ llama_kv_cache: size =   11.48 MiB (  1024 cells,  15 layers,  1/1 seqs), K (q8_
 sched_reserve:        CPU compute buffer size =   515.75 MiB
 sched_reserve: graph: nodes = 835, splits = 1, input objects = 4, input tensors = 11
 llama_context: graph nodes  = 763
-""".splitlines()
+""".splitlines()  # noqa: E501  (llama.cpp's own lines, kept whole)
 
 
 def test_kv_cache_line_keeps_printed_mib_and_bytes():

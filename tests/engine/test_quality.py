@@ -210,7 +210,8 @@ def test_reported_kl_and_top1_are_what_numpy_computes_from_the_logits(
         kl[start : start + 32] = (np.exp(p) * (p - q)).sum(axis=1)
         same[start : start + 32] = p.argmax(axis=1) == q.argmax(axis=1)
     print(
-        f"int8 K vs f16: reported KL {reported.mean_kl_divergence:.5f} top-1 {reported.top1_agreement:.4f}; "
+        f"int8 K vs f16: reported KL {reported.mean_kl_divergence:.5f} "
+        f"top-1 {reported.top1_agreement:.4f}; "
         f"numpy KL {kl.mean():.5f} top-1 {same.mean():.4f} ({rows - same.sum()} of {rows} differ)"
     )
     # int8 K changes some top-1 picks on this model, so a count that ignores them shows.

@@ -105,7 +105,8 @@ def test_a_reply_streaming_when_the_app_is_killed_is_kept_as_interrupted(qtbot, 
         assert reply.content.startswith(text_before) and reply.content.strip()
         assert parts.store.message(message_id).content == reply.content
         print(
-            f"killed with {len(text_before)} characters saved; reopened: {reply.status}, {reply.content!r}"
+            f"killed with {len(text_before)} characters saved; "
+            f"reopened: {reply.status}, {reply.content!r}"
         )
     finally:
         parts.window.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 

@@ -3,8 +3,10 @@
 Public API (no Qt; every call reads HF_ENDPOINT / HF_TOKEN / HF_HUB_OFFLINE / HF_HUB_CACHE
 at call time):
 
-    search_models(query, *, sort="downloads"|"likes"|"last_modified", limit=50) -> list[RepoSummary]
-    list_gguf_files(repo_id, *, revision="main") -> RepoFiles   (.entries, .by_quantization(), .pick(sel))
+    search_models(query, *, sort="downloads"|"likes"|"last_modified", limit=50)
+        -> list[RepoSummary]
+    list_gguf_files(repo_id, *, revision="main") -> RepoFiles
+        (.entries, .by_quantization(), .pick(sel))
     parse_model_spec("owner/name:Q4_K_M") -> ("owner/name", "Q4_K_M")
     fetch_remote_header(repo_id, filename) -> GgufHeader        (range reads, a few MiB; cached)
     clear_header_cache()

@@ -76,7 +76,10 @@ class Destination:
 def finish(
     placement: FilePlacement, *, cache_storage: Path | None, revision: str, commit: str | None
 ) -> Path:
-    """Move the verified partial file into place; in the cache, link the snapshot and write the ref."""
+    """Move the verified partial file into place.
+
+    In the cache, also link the snapshot and write the ref.
+    """
     placement.final.parent.mkdir(parents=True, exist_ok=True)
     os.replace(placement.incomplete, placement.final)
     os.chmod(placement.final, 0o644)
@@ -97,7 +100,8 @@ def link_snapshot(placement: FilePlacement) -> None:
     try:
         os.symlink(relative, pointer)
     except OSError:
-        # No symlinks (some Windows setups): huggingface_hub then keeps a copy; a hard link is cheaper.
+        # No symlinks (some Windows setups): huggingface_hub then keeps a copy;
+        # a hard link is cheaper.
         try:
             os.link(placement.final, pointer)
         except OSError:

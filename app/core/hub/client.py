@@ -145,7 +145,8 @@ class RepoFiles:
         if len(matches) > 1:
             names = ", ".join(e.first_file for e in matches)
             raise BadInputError(
-                f"'{self.repo_id}' has {len(matches)} {selector.upper()} files ({names}); name the file."
+                f"'{self.repo_id}' has {len(matches)} {selector.upper()} files ({names}); "
+                "name the file."
             )
         raise ModelNotFoundError(
             f"'{self.repo_id}' has no '{selector}' GGUF; it has {', '.join(self.quantizations())}."
@@ -302,7 +303,10 @@ def list_repo_files(
 
 
 def list_gguf_files(repo_id: str, *, revision: str = "main", token: str | None = None) -> RepoFiles:
-    """The repo's GGUF models (split sets merged), grouped by quantization via .by_quantization()."""
+    """The repo's GGUF models (split sets merged).
+
+    .by_quantization() groups them by quantization.
+    """
     entries, projectors, incomplete = group_gguf_files(
         repo_id, list_repo_files(repo_id, revision=revision, token=token)
     )
@@ -315,6 +319,7 @@ def parse_model_spec(spec: str) -> tuple[str, str | None]:
     parts = repo_id.split("/")
     if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
         raise BadInputError(
-            f"'{spec}' is not a Hub model: write OWNER/NAME[:QUANT] (e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M)."
+            f"'{spec}' is not a Hub model: write OWNER/NAME[:QUANT] "
+            "(e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M)."
         )
     return repo_id, selector or None

@@ -163,8 +163,8 @@ def _metadata(
             control.sleep(min(transfer.BACKOFF_MAX_S, transfer.BACKOFF_START_S * 2**attempt))
     if meta.commit_hash is None or meta.etag is None:
         raise DownloadError(
-            f"{endpoint} did not answer like the Hugging Face Hub (no commit id or ETag for {filename}); "
-            f"check HF_ENDPOINT."
+            f"{endpoint} did not answer like the Hugging Face Hub "
+            f"(no commit id or ETag for {filename}); check HF_ENDPOINT."
         )
     return _Meta(meta.location, check_commit(meta.commit_hash), meta.etag)
 

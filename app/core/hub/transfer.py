@@ -446,7 +446,8 @@ def _verify(target: FetchTarget, hasher: hashlib._Hash) -> None:
     size = target.incomplete.stat().st_size
     if size != target.size:
         raise DownloadError(
-            f"{target.display_name} has {size:,} bytes on disk, expected {target.size:,}; retry the download."
+            f"{target.display_name} has {size:,} bytes on disk, expected {target.size:,}; "
+            "retry the download."
         )
     if target.sha256 is None:
         return

@@ -251,7 +251,8 @@ class KvPanel(QWidget):
             )
         self.caches_label.setText(
             "   ".join(
-                f"{'sliding-window' if c.swa else 'global'} cache: {c.cells:,} cells x {c.layers} layers, "
+                f"{'sliding-window' if c.swa else 'global'} cache: "
+                f"{c.cells:,} cells x {c.layers} layers, "
                 f"K ({c.k_type}) {c.k_mib:,.2f} MiB, V ({c.v_type}) {c.v_mib:,.2f} MiB"
                 for c in loaded.kv_caches
             )

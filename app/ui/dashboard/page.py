@@ -268,7 +268,8 @@ class DashboardPage(QWidget):
             text = (
                 f"<b>{what}</b> of {rec.started_at or 'an unknown time'}: {details}. "
                 f"Memory from <b>{rec.probe_name or 'an unknown probe'}</b>"
-                f"{' (' + rec.device_name + ')' if rec.device_name else ''}. <i>{rec.probe_limits}</i>"
+                f"{' (' + rec.device_name + ')' if rec.device_name else ''}. "
+                f"<i>{rec.probe_limits}</i>"
             )
         else:
             text = "Nothing recorded yet."
@@ -299,7 +300,8 @@ class DashboardPage(QWidget):
         now = points[-1]
         peak = max(p.used_bytes for p in points)
         whole = (
-            f" &middot; device {_gib_or_mib(now.device_used_bytes)} used of {_gib_or_mib(now.total_bytes)}"
+            f" &middot; device {_gib_or_mib(now.device_used_bytes)} used "
+            f"of {_gib_or_mib(now.total_bytes)}"
             if now.total_bytes
             else ""
         )

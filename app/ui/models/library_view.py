@@ -189,7 +189,8 @@ class LibraryView(QWidget):
         answer = QMessageBox.question(
             self,
             "Delete model",
-            f"Delete {model.name} ({fmt.size(model.file_size)}) from this computer?\n\n{model.path}",
+            f"Delete {model.name} ({fmt.size(model.file_size)}) from this computer?"
+            f"\n\n{model.path}",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
             QMessageBox.StandardButton.No,
         )

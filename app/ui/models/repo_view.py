@@ -272,7 +272,8 @@ class RepoView(QWidget):
         else:
             quants = len(groups)
             self.status_label.setText(
-                f"{n} GGUF model{'s' if n != 1 else ''} in {quants} quantization{'s' if quants != 1 else ''}."
+                f"{n} GGUF model{'s' if n != 1 else ''} "
+                f"in {quants} quantization{'s' if quants != 1 else ''}."
             )
         self._estimate_all()
 
@@ -331,7 +332,8 @@ class RepoView(QWidget):
         self._set_mode_cells(first_file, fit)
         self.budget_label.setText(
             f"Estimates for {fit.n_ctx:,} tokens of context against {fmt.size(fit.budget.bytes)} "
-            f"{budget_text(fit.budget)} (fits: within {100 - round(MARGIN * 100)}% of it; tight: up to all of it)."
+            f"{budget_text(fit.budget)} (fits: within {100 - round(MARGIN * 100)}% of it; "
+            "tight: up to all of it)."
         )
         current = self._current_entry()
         if current is not None and current.first_file == first_file:

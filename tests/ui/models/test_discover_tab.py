@@ -260,7 +260,7 @@ def write_shaped_gguf(
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     paths = []
-    for fout, tensors in zip(w.fout, w.tensors):
+    for fout, tensors in zip(w.fout, w.tensors, strict=True):
         fout.flush()
         header_end = fout.tell()
         data = sum(w.ggml_pad(ti.nbytes, w.data_alignment) for ti in tensors.values())

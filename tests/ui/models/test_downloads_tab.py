@@ -41,7 +41,10 @@ def test_download_pause_resume_finishes_without_refetching(qtbot, env, gguf_file
     assert manager.item(key).state is DownloadState.DOWNLOADING
     # Bytes, speed and time left show while it runs.
     row = view.model.row_of(key)
-    cell = lambda col: view.model.index(row, col).data()
+
+    def cell(col: int) -> str:
+        return view.model.index(row, col).data()
+
     qtbot.waitUntil(lambda: cell(3).endswith("/s") and cell(4).endswith(" s"), timeout=WAIT)
     from app.core import units as fmt
 
