@@ -7,6 +7,7 @@ import importlib
 import logging
 import sys
 from types import ModuleType
+from typing import NoReturn
 
 from app import __version__
 from app.commands import COMMAND_MODULES
@@ -20,7 +21,7 @@ BAD_INPUT_EXIT = 2
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line on stderr (exit 2), no usage dump."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(BAD_INPUT_EXIT, f"kvstudio: {message}\n")
 
 

@@ -127,7 +127,10 @@ def _curl_once(url: str, out: Path, verify: bool) -> float:
 
 def _cdn_port(url: str) -> int:
     """The port of the "CDN" the resolve URL redirects to (the connection the body uses)."""
-    conn = http.client.HTTPConnection(urlsplit(url).hostname, urlsplit(url).port)
+    parts = urlsplit(url)
+    if parts.hostname is None:
+        raise SystemExit(f"{url} names no host.")
+    conn = http.client.HTTPConnection(parts.hostname, parts.port)
     conn.request("HEAD", f"/{REPO}/resolve/main/{NAME}")
     location = conn.getresponse().getheader("Location") or ""
     conn.close()

@@ -77,6 +77,7 @@ for name, path in models.items():
             parsed = parse_log(router.take_lines())
             est = kv_cache_bytes(header, n_ctx, mode)
             need = memory_need(header, n_ctx, mode, on_gpu=True)
+            compute = {c.device: c.bytes for c in parsed.compute_buffers}
             row = {
                 "model": name,
                 "n_ctx": n_ctx,
@@ -85,7 +86,7 @@ for name, path in models.items():
                 == [c.log_line() for c in est.caches],
                 "kv_lines": [c.line for c in parsed.kv_caches],
                 "kv_devices": [list(c.devices) for c in parsed.kv_caches],
-                "compute_buffers": {c.device: c.bytes for c in parsed.compute_buffers},
+                "compute_buffers": compute,
                 "compute_estimate": need.compute_bytes,
                 "warnings": [w.text for w in parsed.warnings],
             }
@@ -95,7 +96,7 @@ for name, path in models.items():
                 n_ctx,
                 label,
                 row["kv_lines_equal"],
-                {k: round(v / 2**20, 2) for k, v in row["compute_buffers"].items()},
+                {k: round(v / 2**20, 2) for k, v in compute.items()},
                 round(need.compute_bytes / 2**20, 2),
                 flush=True,
             )

@@ -372,6 +372,7 @@ class DownloadQueue:
     def _set(self, job: _Job, **changes: object) -> None:
         if changes.get("state", DownloadState.DOWNLOADING) is not DownloadState.DOWNLOADING:
             changes.setdefault("speed", 0.0)
+        # The keys are Download's fields; replace() refuses any other at run time.
         job.download = replace(job.download, **changes)  # type: ignore[arg-type]
         self._cond.notify_all()
 

@@ -22,7 +22,7 @@ K/V type for the model (estimate_fit, for the Models page, says so per mode).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from app.core.errors import BadInputError
 from app.core.gguf_header import GgufHeader
@@ -134,6 +134,17 @@ def compute_buffer_estimate(
     return int(_COMPUTE_SAFETY * max(output_peak, ffn_peak, attention_peak))
 
 
+class ShapeOptions(TypedDict, total=False):
+    """The keyword options memory_need and fit_context_length share, as one dict."""
+
+    file_size: int | None
+    n_ubatch: int
+    n_seq: int
+    swa_full: bool
+    flash_attn: bool
+    on_gpu: bool
+
+
 def memory_need(
     header: GgufHeader,
     n_ctx: int,
@@ -240,7 +251,7 @@ def fit_estimate(
         raise BadInputError(f"The context size must be a positive number of tokens, not {n_ctx}.")
     if budget_bytes <= 0:
         raise BadInputError("The memory budget must be more than zero.")
-    options = {
+    options: ShapeOptions = {
         "file_size": file_size,
         "n_ubatch": n_ubatch,
         "n_seq": n_seq,
@@ -250,13 +261,13 @@ def fit_estimate(
     }
     results = []
     for mode in modes:
-        need = memory_need(header, n_ctx, mode, **options)  # type: ignore[arg-type]
-        largest = fit_context_length(header, budget_bytes, mode, **options)  # type: ignore[arg-type]
+        need = memory_need(header, n_ctx, mode, **options)
+        largest = fit_context_length(header, budget_bytes, mode, **options)
         largest_margin = fit_context_length(
             header,
             int(budget_bytes * (1 - MARGIN)),
             mode,
-            **options,  # type: ignore[arg-type]
+            **options,
         )
         results.append(
             ModeFit(

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from app.core.errors import AppError, BadInputError, ModelNotFoundError
 from app.core.gguf_header import GgufHeader, parse_gguf_header, read_gguf_header
@@ -55,7 +56,7 @@ class LibraryModel:
         """What to give app.core.model_ref.resolve_model to load this model."""
         return "starter" if self.source == SOURCE_STARTER else str(self.path)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["path"] = str(self.path)
         return data

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from app.core.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
-from app.core.fit import fit_context_length, memory_need
+from app.core.fit import ShapeOptions, fit_context_length, memory_need
 from app.core.gguf_header import GgufHeader
 from app.core.probes import FreeMemory
 from app.core.units import gib
@@ -104,17 +104,17 @@ def check_load_fits(
         return
     check_trained_context(header, n_ctx, advice)
     mode = f"{options.type_k}/{options.type_v}"
-    shape = {
+    shape: ShapeOptions = {
         "file_size": file_size,
         "n_ubatch": options.n_ubatch,
         "swa_full": options.swa_full,
         "flash_attn": options.flash_attn,
         "on_gpu": free.on_gpu,
     }
-    need = memory_need(header, n_ctx, mode, **shape)  # type: ignore[arg-type]
+    need = memory_need(header, n_ctx, mode, **shape)
     if need.total_bytes <= free.bytes:
         return
-    largest = fit_context_length(header, free.bytes, mode, max_ctx=n_ctx, **shape)  # type: ignore[arg-type]
+    largest = fit_context_length(header, free.bytes, mode, max_ctx=n_ctx, **shape)
     room = f"{largest:,} tokens would fit" if largest else "not even 256 tokens would fit"
     kv, total, available = _gibs(need.kv_bytes, need.total_bytes, free.bytes)
     raise NotEnoughMemoryError(

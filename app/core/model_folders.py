@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from app.core.paths import data_dir
 
@@ -31,7 +31,7 @@ VERSION = 1
 # Older releases kept these three lists apart (two of them in the GUI's folder only).
 _LEGACY_DOWNLOAD_FOLDERS = "library_folders.json"
 _LEGACY_DOWNLOAD_TO = "download_folder.json"
-J = TypeVar("J", list, dict)  # type: ignore[type-arg]
+J = TypeVar("J", list[Any], dict[str, Any])
 _lock = threading.Lock()  # one writer at a time in this process; the file is replaced atomically
 
 

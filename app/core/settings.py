@@ -12,6 +12,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from app.core.kv_types import KV_TYPES
 from app.core.paths import settings_path
@@ -45,7 +46,7 @@ class LoadedSettings:
     notice: str | None  # a sentence for the user when the file had to be reset
 
 
-def _validated(raw: dict) -> Settings:
+def _validated(raw: dict[str, Any]) -> Settings:
     known = {f.name for f in fields(Settings)}
     values = {k: v for k, v in raw.items() if k in known}
     if "recent_models" in values:
@@ -100,6 +101,7 @@ class SettingsFile:
         self.notice = loaded.notice
 
     def update(self, **changes: object) -> Settings:
+        # The keys are Settings' fields; replace() refuses any other at run time.
         self.settings = replace(self.settings, **changes)  # type: ignore[arg-type]
         save_settings(self.folder, self.settings)
         return self.settings

@@ -35,7 +35,8 @@ class CancelFlag:
         self._byte[0] = b"\x00"
 
     def is_set(self) -> bool:
-        return self._byte[0] != b"\x00"
+        flag: bytes = self._byte[0]  # a c_char item (typeshed says Any)
+        return flag != b"\x00"
 
     @property
     def address(self) -> int:

@@ -11,7 +11,7 @@ import datetime
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from jinja2 import BaseLoader
+from jinja2 import BaseLoader, Template
 from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -130,10 +130,10 @@ def _strftime_now(fmt: str) -> str:
     return datetime.datetime.now().strftime(fmt)
 
 
-_COMPILED: dict[str, object] = {}
+_COMPILED: dict[str, Template] = {}
 
 
-def _compile(template: str):  # type: ignore[no-untyped-def]
+def _compile(template: str) -> Template:
     compiled = _COMPILED.get(template)
     if compiled is None:
         env = ImmutableSandboxedEnvironment(

@@ -10,8 +10,12 @@ from __future__ import annotations
 import ctypes
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import llama_cpp
+
+if TYPE_CHECKING:
+    from _ctypes import CFuncPtr
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +43,15 @@ class Versions:
 def _lib() -> ctypes.CDLL:
     from llama_cpp._ggml import libggml
 
-    return libggml
+    lib: ctypes.CDLL = libggml  # llama_cpp leaves it untyped
+    return lib
 
 
-def _declare(lib: ctypes.CDLL, name: str, restype: object, argtypes: list[object]) -> object | None:
-    fn = getattr(lib, name, None)
+def _declare(
+    lib: ctypes.CDLL, name: str, restype: type[Any] | None, argtypes: list[type[Any]]
+) -> CFuncPtr | None:
+    """The library's function `name` with its C signature set; None if the build lacks it."""
+    fn: CFuncPtr | None = getattr(lib, name, None)
     if fn is None:
         return None
     fn.restype = restype
@@ -62,8 +70,8 @@ def versions() -> Versions:
     return Versions(
         llama_cpp_python=llama_cpp.__version__,
         llama_cpp=_text(llama_cpp.llama_version()),
-        ggml=_text(ggml_version()) if ggml_version else None,  # type: ignore[operator]
-        ggml_commit=_text(ggml_commit()) if ggml_commit else None,  # type: ignore[operator]
+        ggml=_text(ggml_version()) if ggml_version else None,
+        ggml_commit=_text(ggml_commit()) if ggml_commit else None,
     )
 
 
@@ -84,23 +92,30 @@ def list_devices() -> list[Device]:
     )
     dev_reg = _declare(lib, "ggml_backend_dev_backend_reg", p, [p])
     reg_name = _declare(lib, "ggml_backend_reg_name", ctypes.c_char_p, [p])
-    if not all((count, get, name, description, dev_type, memory)):
+    if (
+        count is None
+        or get is None
+        or name is None
+        or description is None
+        or dev_type is None
+        or memory is None
+    ):
         log.warning("this llama.cpp build does not expose ggml's device registry")
         return []
     llama_cpp.llama_backend_init()
     devices = []
-    for i in range(count()):  # type: ignore[operator]
-        dev = get(i)  # type: ignore[operator]
+    for i in range(count()):
+        dev = get(i)
         free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
-        memory(dev, ctypes.byref(free), ctypes.byref(total))  # type: ignore[operator]
+        memory(dev, ctypes.byref(free), ctypes.byref(total))
         backend = ""
         if dev_reg and reg_name:
-            backend = _text(reg_name(dev_reg(dev)))  # type: ignore[operator]
+            backend = _text(reg_name(dev_reg(dev)))
         devices.append(
             Device(
-                name=_text(name(dev)),  # type: ignore[operator]
-                description=_text(description(dev)),  # type: ignore[operator]
-                kind=_DEVICE_TYPES.get(dev_type(dev), "unknown"),  # type: ignore[operator]
+                name=_text(name(dev)),
+                description=_text(description(dev)),
+                kind=_DEVICE_TYPES.get(dev_type(dev), "unknown"),
                 backend=backend,
                 memory_free=int(free.value),
                 memory_total=int(total.value),

@@ -261,10 +261,11 @@ def _window_intact(llm: Any, cached: int) -> bool:
     """Whether a sliding-window cache still holds the positions that tokens after
     `cached` attend to. It drops positions older than its window as it goes, so rolling
     back further than that would attend to nothing (llama.cpp's server checks the same)."""
-    n_swa = llama_cpp.llama_model_n_swa(llm._model.model)
+    # llama_cpp's ctypes_function decorator erases these functions' int returns to Any.
+    n_swa: int = llama_cpp.llama_model_n_swa(llm._model.model)
     if n_swa <= 0:
         return True
-    pos_min = llama_cpp.llama_memory_seq_pos_min(llm._ctx.memory, 0)
+    pos_min: int = llama_cpp.llama_memory_seq_pos_min(llm._ctx.memory, 0)
     return pos_min <= max(0, cached - n_swa - 1)
 
 

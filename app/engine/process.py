@@ -129,7 +129,8 @@ class EngineProcess:
             raise EngineCrashedError("The engine is not running.")
         try:
             if self._events.poll(timeout):
-                return self._events.recv()
+                event: object = self._events.recv()
+                return event
         except (EOFError, OSError):
             pass  # the child is gone; its last events were already read
         else:
@@ -137,7 +138,8 @@ class EngineProcess:
                 return None
             if self._events.poll(0):  # it wrote events and then exited
                 try:
-                    return self._events.recv()
+                    last: object = self._events.recv()
+                    return last
                 except (EOFError, OSError):
                     pass
         raise self._crashed_error()

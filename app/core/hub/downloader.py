@@ -25,7 +25,7 @@ from app.core.hub import cache_layout, transfer
 from app.core.hub.client import GgufEntry, RemoteFile
 from app.core.hub.env import hub_cache_dir, hub_endpoint, is_offline
 from app.core.hub.hub_errors import status_of, translate
-from app.core.hub.safe_paths import check_commit, check_relative_name
+from app.core.hub.safe_paths import check_commit, check_relative_name, safe_join
 from app.core.hub.tokens import load_token
 from app.core.hub.transfer import (
     DownloadCancelled,
@@ -222,7 +222,7 @@ def _cached_path(storage: Path, revision: str, filename: str) -> Path | None:
     if commit is None:
         return None
     try:
-        pointer = cache_layout.safe_join(storage, f"snapshots/{check_commit(commit)}/{filename}")
+        pointer = safe_join(storage, f"snapshots/{check_commit(commit)}/{filename}")
     except AppError:
         return None
     return pointer if pointer.exists() else None
