@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # KV Studio quick start.
 #   ./quickstart.sh         install everything, then open the app with the starter model loaded
-#   ./quickstart.sh test    install everything, then run the whole test suite
+#   ./quickstart.sh test    install everything, run the checks (ruff, mypy), then the whole test suite
 # The first install compiles llama.cpp (about 10 minutes on 2 cores); pip caches the wheel.
 # GPU builds: set CMAKE_ARGS first (see README, or `python -m kernels variants`).
 set -euo pipefail
@@ -35,4 +35,19 @@ if [ "$mode" = run ]; then
   exec .venv/bin/kvstudio gui --model starter
 fi
 shift || true
+
+# The checks (CONTRIBUTING.md), before the tests; any finding fails the run.
+lint_paths=(app tests benchmarks scripts kernels)
+if ! .venv/bin/ruff check --output-format concise "${lint_paths[@]}"; then
+  echo "ruff check failed: fix the findings above (ruff check --fix handles some)." >&2
+  exit 1
+fi
+if ! .venv/bin/ruff format --check "${lint_paths[@]}"; then
+  echo "ruff format --check failed: run .venv/bin/ruff format ${lint_paths[*]}" >&2
+  exit 1
+fi
+if ! .venv/bin/mypy; then
+  echo "mypy failed: fix the type errors above." >&2
+  exit 1
+fi
 exec .venv/bin/python -m pytest "$@"
