@@ -27,8 +27,6 @@ def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: i
     # Ctrl+C in a terminal reaches the whole process group: the client decides what it
     # means (cancel the reply), the engine must not die of it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if os.environ.get("EXP_SETSID"):
-        os.setsid()
     numpy_first = "numpy" in sys.modules  # the parent's main module, re-run by spawn
     import llama_cpp  # noqa: F401  # before numpy, see the module docstring
 
