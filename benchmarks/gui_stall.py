@@ -229,7 +229,10 @@ def _measure(args: argparse.Namespace) -> int:
         for offset, kind in ((0.0, "prompt"), (0.3, "generation"), (0.8, "finished")):
             recording.mark(kind, kind, t=recording.now() - i + offset)
     page.set_source("live")  # draws those markers now: the session drew them as they came
-    QApplication.processEvents()
+    # Let the page settle (the load's layout and repaint were still queued when the load's
+    # event loop quit): that one-time relayout after a load is not a stall while sampling.
+    for _ in range(5):
+        QApplication.processEvents()
     beat = Heartbeat()
     watchdog = StallWatchdog(beat)
     watchdog.start()

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWi
 
 from app.engine.messages import Loaded
 from app.ui.dashboard.bar_chart import MODE_COLORS
+from app.ui.dashboard.memory_chart import AXIS_WIDTH
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ class KvPanel(QWidget):
         item.setLabel("left", "KV in use", units="MiB")
         item.setLabel("bottom", "tokens in the context")
         item.getAxis("left").enableAutoSIPrefix(False)
+        # A fixed width: sized to its tick labels, the axis widens when a label gains a digit,
+        # which resizes the plot and regenerates every axis of the chart in one GUI pass.
+        item.getAxis("left").setWidth(AXIS_WIDTH)
         item.setMenuEnabled(False)
         self.plot.setMouseEnabled(x=False, y=False)
         legend = item.addLegend(offset=(10, 5), labelTextColor="#1f2937")

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QWidget
 from app.core.recording import Marker, MemoryPoint
 
 MIB = 1024 * 1024
+AXIS_WIDTH = 64  # px: room for "100000" (MiB) and the axis title
 
 # Marker kind -> (colour, short label drawn at the top of the line)
 MARKER_STYLE = {
@@ -52,6 +53,9 @@ class MemoryChart(pg.PlotWidget):
         item.setLabel("left", "memory", units="MiB")
         item.setLabel("bottom", "time", units="s")
         item.getAxis("left").enableAutoSIPrefix(False)
+        # A fixed width: sized to its tick labels, the axis widens when a label gains a digit,
+        # which resizes the plot and regenerates every axis of the chart in one GUI pass.
+        item.getAxis("left").setWidth(AXIS_WIDTH)
         item.setMenuEnabled(False)
         self.setMouseEnabled(x=False, y=False)
         # Width-1 (cosmetic) pen and no fill, peak downsampling and fixed, stepped ranges keep a
