@@ -36,15 +36,40 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", action="store_true")
     isa = sub.add_parser(
         "isa-proof",
-        help="compile the FA vector kernels for RDNA3 and count the int8 dot instruction",
-        description="Needs root (a Debian 13 hipcc root, made once). Exit status: 0 every q8_0-K "
-        "kernel has v_dot4_i32_iu8 and the f16 control none; 1 not so; 2 it could not run.",
+        help="compile the FA vector kernels for RDNA3 (or, with --cuda, an NVIDIA arch) and count "
+        "the int8 dot instruction",
+        description="RDNA3: needs root (a Debian 13 hipcc root, made once). --cuda: needs nvcc "
+        "(cuobjdump and nvdisasm are fetched from PyPI when missing). Exit status: 0 every q8_0-K "
+        "kernel has the instruction (v_dot4_i32_iu8, IDP.4A) and the f16 control none; 1 not so; "
+        "2 it could not run.",
     )
+    isa.add_argument("--cuda", action="store_true", help="NVIDIA: nvcc and cuobjdump, IDP.4A")
+    isa.add_argument("--arch", help="with --cuda: the sm arch (default sm_90)")
+    isa.add_argument("--sdist", type=Path, help="the llama-cpp-python sdist (default: downloaded)")
     isa.add_argument("--root", type=Path, help="the Debian 13 hipcc root (made when missing)")
     isa.add_argument("--targets", nargs="+", help="AMD GPU targets (default: the rdna3 variant's)")
-    isa.add_argument("--out", type=Path, help="the JSON report (default docs/int8k-isa-report.json)")
-    isa.add_argument("--table", type=Path, help="the Markdown page (default docs/int8k-isa.md)")
+    isa.add_argument(
+        "--out", type=Path, help="the JSON report (default docs/int8k-isa-report.json, -sm90.json)"
+    )
+    isa.add_argument(
+        "--table", type=Path, help="the Markdown page (default docs/int8k-isa.md or -sm90.md)"
+    )
     isa.add_argument("--no-cache", action="store_true", help="compile even if cached objects exist")
+    isa.add_argument(
+        "--render",
+        action="store_true",
+        help="with --cuda: only render the page from the existing JSON (a record made elsewhere)",
+    )
+    count = sub.add_parser(
+        "isa-count",
+        help="count the int8 dot instruction in an installed libggml-cuda.so or libggml-hip.so",
+        description="What `verify` counts, without loading a model. Exit status: 0 every q8_0-K "
+        "kernel of the library has the instruction and the f16 control none; 1 not so; 2 it could "
+        "not count (the missing tool is named).",
+    )
+    count.add_argument("library", type=Path, help="libggml-cuda.so or libggml-hip.so")
+    count.add_argument("--kv", default="q8_0/f16", help="K/V pair to count (default q8_0/f16)")
+    count.add_argument("--json", action="store_true")
     return parser
 
 
@@ -65,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
 
             return build(variant(args.variant), args.source, args.target, args.jobs)
         if args.command == "isa-proof":
-            return _isa_proof(args)
+            if args.render and not args.cuda:
+                raise ValueError("--render is for the NVIDIA record: give --cuda too.")
+            return _isa_proof_cuda(args) if args.cuda else _isa_proof(args)
+        if args.command == "isa-count":
+            return _isa_count(args)
         return _verify(args)
     except ValueError as error:  # includes BadInputError
         print(f"kernels: {error}", file=sys.stderr)
@@ -98,6 +127,68 @@ def _isa_proof(args: argparse.Namespace) -> int:
     for line in run.report["violations"]:
         print(line, file=sys.stderr)
     return 0 if run.report["ok"] else 1
+
+
+def _isa_proof_cuda(args: argparse.Namespace) -> int:
+    from kernels import isa_cuda
+    from kernels.isa_cuda_page import render_cuda_markdown
+    from kernels.isa_proof import IsaProofError
+    from kernels.isa_report import write_json
+
+    out = args.out or isa_cuda.DEFAULT_JSON
+    table = args.table or isa_cuda.DEFAULT_TABLE
+    if args.targets or args.root:
+        raise ValueError("--targets and --root are for the RDNA3 proof; --cuda takes --arch.")
+    if args.render:
+        report = json.loads(out.read_text(encoding="utf-8"))
+        page = render_cuda_markdown(report, os.path.relpath(out, table.parent))
+        table.write_text(page, encoding="utf-8")
+        print(f"wrote {table} from {out}")
+        return 0
+    try:
+        run = isa_cuda.prove(
+            args.arch or isa_cuda.DEFAULT_ARCH,
+            use_cache=not args.no_cache,
+            sdist=args.sdist,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+    except IsaProofError as error:
+        print(f"kernels: {error}", file=sys.stderr)
+        return 2
+    write_json(run.report, out)
+    page = render_cuda_markdown(run.report, os.path.relpath(out, table.parent))
+    table.write_text(page, encoding="utf-8")
+    print(f"wrote {out} and {table} (compiled now: {', '.join(run.compiled) or 'none'})")
+    for line in run.report["violations"]:
+        print(line, file=sys.stderr)
+    return 0 if run.report["ok"] else 1
+
+
+def _isa_count(args: argparse.Namespace) -> int:
+    from kernels import lib_isa
+
+    k, v = args.kv.split("/", 1) if "/" in args.kv else (args.kv, "")
+    if not (k and v):
+        raise ValueError(f"--kv takes K/V, like q8_0/f16, not '{args.kv}'.")
+    name = args.library.name
+    backend = next((b for b, lib in lib_isa.LIBRARIES.items() if name.startswith(lib)), None)
+    if backend is None or not args.library.is_file():
+        raise ValueError(f"{args.library} is not an existing libggml-cuda.so or libggml-hip.so.")
+    try:
+        isa = lib_isa.count_library(args.library, backend, f"{k}-{v}")
+    except OSError as error:
+        print(f"kernels: {error}", file=sys.stderr)
+        return 2
+    if isa.missing:
+        print(f"kernels: {isa.missing}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(asdict(isa) | {"problems": isa.problems}, indent=1))
+    else:
+        print("\n".join(lib_isa.summary_lines(isa)))
+    for line in isa.problems:
+        print(line, file=sys.stderr)
+    return 1 if isa.problems else 0
 
 
 def _verify(args: argparse.Namespace) -> int:

@@ -1,11 +1,15 @@
 """Verify that the int8-K Flash Attention pair is compiled into this build AND used.
 
-Two checks, because either can fail alone:
+Three checks, because each can fail alone:
 1. compiled: on CUDA/HIP builds, the K/V pair is in the system info's FA_QUANTS list;
 2. used: a real model loaded with that pair, every layer on the GPU, decodes a few tokens
    (Flash Attention's vector kernel runs only then) and llama.cpp logs no
    "converting K and V to f16", no Flash Attention op moved to the CPU, and a K cache of
-   the asked type.
+   the asked type;
+3. machine code: on CUDA/HIP builds, the installed libggml-cuda.so / libggml-hip.so's
+   flash_attn_ext_vec kernels for the pair are read (kernels/lib_isa.py): every q8_0-K kernel
+   must hold the int8 dot instruction (IDP.4A, v_dot4_i32_iu8) and the f16 control none. When
+   the disassembler is missing this says which tool, and counts nothing.
 
 "Verified" is said only when a GPU backend ran the pair with its KV cache on the GPU. On a
 CPU-only build (or with no layer on the GPU) no GPU kernel is involved: K is still stored as
@@ -17,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.core.kv_types import KvMode
+from kernels.lib_isa import BACKENDS, LibraryIsa, count_installed, summary_lines
 
 
 @dataclass
@@ -30,6 +35,7 @@ class VerifyReport:
     kv_devices: list[str] = field(default_factory=list)  # buffers the KV cache was allocated in
     tokens: int = 0
     problems: list[str] = field(default_factory=list)
+    isa: LibraryIsa | None = None  # the instruction count, on CUDA/HIP builds
 
     @property
     def ok(self) -> bool:
@@ -48,7 +54,13 @@ class VerifyReport:
         return self.ok and self.on_gpu
 
 
-def verify(model_path: str, mode: KvMode, n_ctx: int = 4096, n_gpu_layers: int = -1) -> VerifyReport:
+def verify(
+    model_path: str,
+    mode: KvMode,
+    n_ctx: int = 4096,
+    n_gpu_layers: int = -1,
+    count_isa: bool = True,
+) -> VerifyReport:
     import llama_cpp  # before numpy: see docs/llama-cpp-notes.md (import order)
 
     from app.engine import llama_log
@@ -99,7 +111,24 @@ def verify(model_path: str, mode: KvMode, n_ctx: int = 4096, n_gpu_layers: int =
         report.problems.append(f"llama.cpp: {warning.text}")
     if report.tokens == 0:
         report.problems.append("The model generated no tokens, so Flash Attention never ran.")
+    backend = next((BACKENDS[b] for b in info.backends if b in BACKENDS), None)
+    if backend and count_isa:
+        add_isa(report, _count(backend, f"{mode.k.name}-{mode.v.name}"))
     return report
+
+
+def _count(backend: str, pair: str) -> LibraryIsa:
+    try:
+        return count_installed(backend, pair)
+    except OSError as error:  # a tool that is there but failed: say so, count nothing
+        return LibraryIsa("", "", missing=str(error))
+
+
+def add_isa(report: VerifyReport, isa: LibraryIsa) -> None:
+    """A q8_0-K kernel without the instruction, or a control with it, fails the verification;
+    a missing tool does not (the report names it, and the runtime checks still stand)."""
+    report.isa = isa
+    report.problems += isa.problems
 
 
 def verdict(report: VerifyReport) -> str:
@@ -130,6 +159,8 @@ def format_report(report: VerifyReport) -> str:
         f"warnings:              {len(report.warnings)}",
     ]
     lines += [f"  - {w}" for w in report.warnings]
+    if report.isa is not None:
+        lines += summary_lines(report.isa)
     lines.append(verdict(report))
     lines += [f"  * {p}" for p in report.problems]
     return "\n".join(lines)
