@@ -4,7 +4,8 @@
 `python -m kernels cmake-args VARIANT`   prints one variant's CMAKE_ARGS (for `pip install`)
 `python -m kernels build VARIANT`        builds llama-cpp-python with them
 `python -m kernels verify [MODEL]`       checks the int8-K Flash Attention pair is compiled and used
-`python -m kernels isa-proof`            counts the int8 dot instruction in RDNA3 FA kernels (as root)
+`python -m kernels isa-proof`            counts the int8 dot instruction in RDNA3 FA kernels
+                                         (as root)
 `python -m kernels isa-proof --cuda`     the same for NVIDIA (nvcc, cuobjdump; IDP.4A, sm_90)
 `python -m kernels isa-count LIB`        counts it in an installed libggml-cuda.so / libggml-hip.so
 """

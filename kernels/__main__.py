@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "variants":
         for v in VARIANTS.values():
-            print(f"{v.name:12} {v.summary}\n{'':12} CMAKE_ARGS=\"{v.cmake_args_text}\"")
+            print(f'{v.name:12} {v.summary}\n{"":12} CMAKE_ARGS="{v.cmake_args_text}"')
         return 0
     try:
         if args.command == "cmake-args":
@@ -118,7 +118,9 @@ def _isa_proof(args: argparse.Namespace) -> int:
         print(f"kernels: {error}", file=sys.stderr)
         return 2
     write_json(run.report, out)
-    table.write_text(render_markdown(run.report, os.path.relpath(out, table.parent)), encoding="utf-8")
+    table.write_text(
+        render_markdown(run.report, os.path.relpath(out, table.parent)), encoding="utf-8"
+    )
     cached = [pair for pair in run.report["instances"] if pair not in run.compiled]
     print(
         f"wrote {out} and {table} (compiled now: {', '.join(run.compiled) or 'none'}; "

@@ -143,7 +143,8 @@ def sha256_of(path: Path) -> str:
 
 
 def unpack_ggml(sdist: Path, sha: str, root: Path) -> str:
-    """ggml's include/ and src/ from the sdist, inside the root; returns the path as seen in the root."""
+    """ggml's include/ and src/ from the sdist, inside the root; returns the path as seen in
+    the root."""
     inside = f"/kvstudio/src/{sha[:16]}"
     dest = root / inside.lstrip("/")
     if (dest / "ggml").is_dir():
@@ -159,7 +160,8 @@ def unpack_ggml(sdist: Path, sha: str, root: Path) -> str:
                 members.append(member)
         if not members:
             raise IsaProofError(f"{sdist.name} holds no vendor/llama.cpp/ggml sources.")
-        # tarfile's "data" filter exists from Python 3.11.4 (Debian 12 has 3.11.2): check by hand too.
+        # tarfile's "data" filter exists from Python 3.11.4 (Debian 12 has 3.11.2): check by
+        # hand too.
         unsafe = [
             m.name for m in members if not (m.isfile() or m.isdir()) or ".." in Path(m.name).parts
         ]
@@ -174,7 +176,8 @@ def unpack_ggml(sdist: Path, sha: str, root: Path) -> str:
 
 
 def toolchain(root: Path) -> list[str]:
-    """'package version' lines of hipcc, clang and the device libraries, as hip_root.sh recorded them."""
+    """'package version' lines of hipcc, clang and the device libraries, as hip_root.sh
+    recorded them."""
     lines = (root / ".kvstudio-ready").read_text().splitlines()
     return sorted(" ".join(line.split()) for line in lines if line.strip())
 
@@ -220,7 +223,8 @@ def _in_root(root: Path, script: str, stdin: str | None = None) -> str:
 
 
 def compile_instance(root: Path, src: str, pair: str, targets: Sequence[str], out: str) -> None:
-    """One hipcc call compiles the instance for every target into one fat object at `out` (in root)."""
+    """One hipcc call compiles the instance for every target into one fat object at `out`
+    (in root)."""
     cmd = [
         "hipcc",
         *(f"--offload-arch={t}" for t in targets),
@@ -276,11 +280,12 @@ def demangle(root: Path, symbols: Sequence[str]) -> dict[str, str]:
     out = _in_root(root, "llvm-cxxfilt", stdin="\n".join(symbols) + "\n").splitlines()
     if len(out) != len(symbols):
         raise IsaProofError("llvm-cxxfilt returned a different number of names than it was given.")
-    return dict(zip(symbols, out))
+    return dict(zip(symbols, out, strict=True))
 
 
 def object_key(sha: str, pair: str, targets: Sequence[str], tools: list[str]) -> str:
-    """Cached objects are reused only for the same source, instance, targets, flags and toolchain."""
+    """Cached objects are reused only for the same source, instance, targets, flags and
+    toolchain."""
     material = json.dumps([sha, pair, list(targets), COMPILE_FLAGS, HIPBLAS_INCLUDE, tools])
     return f"{pair}-{hashlib.sha256(material.encode()).hexdigest()[:20]}"
 

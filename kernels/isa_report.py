@@ -1,4 +1,5 @@
-"""The int8-K instruction report: count `v_dot4_i32_iu8` per kernel, judge it, write JSON and Markdown.
+"""The int8-K instruction report: count `v_dot4_i32_iu8` per kernel, judge it, write JSON and
+Markdown.
 
 Pure functions on text and dicts; `kernels/isa_proof.py` compiles and disassembles, this module only
 reads what came out. The JSON under docs/ is the record; the Markdown table is rendered from it.
@@ -83,7 +84,8 @@ def scan(disassembly: str, instruction: str = INSTRUCTION) -> dict[str, tuple[in
                 found[current] = (count + 1, traps)
             elif mnemonic == ["s_trap"]:
                 found[current] = (count, True)
-    # Section labels such as <.text> mark padding (s_code_end); list them only if they hold the instruction.
+    # Section labels such as <.text> mark padding (s_code_end); list them only if they hold the
+    # instruction.
     return {s: v for s, v in found.items() if v[0] or not (s == "" or s.startswith("."))}
 
 

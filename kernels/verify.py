@@ -19,9 +19,13 @@ q8_0 and the CPU's own Flash Attention computes with it, and the report says exa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from app.core.kv_types import KvMode
 from kernels.lib_isa import BACKENDS, LibraryIsa, count_installed, summary_lines
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import CreateCompletionResponse
 
 
 @dataclass
@@ -94,17 +98,24 @@ def verify(
     )
     try:
         out = llm.create_completion("The capital of France is", max_tokens=16, temperature=0.0)
-        report.tokens = int(out["usage"]["completion_tokens"])
+        # Without stream=True llama-cpp-python returns one response, though it is typed as
+        # "a response or an iterator of them".
+        response = cast("CreateCompletionResponse", out)
+        report.tokens = int(response["usage"]["completion_tokens"])
     finally:
         llm.close()
     router.flush()
-    parsed = parse_log(router.take_lines(), expect_gpu=bool(info.gpu_backends) and n_gpu_layers != 0)
+    parsed = parse_log(
+        router.take_lines(), expect_gpu=bool(info.gpu_backends) and n_gpu_layers != 0
+    )
 
     report.k_cache_types = [c.k_type for c in parsed.kv_caches]
     report.kv_devices = list(dict.fromkeys(d for c in parsed.kv_caches for d in c.devices))
     report.warnings = [w.text for w in parsed.warnings]
     if not parsed.kv_caches:
-        report.problems.append("llama.cpp logged no KV cache line; cannot tell which K type it used.")
+        report.problems.append(
+            "llama.cpp logged no KV cache line; cannot tell which K type it used."
+        )
     elif any(t != mode.k.name for t in report.k_cache_types):
         report.problems.append(f"The K cache is {report.k_cache_types}, not {mode.k.name}.")
     for warning in parsed.warnings:
@@ -149,9 +160,14 @@ def verdict(report: VerifyReport) -> str:
 
 def format_report(report: VerifyReport) -> str:
     compiled = {True: "yes", False: "NO", None: "not restricted by this backend"}[report.compiled]
+    pairs = (
+        ", ".join(report.fa_pairs)
+        if report.fa_pairs
+        else "not reported (CPU/Vulkan handle every pair)"
+    )
     lines = [
         f"build backends:        {', '.join(report.backends) or 'unknown'}",
-        f"FA pairs compiled:     {', '.join(report.fa_pairs) if report.fa_pairs else 'not reported (CPU/Vulkan handle every pair)'}",
+        f"FA pairs compiled:     {pairs}",
         f"K/V asked:             {report.mode}  (compiled: {compiled})",
         f"K cache type(s) used:  {', '.join(report.k_cache_types) or 'none logged'}",
         f"KV cache allocated in: {', '.join(report.kv_devices) or 'not logged'}",

@@ -131,7 +131,8 @@ def test_the_docs_table_is_rendered_from_the_docs_report() -> None:
 
 
 def test_a_fresh_compile_matches_the_cached_objects(report: dict) -> None:
-    """Compiled now, never cached: a stale or damaged object cache cannot pass for the real thing."""
+    """Compiled now, never cached: a stale or damaged object cache cannot pass for the real
+    thing."""
     try:
         fresh = isa_proof.compile_fresh(None, "q8_0-f16", "gfx1100", log=lambda line: None)
     except isa_proof.IsaProofError as error:
@@ -214,7 +215,8 @@ def test_scan_counts_the_mnemonic_only() -> None:
 
 
 def test_the_version_is_pinned_in_one_place() -> None:
-    """kernels.variants.LLAMA_CPP_PYTHON_VERSION is the pin; the install files must agree with it."""
+    """kernels.variants.LLAMA_CPP_PYTHON_VERSION is the pin; the install files must agree with
+    it."""
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     pins = [d for d in deps if d.startswith("llama-cpp-python")]
     assert pins == [f"llama-cpp-python=={LLAMA_CPP_PYTHON_VERSION}"]

@@ -15,7 +15,9 @@ CUDA_INFO = (
     "CUDA : ARCHS = 900 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | "
     "FA_QUANTS = q8_0-f16,q8_0-q8_0,f16-f16 | CPU : SSE3 = 1 | AVX = 1 | "
 )
-DEFAULT_CUDA_INFO = "CUDA : ARCHS = 900 | FA_QUANTS = q4_0-q4_0,q8_0-q8_0,f16-f16,bf16-bf16 | CPU : AVX = 1 |"
+DEFAULT_CUDA_INFO = (
+    "CUDA : ARCHS = 900 | FA_QUANTS = q4_0-q4_0,q8_0-q8_0,f16-f16,bf16-bf16 | CPU : AVX = 1 |"
+)
 
 
 def test_cuda_build_with_int8k_pair_is_recognised() -> None:
