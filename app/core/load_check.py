@@ -22,7 +22,7 @@ from app.core.errors import BadInputError, ContextTooLargeError, NotEnoughMemory
 from app.core.fit import ShapeOptions, fit_context_length, memory_need
 from app.core.gguf_header import GgufHeader
 from app.core.probes import FreeMemory
-from app.core.units import gib
+from app.core.units import size
 
 # llama.cpp keeps n_ctx in a uint32 and pads it to a multiple of 256 (llama-context.cpp):
 # above 2**32 - 256 the padding wraps to 0 and the context cannot be created.
@@ -50,11 +50,12 @@ class LoadShape(Protocol):
     def swa_full(self) -> bool: ...
 
 
-def _gibs(*n_bytes: int) -> list[str]:
-    """Sizes in GiB with one decimal, or more where the need and the free memory (the last
-    two) would otherwise print alike ("needs 0.8 GiB ... 0.8 GiB free")."""
+def _sizes(*n_bytes: int) -> list[str]:
+    """Sizes with one decimal in the unit that suits each (MiB below 1 GiB: "0.0 GiB free"
+    says nothing), or more decimals where the need and the free memory (the last two) would
+    otherwise print alike ("needs 0.8 GiB ... 0.8 GiB free")."""
     for digits in (1, 2, 3):
-        shown = [gib(n, digits) for n in n_bytes]
+        shown = [size(n, digits) for n in n_bytes]
         if shown[-1] != shown[-2]:
             break
     return shown
@@ -116,7 +117,7 @@ def check_load_fits(
         return
     largest = fit_context_length(header, free.bytes, mode, max_ctx=n_ctx, **shape)
     room = f"{largest:,} tokens would fit" if largest else "not even 256 tokens would fit"
-    kv, total, available = _gibs(need.kv_bytes, need.total_bytes, free.bytes)
+    kv, total, available = _sizes(need.kv_bytes, need.total_bytes, free.bytes)
     raise NotEnoughMemoryError(
         f"The model needs {kv} for the KV cache at {n_ctx:,} tokens ({total} with weights and "
         f"buffers), but {free.device} has {available} free ({room}); {advice}.",

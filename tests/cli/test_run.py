@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from app.core import units
 from app.core.fit import memory_need
 from app.core.gguf_header import read_gguf_header
 from app.core.load_check import free_memory_for
-from app.core.units import gib
 from tests.gguf_factory import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,8 @@ def test_a_load_bigger_than_free_memory_is_refused_with_the_numbers(tmp_path):
     )
     assert need.total_bytes > psutil.virtual_memory().total
     result = kvstudio("run", str(model), "-p", "hi", "--ctx", "1000000000", "--gpu-layers", "0")
-    assert_bad_input(result, f"needs {gib(need.kv_bytes)} for the KV cache at 1,000,000,000 tokens")
+    kv = units.size(need.kv_bytes, 1)
+    assert_bad_input(result, f"needs {kv} for the KV cache at 1,000,000,000 tokens")
     assert "but system RAM has " in result.stderr and " GiB free (" in result.stderr
     assert "tokens would fit); lower --ctx, or pass --force to load anyway." in result.stderr
 

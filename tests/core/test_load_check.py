@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core import units
 from app.core.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
 from app.core.fit import NO_FIT, fit_context_length, fit_estimate, memory_need
 from app.core.gguf_header import read_gguf_header
@@ -20,7 +21,6 @@ from app.core.load_check import (
     gpu_build,
 )
 from app.core.probes import FREE_MEMORY_ENV, FreeMemory, read_free_memory
-from app.core.units import gib
 from app.engine.messages import LoadOptions
 from tests.gguf_factory import write_tiny_gguf
 
@@ -100,8 +100,9 @@ def test_refusal_names_the_kv_bytes_and_the_free_memory(model):
     )
     assert error.largest_n_ctx == largest and 0 < largest < 100_000
     assert str(error) == (
-        f"The model needs {gib(need.kv_bytes)} for the KV cache at 100,000 tokens "
-        f"({gib(need.total_bytes)} with weights and buffers), but system RAM has {gib(free)} free "
+        f"The model needs {units.size(need.kv_bytes, 1)} for the KV cache at 100,000 tokens "
+        f"({units.size(need.total_bytes, 1)} with weights and buffers), but system RAM has "
+        f"{units.size(free, 1)} free "
         f"({largest:,} tokens would fit); lower --ctx, or pass --force to load anyway."
     )
     check_load_fits(header, options(model, 100_000), ram(need.total_bytes), file_size=size)
@@ -111,13 +112,18 @@ def test_refusal_names_the_kv_bytes_and_the_free_memory(model):
 def test_need_and_free_never_print_as_the_same_figure(model):
     header = read_gguf_header(model)
     need = memory_need(header, 100_000, "q8_0/f16", on_gpu=False).total_bytes
-    free = need - 50 * MIB  # 0.43 and 0.38 GiB: both "0.4 GiB" with one decimal
-    assert gib(need) == gib(free)
+    # Free memory a few KiB short of the need: the same figure with one decimal, not with two.
+    free = next(
+        need - delta
+        for delta in range(1024, 100 * 1024, 1024)
+        if units.size(need, 1) == units.size(need - delta, 1)
+        and units.size(need, 2) != units.size(need - delta, 2)
+    )
     with pytest.raises(NotEnoughMemoryError) as caught:
         check_load_fits(header, options(model, 100_000), ram(free))
-    assert (
-        f"({gib(need, 2)} with weights and buffers), but system RAM has {gib(free, 2)} free"
-        in str(caught.value)
+    shown_need, shown_free = units.size(need, 2), units.size(free, 2)
+    assert f"({shown_need} with weights and buffers), but system RAM has {shown_free} free" in str(
+        caught.value
     )
 
 
@@ -152,7 +158,7 @@ def test_the_free_memory_cap_from_the_environment(model, monkeypatch):
     monkeypatch.setenv(FREE_MEMORY_ENV, "3MiB")
     free = read_free_memory(gpu=False)
     assert (free.bytes, free.source, free.device) == (3 * MIB, FREE_MEMORY_ENV, "system RAM")
-    with pytest.raises(NotEnoughMemoryError, match="system RAM has 0.0 GiB free"):
+    with pytest.raises(NotEnoughMemoryError, match="system RAM has 3.0 MiB free"):
         check_model_load(model, options(model, 4096, n_gpu_layers=0))
     check_model_load(model, options(model, 4096, n_gpu_layers=0), force=True)
     monkeypatch.setenv(FREE_MEMORY_ENV, "lots")

@@ -138,7 +138,7 @@ def test_a_load_that_cannot_fit_is_refused_before_any_engine(starter_model_path,
 
     monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "1MiB")  # the probes' cap: a tiny device
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    with pytest.raises(NotEnoughMemoryError, match=r"has 0\.0 GiB free .*; lower the context\.$"):
+    with pytest.raises(NotEnoughMemoryError, match=r"has 1\.0 MiB free .*; lower the context\.$"):
         run_compare(
             starter_model_path,
             n_ctx=1024,
