@@ -104,22 +104,16 @@ def _app_once(cache: Path) -> float:
     return time.perf_counter() - t0
 
 
+def _curl_command(url: str, out: Path) -> list[str]:
+    """curl fetching the benchmark file into `out`, as plainly as the app asks for it."""
+    url = f"{url}/{REPO}/resolve/main/{NAME}"
+    return ["curl", "-sS", "-L", "-H", "Accept-Encoding: identity", "-o", str(out), url]
+
+
 def _curl_once(url: str, out: Path, verify: bool) -> float:
     out.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    subprocess.run(
-        [
-            "curl",
-            "-sS",
-            "-L",
-            "-H",
-            "Accept-Encoding: identity",
-            "-o",
-            str(out),
-            f"{url}/{REPO}/resolve/main/{NAME}",
-        ],
-        check=True,
-    )
+    subprocess.run(_curl_command(url, out), check=True)
     if verify:
         subprocess.run(["sha256sum", str(out)], check=True, capture_output=True)
     return time.perf_counter() - t0
@@ -208,16 +202,7 @@ def _kill_and_resume(url: str, cache: Path, size: int, sha256: str, cdn_port: in
 def _curl_kill_and_resume(url: str, out: Path, size: int, sha256: str) -> int:
     """The same kill -9 at 50% and resume (`curl -C -`) with curl: bytes the server sent twice."""
     out.unlink(missing_ok=True)
-    command = [
-        "curl",
-        "-sS",
-        "-L",
-        "-H",
-        "Accept-Encoding: identity",
-        "-o",
-        str(out),
-        f"{url}/{REPO}/resolve/main/{NAME}",
-    ]
+    command = _curl_command(url, out)
     before = _stats(url)
     child = subprocess.Popen(command)
     while not out.exists() or out.stat().st_size < size // 2:
