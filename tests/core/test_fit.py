@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -21,24 +20,9 @@ from app.core.fit import (
 )
 from app.core.gguf_header import read_gguf_header
 from app.core.kv_types import COMPARE_MODES, KvMode
-from tests.gguf_factory import write_tiny_gguf
 
 GIB = 1024**3
 MIB = 1024**2
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> Path:
-    return write_tiny_gguf(
-        tmp_path_factory.mktemp("fit") / "tiny.gguf",
-        arch="llama",
-        n_layer=4,
-        n_head=8,
-        n_head_kv=2,
-        head_dim=128,
-        n_embd=512,
-        n_ctx_train=131072,
-    )
 
 
 def test_verdict_thresholds():
@@ -48,8 +32,8 @@ def test_verdict_thresholds():
     assert verdict(1001, 1000) == NO_FIT
 
 
-def test_largest_context_is_the_boundary(tiny):
-    header = read_gguf_header(tiny)
+def test_largest_context_is_the_boundary(gqa_llama):
+    header = read_gguf_header(gqa_llama)
     budget = 300 * MIB
     for mode in COMPARE_MODES:
         largest = fit_context_length(header, budget, mode)
@@ -58,9 +42,9 @@ def test_largest_context_is_the_boundary(tiny):
         assert memory_need(header, largest + 256, mode).total_bytes > budget
 
 
-def test_int8_k_fits_a_longer_context(tiny):
-    header = read_gguf_header(tiny)
-    size = os.path.getsize(tiny)
+def test_int8_k_fits_a_longer_context(gqa_llama):
+    header = read_gguf_header(gqa_llama)
+    size = os.path.getsize(gqa_llama)
     results = {r.mode.label: r for r in fit_estimate(header, size, 8192, 300 * MIB, on_gpu=False)}
     f16, q8k, q8kv = (results[m].largest_n_ctx for m in ("f16/f16", "q8_0/f16", "q8_0/q8_0"))
     assert f16 < q8k < q8kv
@@ -77,9 +61,9 @@ def test_int8_k_fits_a_longer_context(tiny):
     assert f16 == gpu["f16/f16"].largest_n_ctx and gpu["q8_0/f16"].largest_n_ctx < q8k
 
 
-def test_verdicts_for_big_and_small_budgets(tiny):
-    header = read_gguf_header(tiny)
-    size = os.path.getsize(tiny)
+def test_verdicts_for_big_and_small_budgets(gqa_llama):
+    header = read_gguf_header(gqa_llama)
+    size = os.path.getsize(gqa_llama)
     assert all(r.verdict == FITS for r in fit_estimate(header, size, 4096, 80 * GIB))
     small = fit_estimate(header, size, 4096, 2 * MIB)
     assert all(r.verdict == NO_FIT and r.largest_n_ctx == 0 for r in small)
@@ -87,25 +71,26 @@ def test_verdicts_for_big_and_small_budgets(tiny):
     assert all(r.largest_n_ctx == 131072 for r in fit_estimate(header, size, 4096, 80 * GIB))
 
 
-def test_tight_when_within_the_margin(tiny):
-    header = read_gguf_header(tiny)
+def test_tight_when_within_the_margin(gqa_llama):
+    header = read_gguf_header(gqa_llama)
     need = memory_need(header, 8192, "q8_0/f16").total_bytes
     (result,) = fit_estimate(header, None, 8192, int(need / 0.95), (KvMode.parse("q8_0/f16"),))
     assert result.verdict == TIGHT
     assert result.largest_n_ctx_with_margin < 8192 <= result.largest_n_ctx
 
 
-def test_split_model_weights_come_from_the_total_size(tiny):
-    header = read_gguf_header(tiny)
+def test_split_model_weights_come_from_the_total_size(gqa_llama):
+    header = read_gguf_header(gqa_llama)
     assert weights_bytes(header) == header.tensor_data_bytes
     assert (
-        weights_bytes(header, os.path.getsize(tiny)) == os.path.getsize(tiny) - header.data_offset
+        weights_bytes(header, os.path.getsize(gqa_llama))
+        == os.path.getsize(gqa_llama) - header.data_offset
     )
     assert weights_bytes(header, 10 * GIB) == 10 * GIB - header.data_offset
 
 
-def test_bad_inputs(tiny):
-    header = read_gguf_header(tiny)
+def test_bad_inputs(gqa_llama):
+    header = read_gguf_header(gqa_llama)
     with pytest.raises(BadInputError):
         fit_estimate(header, None, 0, GIB)
     with pytest.raises(BadInputError):
@@ -128,11 +113,11 @@ def lab():
 
 @pytest.mark.parametrize("n_ctx", [1024, 8192, 32768])
 @pytest.mark.parametrize("mode", ["f16/f16", "q8_0/f16", "q8_0/q8_0"])
-def test_compute_estimate_is_close_and_on_the_high_side(lab, tiny, n_ctx, mode):
-    header = read_gguf_header(tiny)
+def test_compute_estimate_is_close_and_on_the_high_side(lab, gqa_llama, n_ctx, mode):
+    header = read_gguf_header(gqa_llama)
     estimate = memory_need(header, n_ctx, mode, on_gpu=False).compute_bytes
     reported = sum(
-        c.bytes for c in lab.context_log(tiny, n_ctx, KvMode.parse(mode)).compute_buffers
+        c.bytes for c in lab.context_log(gqa_llama, n_ctx, KvMode.parse(mode)).compute_buffers
     )
     # A toy model's few MiB are where the estimate is loosest; real widths are checked below.
     assert reported <= estimate <= reported * 1.4

@@ -22,24 +22,9 @@ from app.core.load_check import (
 )
 from app.core.probes import FREE_MEMORY_ENV, FreeMemory, read_free_memory
 from app.engine.messages import LoadOptions
-from tests.gguf_factory import write_tiny_gguf
 
 GIB = 1024**3
 MIB = 1024**2
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory) -> Path:
-    return write_tiny_gguf(
-        tmp_path_factory.mktemp("load-check") / "tiny.gguf",
-        arch="llama",
-        n_layer=4,
-        n_head=8,
-        n_head_kv=2,
-        head_dim=128,
-        n_embd=512,
-        n_ctx_train=131072,
-    )
 
 
 def options(model: Path, n_ctx: int, kv: str = "q8_0/f16", n_gpu_layers: int = -1) -> LoadOptions:
@@ -67,26 +52,26 @@ def test_context_size_bounds():
     )
 
 
-def test_beyond_the_trained_context_is_refused_unless_forced(model):
-    header = read_gguf_header(model)
-    check_load_fits(header, options(model, 131072), ram(1024 * GIB))
+def test_beyond_the_trained_context_is_refused_unless_forced(gqa_llama):
+    header = read_gguf_header(gqa_llama)
+    check_load_fits(header, options(gqa_llama, 131072), ram(1024 * GIB))
     with pytest.raises(ContextTooLargeError) as caught:
-        check_load_fits(header, options(model, 131073), ram(1024 * GIB))
+        check_load_fits(header, options(gqa_llama, 131073), ram(1024 * GIB))
     assert caught.value.forceable and not isinstance(caught.value, MemoryError)
     assert "131,073 tokens is beyond this model's trained context of 131,072" in str(caught.value)
     assert str(caught.value).endswith("pass --force to load anyway.")
-    check_load_fits(header, options(model, 131073), ram(1), force=True)
+    check_load_fits(header, options(gqa_llama, 131073), ram(1), force=True)
     with pytest.raises(ContextTooLargeError):  # llama.cpp's own limit holds even when forced
-        check_load_fits(header, options(model, MAX_N_CTX + 1), ram(1), force=True)
+        check_load_fits(header, options(gqa_llama, MAX_N_CTX + 1), ram(1), force=True)
 
 
-def test_refusal_names_the_kv_bytes_and_the_free_memory(model):
-    header = read_gguf_header(model)
-    size = model.stat().st_size
+def test_refusal_names_the_kv_bytes_and_the_free_memory(gqa_llama):
+    header = read_gguf_header(gqa_llama)
+    size = gqa_llama.stat().st_size
     need = memory_need(header, 100_000, "q8_0/f16", file_size=size, on_gpu=False)
     free = need.total_bytes // 2
     with pytest.raises(NotEnoughMemoryError) as caught:
-        check_load_fits(header, options(model, 100_000), ram(free), file_size=size)
+        check_load_fits(header, options(gqa_llama, 100_000), ram(free), file_size=size)
     error = caught.value
     assert isinstance(error, MemoryError) and isinstance(error, BadInputError) and error.forceable
     assert (error.n_ctx, error.need_bytes, error.kv_bytes, error.free_bytes) == (
@@ -105,12 +90,12 @@ def test_refusal_names_the_kv_bytes_and_the_free_memory(model):
         f"{units.size(free, 1)} free "
         f"({largest:,} tokens would fit); lower --ctx, or pass --force to load anyway."
     )
-    check_load_fits(header, options(model, 100_000), ram(need.total_bytes), file_size=size)
-    check_load_fits(header, options(model, 100_000), ram(1), file_size=size, force=True)
+    check_load_fits(header, options(gqa_llama, 100_000), ram(need.total_bytes), file_size=size)
+    check_load_fits(header, options(gqa_llama, 100_000), ram(1), file_size=size, force=True)
 
 
-def test_need_and_free_never_print_as_the_same_figure(model):
-    header = read_gguf_header(model)
+def test_need_and_free_never_print_as_the_same_figure(gqa_llama):
+    header = read_gguf_header(gqa_llama)
     need = memory_need(header, 100_000, "q8_0/f16", on_gpu=False).total_bytes
     # Free memory a few KiB short of the need: the same figure with one decimal, not with two.
     free = next(
@@ -120,23 +105,23 @@ def test_need_and_free_never_print_as_the_same_figure(model):
         and units.size(need, 2) != units.size(need - delta, 2)
     )
     with pytest.raises(NotEnoughMemoryError) as caught:
-        check_load_fits(header, options(model, 100_000), ram(free))
+        check_load_fits(header, options(gqa_llama, 100_000), ram(free))
     shown_need, shown_free = units.size(need, 2), units.size(free, 2)
     assert f"({shown_need} with weights and buffers), but system RAM has {shown_free} free" in str(
         caught.value
     )
 
 
-def test_refuses_exactly_where_the_models_page_says_does_not_fit(model):
-    header = read_gguf_header(model)
-    size = model.stat().st_size
+def test_refuses_exactly_where_the_models_page_says_does_not_fit(gqa_llama):
+    header = read_gguf_header(gqa_llama)
+    size = gqa_llama.stat().st_size
     mode = KvMode.parse("f16/f16")
     for budget in (40 * MIB, 60 * MIB, 90 * MIB, 200 * MIB, 2 * GIB):
         for n_ctx in (4096, 32768, 131072):
             (fit,) = fit_estimate(header, size, n_ctx, budget, (mode,), on_gpu=False)
             try:
                 check_load_fits(
-                    header, options(model, n_ctx, "f16/f16"), ram(budget), file_size=size
+                    header, options(gqa_llama, n_ctx, "f16/f16"), ram(budget), file_size=size
                 )
                 refused = False
             except NotEnoughMemoryError:
@@ -144,23 +129,23 @@ def test_refuses_exactly_where_the_models_page_says_does_not_fit(model):
             assert refused == (fit.verdict == NO_FIT), (budget, n_ctx, fit.verdict)
 
 
-def test_a_quantized_v_cache_costs_less_and_fits_where_f16_does_not(model):
-    header = read_gguf_header(model)
+def test_a_quantized_v_cache_costs_less_and_fits_where_f16_does_not(gqa_llama):
+    header = read_gguf_header(gqa_llama)
     f16 = memory_need(header, 131072, "f16/f16", on_gpu=False).total_bytes
     q8 = memory_need(header, 131072, "q8_0/q8_0", on_gpu=False).total_bytes
-    check_load_fits(header, options(model, 131072, "q8_0/q8_0"), ram(q8))
+    check_load_fits(header, options(gqa_llama, 131072, "q8_0/q8_0"), ram(q8))
     with pytest.raises(NotEnoughMemoryError):
-        check_load_fits(header, options(model, 131072, "f16/f16"), ram(q8))
+        check_load_fits(header, options(gqa_llama, 131072, "f16/f16"), ram(q8))
     assert q8 < f16
 
 
-def test_the_free_memory_cap_from_the_environment(model, monkeypatch):
+def test_the_free_memory_cap_from_the_environment(gqa_llama, monkeypatch):
     monkeypatch.setenv(FREE_MEMORY_ENV, "3MiB")
     free = read_free_memory(gpu=False)
     assert (free.bytes, free.source, free.device) == (3 * MIB, FREE_MEMORY_ENV, "system RAM")
     with pytest.raises(NotEnoughMemoryError, match="system RAM has 3.0 MiB free"):
-        check_model_load(model, options(model, 4096, n_gpu_layers=0))
-    check_model_load(model, options(model, 4096, n_gpu_layers=0), force=True)
+        check_model_load(gqa_llama, options(gqa_llama, 4096, n_gpu_layers=0))
+    check_model_load(gqa_llama, options(gqa_llama, 4096, n_gpu_layers=0), force=True)
     monkeypatch.setenv(FREE_MEMORY_ENV, "lots")
     with pytest.raises(BadInputError, match=f"{FREE_MEMORY_ENV}: 'lots' is not a memory size"):
         read_free_memory()
