@@ -8,6 +8,10 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernels.variants import BuildVariant
 
 NOTHING_TO_VERIFY = 3  # exit status: checks passed, but no GPU kernel ran (CPU build)
 
@@ -47,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     isa.add_argument("--arch", help="with --cuda: the sm arch (default sm_90)")
     isa.add_argument("--sdist", type=Path, help="the llama-cpp-python sdist (default: downloaded)")
     isa.add_argument("--root", type=Path, help="the Debian 13 hipcc root (made when missing)")
-    isa.add_argument("--targets", nargs="+", help="AMD GPU targets (default: the rdna3 variant's)")
+    isa.add_argument(
+        "--targets", nargs="+", help="AMD GPU targets (default: the rocm-rdna3 variant's)"
+    )
     isa.add_argument(
         "--out", type=Path, help="the JSON report (default docs/int8k-isa-report.json, -sm90.json)"
     )
@@ -70,6 +76,19 @@ def _parser() -> argparse.ArgumentParser:
     count.add_argument("library", type=Path, help="libggml-cuda.so or libggml-hip.so")
     count.add_argument("--kv", default="q8_0/f16", help="K/V pair to count (default q8_0/f16)")
     count.add_argument("--json", action="store_true")
+    package = sub.add_parser(
+        "package",
+        help="build a backend package (llama.cpp's libraries + manifest) for one variant",
+        description="Writes OUT/NAME/ and OUT/kvstudio-backend-NAME-...tar.gz; `kvstudio backend "
+        "add` installs the archive. GPU variants that cannot be compiled here build inside a "
+        "Debian root (--root; scripts/rocm_root.sh makes one with HIP 6.x).",
+    )
+    package.add_argument("variant")
+    package.add_argument("--out", type=Path, default=Path("dist/backends"))
+    package.add_argument("--root", type=Path, help="build inside this Debian root (chroot)")
+    package.add_argument("--targets", nargs="+", help="fewer GPU targets (a reduced build)")
+    package.add_argument("--note", default="", help="a line for the manifest (why reduced, ...)")
+    package.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     return parser
 
 
@@ -95,10 +114,32 @@ def main(argv: list[str] | None = None) -> int:
             return _isa_proof_cuda(args) if args.cuda else _isa_proof(args)
         if args.command == "isa-count":
             return _isa_count(args)
+        if args.command == "package":
+            return _package(args, variant(args.variant))
         return _verify(args)
     except ValueError as error:  # includes BadInputError
         print(f"kernels: {error}", file=sys.stderr)
         return 2
+
+
+def _package(args: argparse.Namespace, chosen: BuildVariant) -> int:
+    from kernels.package import PackageBuildError, build_package, with_targets
+
+    if args.targets:
+        chosen = with_targets(chosen, args.targets)
+    try:
+        build_package(
+            chosen,
+            args.out,
+            root=args.root,
+            jobs=args.jobs,
+            note=args.note,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+    except PackageBuildError as error:
+        print(f"kernels: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _isa_proof(args: argparse.Namespace) -> int:

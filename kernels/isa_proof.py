@@ -26,9 +26,9 @@ from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION, VARIANTS
 
 REPO = Path(__file__).resolve().parents[1]
 HIP_ROOT_SCRIPT = REPO / "scripts" / "hip_root.sh"
-# The targets the rdna3 build variant compiles for: the proof covers exactly what that build ships.
+# The targets the rocm-rdna3 variant compiles for: the proof covers exactly what that build ships.
 DEFAULT_TARGETS = tuple(
-    next(a for a in VARIANTS["rdna3"].cmake_args if a.startswith("-DGPU_TARGETS="))
+    next(a for a in VARIANTS["rocm-rdna3"].cmake_args if a.startswith("-DGPU_TARGETS="))
     .split("=", 1)[1]
     .split(";")
 )

@@ -34,12 +34,12 @@ VARIANTS: dict[str, BuildVariant] = {
     for v in (
         BuildVariant("cpu", "CPU only (the default pip build)", ()),
         BuildVariant(
-            "rdna3",
+            "rocm-rdna3",
             "AMD Radeon RX 7000 / RDNA3 (+ RDNA3.5 APUs) through ROCm HIP; needs ROCm >= 6.1",
             ("-DGGML_HIP=ON", "-DGPU_TARGETS=gfx1100;gfx1101;gfx1102;gfx1150;gfx1151", _FA),
         ),
         BuildVariant(
-            "rdna4",
+            "rocm-rdna4",
             "AMD Radeon RX 9000 / RDNA4 through ROCm HIP",
             ("-DGGML_HIP=ON", "-DGPU_TARGETS=gfx1200;gfx1201", _FA),
         ),

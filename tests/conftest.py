@@ -1,5 +1,6 @@
 """Fixtures shared by every test area; the Hub's (hub, hub_env, tiny_gguf, small_fs) are
-registered here once, from tests/hub_fixtures.py."""
+registered here once, from tests/hub_fixtures.py, and the backend packages' (cpu_package,
+data_folder, store) from tests/backend_fixtures.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.hub_fixtures"]
+pytest_plugins = ["tests.hub_fixtures", "tests.backend_fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,7 @@ class Settings:
     n_gpu_layers: int = -1  # -1: all layers on the GPU when there is one
     last_model: str | None = None  # a path, or "starter"
     recent_models: tuple[str, ...] = field(default_factory=tuple)
+    backend: str = "built-in"  # app.core.backends: the llama.cpp build the engine runs
 
     def with_recent_model(self, path: str) -> Settings:
         """A copy with `path` as the last model, first in the recent list."""
@@ -56,6 +57,8 @@ def _validated(raw: dict[str, Any]) -> Settings:
         raise ValueError(f"unknown KV types {settings.type_k}/{settings.type_v}")
     if not isinstance(settings.n_ctx, int) or settings.n_ctx <= 0:
         raise ValueError(f"bad n_ctx {settings.n_ctx!r}")
+    if not isinstance(settings.backend, str) or not settings.backend:
+        raise ValueError(f"bad backend {settings.backend!r}")
     return settings
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import llama_cpp
@@ -40,7 +42,28 @@ class Versions:
     ggml_commit: str | None
 
 
+def loaded_library(stem: str) -> Path | None:
+    """The file this process mapped for lib<stem> (libllama, libggml), read from
+    /proc/self/maps; None where there is no such file (other systems) or nothing is mapped."""
+    maps = Path("/proc/self/maps")
+    if not maps.is_file():
+        return None
+    pattern = re.compile(rf"(/\S*/lib{re.escape(stem)}\.(so|dylib)(\.[\d.]+)?)$")
+    for line in maps.read_text(errors="replace").splitlines():
+        match = pattern.search(line)
+        if match:
+            return Path(match.group(1))
+    return None
+
+
 def _lib() -> ctypes.CDLL:
+    """The libggml that libllama itself linked. llama_cpp._ggml would load the wheel's own copy
+    by path, which is a second ggml (with its own device registry) when LLAMA_CPP_LIB_PATH points
+    at a backend package, and even a second copy of the same build (the wheel ships the file
+    three times under different names)."""
+    loaded = loaded_library("ggml")
+    if loaded is not None:
+        return ctypes.CDLL(str(loaded))
     from llama_cpp._ggml import libggml
 
     lib: ctypes.CDLL = libggml  # llama_cpp leaves it untyped
@@ -129,4 +152,9 @@ def system_info() -> str:
 
 
 def supports_gpu_offload() -> bool:
-    return bool(llama_cpp.llama_supports_gpu_offload())
+    """Whether a GPU is there to offload to. llama_supports_gpu_offload() alone also says yes
+    for a CPU build with RPC compiled in (every backend package has it), where no layer can
+    leave the CPU unless a worker is named."""
+    if not llama_cpp.llama_supports_gpu_offload():
+        return False
+    return any(d.kind in ("GPU", "integrated GPU") for d in list_devices())

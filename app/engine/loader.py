@@ -17,6 +17,7 @@ import llama_cpp
 
 from app.core.errors import AppError, EngineFailedError
 from app.core.kv_types import kv_type
+from app.engine import devices
 from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.llama_log import LlamaLogRouter
 from app.engine.log_parse import parse_log
@@ -77,7 +78,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
     seconds = time.perf_counter() - started
     router.flush()
     lines = router.take_lines()
-    expect_gpu = bool(llama_cpp.llama_supports_gpu_offload()) and options.n_gpu_layers != 0
+    expect_gpu = devices.supports_gpu_offload() and options.n_gpu_layers != 0
     parsed = parse_log(lines, expect_gpu=expect_gpu)
     metadata = dict(llm.metadata or {})
     architecture = metadata.get("general.architecture", "")

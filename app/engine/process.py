@@ -8,20 +8,25 @@
 
 The child is started with multiprocessing 'spawn' (a clean interpreter: no Qt, no
 inherited threads) and talks over two one-way pipes. Its fd 2 goes to a temp file, so
-when llama.cpp aborts the crash report carries the last lines it wrote.
+when llama.cpp aborts the crash report carries the last lines it wrote. It runs the backend
+chosen in the data folder (app.core.backends): llama-cpp-python reads LLAMA_CPP_LIB_PATH when
+it is imported, so that variable is in the environment the child is spawned with.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import signal
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
+from app.core.backends import BUILT_IN, BackendStore, library_env
 from app.core.errors import EngineCrashedError
 from app.engine.cancel import CancelFlag
 from app.engine.messages import Shutdown
@@ -30,15 +35,39 @@ log = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 20
 _STOP_GRACE_S = 5.0
+_ENVIRONMENT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def spawn_environment(env: dict[str, str]) -> Iterator[None]:
+    """os.environ with `env` added while a child is spawned (spawn copies it then), as before
+    afterwards. One spawn at a time, so two threads never see each other's variables."""
+    with _ENVIRONMENT_LOCK:
+        saved = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 class EngineProcess:
     """One engine child process at a time; a dead one is replaced on the next send()."""
 
-    def __init__(self, target: Callable[..., None] | None = None) -> None:
+    def __init__(
+        self, target: Callable[..., None] | None = None, backends: BackendStore | None = None
+    ) -> None:
         """`target`: the child's entry point, app.engine.worker.main unless a test wraps it
-        (it gets main's arguments and must be importable by the spawned child)."""
+        (it gets main's arguments and must be importable by the spawned child). `backends`:
+        where the chosen backend is read at each start (default: the data folder's)."""
         self._target = target
+        self._backends = backends
+        self.backend = BUILT_IN  # the backend the running (or last) child was started with
+        self.backend_notice: str | None = None  # why the chosen backend could not be used
         self._ctx = multiprocessing.get_context("spawn")
         self._cancel = CancelFlag(self._ctx)
         self._process: Any = None
@@ -67,12 +96,24 @@ class EngineProcess:
             name="kvstudio-engine",
             daemon=True,
         )
-        self._process.start()
+        backend, self.backend_notice = self._store().for_engine()
+        if self.backend_notice:
+            log.warning("%s", self.backend_notice)
+        self.backend = backend.name
+        with spawn_environment(library_env(backend.folder)):
+            self._process.start()
         # Close our copies of the child's ends, so a dead child reads as EOF here.
         command_out.close()
         event_in.close()
         self._commands, self._events = command_in, event_out
-        log.info("engine process started (pid %s)", self._process.pid)
+        log.info("engine process started (pid %s, backend %s)", self._process.pid, self.backend)
+
+    def _store(self) -> BackendStore:
+        if self._backends is None:
+            from app.core.paths import data_dir
+
+            self._backends = BackendStore(data_dir())
+        return self._backends
 
     def stop(self, timeout: float = _STOP_GRACE_S) -> None:
         """Ask the engine to shut down; terminate (then kill) it if it does not."""

@@ -43,7 +43,7 @@ def test_every_gpu_variant_compiles_the_default_pair() -> None:
     for v in VARIANTS.values():
         if any(a in ("-DGGML_CUDA=ON", "-DGGML_HIP=ON") for a in v.cmake_args):
             assert "q8_0-f16" in v.cmake_args_text, v.name
-    assert "gfx1100" in variant("rdna3").cmake_args_text
+    assert "gfx1100" in variant("rocm-rdna3").cmake_args_text
 
 
 def test_cpu_build_is_never_called_verified(starter_model_path) -> None:

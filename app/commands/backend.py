@@ -1,0 +1,104 @@
+"""`kvstudio backend ls | use NAME | add ARCHIVE | verify [NAME] | rm NAME`: the llama.cpp builds.
+
+A backend package (built with `python -m kernels package VARIANT`) holds llama.cpp's libraries
+for one variant; the engine runs the one chosen here, the GUI's Backends panel shows the same.
+A package that does not match its manifest or does not load is refused and the previous backend
+stays in use (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.core.backends import BackendStore
+    from app.engine.backend_verify import Counter
+
+NAME = "backend"
+HELP = "list, add, switch and verify llama.cpp backends (CPU, ROCm, CUDA, Vulkan packages)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("ls", help="the installed backends; * marks the one the engine runs")
+    use = sub.add_parser("use", help="run the engine on this backend (checked and loaded first)")
+    use.add_argument("name")
+    add = sub.add_parser("add", help="install a backend package archive (.tar.gz)")
+    add.add_argument("archive", type=Path)
+    add.add_argument("--use", action="store_true", help="and switch to it")
+    verify = sub.add_parser(
+        "verify",
+        help="check a backend's files, that it loads, and its int8-K kernels",
+        description="Exit status: 0 verified; 1 the backend has a problem; 2 bad input.",
+    )
+    verify.add_argument("name", nargs="?", help="default: the one in use")
+    remove = sub.add_parser("rm", help="delete an installed backend package")
+    remove.add_argument("name")
+
+
+def _counter() -> Counter | None:
+    """kernels/ recounts instructions in a GPU library; it is there in a source checkout."""
+    try:
+        from kernels.package import count_instructions
+    except ImportError:
+        return None
+    return count_instructions
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.core.backends import BackendStore
+    from app.core.errors import AppError
+    from app.core.paths import data_dir
+    from app.engine.backend_probe import probe
+
+    store = BackendStore(data_dir())
+    try:
+        if args.action == "ls":
+            _list(store)
+        elif args.action == "use":
+            backend = store.use(args.name, probe)
+            print(f"The engine now runs the {backend.name} backend.")
+        elif args.action == "add":
+            backend = store.add(args.archive, probe)
+            if args.use:
+                store.use(backend.name, probe)
+                print(f"Added the {backend.name} backend; the engine now runs it.")
+            else:
+                name = backend.name
+                print(f"Added the {name} backend; switch with `kvstudio backend use {name}`.")
+        elif args.action == "rm":
+            store.remove(args.name)
+            print(f"Removed the {args.name} backend; the engine runs {store.chosen_name()}.")
+        else:
+            from app.engine.backend_verify import verify
+
+            result = verify(store, args.name or store.chosen_name(), _counter())
+            print("\n".join(result.lines()))
+            return 0 if result.ok else 1
+    except AppError as error:
+        print(f"kvstudio: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _list(store: BackendStore) -> None:
+    from app.core.text_table import aligned_rows
+
+    chosen = store.chosen_name()
+    rows = [["  BACKEND", "GPU TARGETS", "FA PAIRS", "WHAT"]]
+    for backend in store.installed():
+        manifest = backend.manifest
+        if backend.folder is None:
+            what, targets, pairs = "llama-cpp-python's own build", "-", "-"
+        elif manifest is None:
+            what, targets, pairs = f"damaged: {backend.problem}", "-", "-"
+        else:
+            what = manifest.summary
+            targets = ",".join(manifest.gpu_targets) or "-"
+            pairs = ",".join(manifest.fa_pairs) or "all"
+        mark = "*" if backend.name == chosen else " "
+        rows.append([f"{mark} {backend.name}", targets, pairs, what])
+    print("\n".join(aligned_rows(rows)))

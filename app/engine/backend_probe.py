@@ -1,0 +1,132 @@
+"""Load a backend once in a child process: does it load, what is it, which devices does it see.
+
+Used before a backend becomes the choice (`kvstudio backend use/add/verify`, the Backends
+panel): a package whose libraries do not load (a missing system library, another CPU, a
+broken file) fails here, in a throwaway process, and never in the engine. The child is spawned
+like the engine (app.engine.process.spawn_environment), so it loads exactly what the engine
+would. It also confirms that the libllama it mapped is the package's own, not the built-in one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.core.backend_manifest import BadPackageError
+from app.core.backends import library_env
+from app.engine.build_info import BuildInfo, parse_system_info
+
+PROBE_TIMEOUT_S = 120.0  # a GPU backend initialising its driver can take a while
+
+
+class BackendLoadError(BadPackageError):
+    """The backend's libraries do not load: one sentence."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    library: str  # the libllama file the child mapped
+    llama_cpp: str  # llama_version()
+    system_info: str
+    devices: tuple[str, ...]  # "CPU: AMD EPYC (24.0 GiB)"
+
+    @property
+    def build(self) -> BuildInfo:
+        return parse_system_info(self.system_info)
+
+
+def _child(conn: Any) -> None:
+    """In the child: quiet, import llama_cpp (which loads the libraries), report."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    try:
+        import llama_cpp  # loads LLAMA_CPP_LIB_PATH's libllama (or the wheel's)
+
+        from app.core.units import size
+        from app.engine import devices
+
+        found = devices.loaded_library("llama")
+        conn.send(
+            {
+                "library": str(found or ""),
+                "llama_cpp": devices.versions().llama_cpp,
+                "system_info": devices.system_info(),
+                "devices": [
+                    f"{d.name}: {d.description} ({size(d.memory_total)})"
+                    for d in devices.list_devices()
+                ],
+            }
+        )
+        del llama_cpp
+    except Exception as error:  # noqa: BLE001 - the message is the answer
+        conn.send(_reason(error))
+    finally:
+        conn.close()
+
+
+def _reason(error: Exception) -> str:
+    """llama-cpp-python's "Failed to load shared library '/long/path/libllama.so': why" as
+    "libllama.so: why"."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    match = re.match(r"Failed to load shared library '([^']*)': (.*)", text)
+    if match:
+        text = f"{Path(match.group(1)).name}: {match.group(2)}"
+    return text[:400]
+
+
+def probe(folder: Path | None, *, timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
+    """Load the backend in `folder` (None: the built-in one) in a child process."""
+    from app.engine.process import spawn_environment
+
+    name = folder.name if folder is not None else "built-in"
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_child, args=(send,), name="kvstudio-backend-probe", daemon=True)
+    with spawn_environment(library_env(folder)):
+        process.start()
+    send.close()
+    answer: object = None
+    try:
+        if receive.poll(timeout):
+            answer = receive.recv()
+    except (EOFError, OSError):
+        answer = None
+    finally:
+        receive.close()
+        process.join(5.0)
+        if process.is_alive():
+            process.kill()
+            process.join(5.0)
+    if isinstance(answer, str):
+        raise BackendLoadError(f"The {name} backend does not load: {answer.rstrip('.')}.")
+    if not isinstance(answer, dict):
+        code = process.exitcode
+        how = (
+            f"was killed by signal {-code}"
+            if code is not None and code < 0
+            else f"exited with code {code}"
+            if code is not None
+            else f"gave no answer in {timeout:.0f} s"
+        )
+        raise BackendLoadError(f"The {name} backend does not load: the test process {how}.")
+    result = ProbeResult(
+        library=answer["library"],
+        llama_cpp=answer["llama_cpp"],
+        system_info=answer["system_info"],
+        devices=tuple(answer["devices"]),
+    )
+    if folder is not None and result.library:
+        loaded = Path(result.library).resolve()
+        if loaded.parent != folder.resolve():
+            raise BackendLoadError(
+                f"The {name} backend did not load its own libllama (got {loaded}); "
+                "is LLAMA_CPP_LIB_PATH set to something else?"
+            )
+    return result
