@@ -11,11 +11,13 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from app.core.backends import BackendStore
 from app.core.chat_store import ChatStore
 from app.core.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
 from app.core.settings import SettingsFile
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
+from app.ui.backends_page import BackendsPage
 from app.ui.dashboard.page import DashboardPage
 from app.ui.main_window import ASSETS, MainWindow, app_icon
 from app.ui.models.page import ModelsPage
@@ -62,6 +64,9 @@ def _add_pages(
     models.load_requested.connect(lambda _ref: window.show_page("Chat"))
     window.add_page("Models", models)
     window.add_page("Dashboard", DashboardPage(engine))
+    backends = BackendsPage(BackendStore(folder, window.chat.settings))
+    backends.backend_switched.connect(lambda _name: engine.restart_engine())
+    window.add_page("Backends", backends)
 
 
 def apply_style(app: QApplication) -> None:

@@ -9,6 +9,7 @@ arguments, so the library's own kernels for the asked K/V pair are counted, not 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -149,7 +150,9 @@ def count_installed(backend: str, asked: str, lib_dir: Path | None = None) -> Li
     """Count in the installed llama_cpp's library for `backend` ("cuda" or "hip")."""
     import llama_cpp  # before numpy: see docs/llama-cpp-notes.md (import order)
 
-    lib_dir = lib_dir or Path(llama_cpp.__file__).parent / "lib"
+    # A backend package (LLAMA_CPP_LIB_PATH) when one is loaded, else the wheel's own folder.
+    override = os.environ.get("LLAMA_CPP_LIB_PATH")
+    lib_dir = lib_dir or (Path(override) if override else Path(llama_cpp.__file__).parent / "lib")
     library = find_library(lib_dir, backend)
     if library is None:
         return LibraryIsa(

@@ -56,6 +56,10 @@ COMMON_CMAKE_ARGS = (
     # One file per library (libggml.so, not libggml.so -> .so.0 -> .so.0.25.3).
     "-DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON",
 )
+# What a package is, where the pip variant's words do not fit (the pip CPU build is -march=native).
+PACKAGE_SUMMARIES = {
+    "cpu": "CPU only, portable: x86-64 with AVX2, FMA and F16C (Intel Haswell, AMD Zen and newer)",
+}
 BUILD_TARGETS = ("llama", "mtmd", "ggml-rpc-server")
 _GPU_TARGETS = re.compile(r"^-D(GPU_TARGETS|AMDGPU_TARGETS|CMAKE_CUDA_ARCHITECTURES)=(.+)$")
 _FA_QUANTS = re.compile(r"^-DGGML_CUDA_FA_QUANTS=(.+)$")
@@ -269,7 +273,7 @@ def build_package(
     targets = gpu_targets(args)
     manifest = BackendManifest(
         name=name,
-        summary=variant.summary,
+        summary=PACKAGE_SUMMARIES.get(name, variant.summary),
         platform=platform_tag(),
         llama_cpp_python=LLAMA_CPP_PYTHON_VERSION,
         ggml_version=ggml_version(src),

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.core.backends import BackendStore
-    from app.engine.backend_verify import Counter
 
 NAME = "backend"
 HELP = "list, add, switch and verify llama.cpp backends (CPU, ROCm, CUDA, Vulkan packages)"
@@ -37,15 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verify.add_argument("name", nargs="?", help="default: the one in use")
     remove = sub.add_parser("rm", help="delete an installed backend package")
     remove.add_argument("name")
-
-
-def _counter() -> Counter | None:
-    """kernels/ recounts instructions in a GPU library; it is there in a source checkout."""
-    try:
-        from kernels.package import count_instructions
-    except ImportError:
-        return None
-    return count_instructions
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
             store.remove(args.name)
             print(f"Removed the {args.name} backend; the engine runs {store.chosen_name()}.")
         else:
-            from app.engine.backend_verify import verify
+            from app.engine.backend_verify import instruction_counter, verify
 
-            result = verify(store, args.name or store.chosen_name(), _counter())
+            result = verify(store, args.name or store.chosen_name(), instruction_counter())
             print("\n".join(result.lines()))
             return 0 if result.ok else 1
     except AppError as error:

@@ -34,6 +34,7 @@ from app.core.backend_manifest import (
     sha256_file,
 )
 from app.core.errors import BadInputError
+from app.core.settings import SettingsFile, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +75,12 @@ def library_env(folder: Path | None) -> dict[str, str]:
 class BackendStore:
     """The backends folder of one data folder, and the chosen backend (a setting)."""
 
-    def __init__(self, data_folder: Path) -> None:
+    def __init__(self, data_folder: Path, settings: SettingsFile | None = None) -> None:
+        """`settings`: the app's own SettingsFile when it has one open, so a change made here
+        is not overwritten by its next save (it writes the whole file)."""
         self.data_folder = data_folder
         self.folder = data_folder / BACKENDS_FOLDER
+        self._settings = settings
 
     # ---- what is there -------------------------------------------------------------------
 
@@ -103,8 +107,8 @@ class BackendStore:
         raise BadInputError(f"No backend named '{name[:60]}' is installed (installed: {names}).")
 
     def chosen_name(self) -> str:
-        from app.core.settings import load_settings
-
+        if self._settings is not None:
+            return self._settings.settings.backend
         return load_settings(self.data_folder).settings.backend
 
     def for_engine(self) -> tuple[InstalledBackend, str | None]:
@@ -207,9 +211,7 @@ class BackendStore:
         shutil.rmtree(backend.folder)
 
     def _remember(self, name: str) -> None:
-        from app.core.settings import SettingsFile
-
-        SettingsFile(self.data_folder).update(backend=name)
+        (self._settings or SettingsFile(self.data_folder)).update(backend=name)
 
 
 def _unpack(archive: Path, staging: Path) -> Path:

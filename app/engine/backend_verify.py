@@ -26,6 +26,16 @@ CONTROL_PAIR = "f16-f16"
 Counter = Callable[[Path], dict[str, dict[str, int]]]
 
 
+def instruction_counter() -> Counter | None:
+    """kernels/ recounts instructions in a GPU library; it is there in a source checkout, not
+    necessarily in an installed app (then the manifest's recorded counts are shown)."""
+    try:
+        from kernels.package import count_instructions
+    except ImportError:
+        return None
+    return count_instructions
+
+
 @dataclass
 class VerifyResult:
     backend: InstalledBackend

@@ -49,3 +49,18 @@ def read_build_info() -> BuildInfo:
     import llama_cpp  # first: numpy before llama_cpp crashed model loads on one machine
 
     return parse_system_info(llama_cpp.llama_print_system_info().decode("utf-8", "replace"))
+
+
+@dataclass(frozen=True)
+class BackendPairs:
+    """Which K/V pairs the running backend's GPU Flash Attention has kernels for, as the load
+    dialog needs it: from the loaded model's system-info line, or before any load from the
+    chosen package's manifest."""
+
+    backend: str  # "built-in", "rocm-rdna3", ...
+    fa_pairs: tuple[str, ...] | None  # None: every pair runs natively (CPU, Vulkan) or unknown
+
+    def native(self, k: str, v: str) -> bool | None:
+        if self.fa_pairs is None:
+            return None
+        return "all" in self.fa_pairs or f"{k}-{v}" in self.fa_pairs

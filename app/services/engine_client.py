@@ -199,6 +199,21 @@ class EngineClient(QObject):
         self._update_busy()
         self.model_unloaded.emit()
 
+    def restart_engine(self) -> None:
+        """A fresh engine process (it starts on the backend chosen now); the model that was
+        loaded, or loading, is loaded again in it."""
+        options = self._last_options if (self._loaded or self._loading) else None
+        self.unload()
+        self.shutdown()
+        if options is not None:
+            self.load(options)
+
+    @property
+    def engine_backend(self) -> str | None:
+        """The backend the running engine process was started with (None: no engine)."""
+        proc = self._proc
+        return getattr(proc, "backend", None) if proc is not None and proc.is_alive() else None
+
     def request(self, command: Any) -> None:
         """Send another command (Evaluate, Bench, ...) with a request_id; its result
         comes back through event_received. Needs a loaded model."""

@@ -22,11 +22,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.core import starter
+from app.core.backends import BackendStore
 from app.core.chat_store import ChatStore, Conversation
 from app.core.errors import ContextTooLargeError
 from app.core.load_check import check_model_load
 from app.core.model_ref import resolve_model
 from app.core.settings import Settings, SettingsFile
+from app.engine.build_info import BackendPairs, parse_system_info
 from app.engine.messages import Finished, Loaded, LoadOptions
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
@@ -328,8 +330,18 @@ class ChatPage(QWidget):
         self._show_current_model()
         self._update_offer()
 
+    def backend_pairs(self) -> BackendPairs:
+        """The K/V pairs the running backend's GPU Flash Attention has: what llama.cpp said
+        when the model loaded, else what the chosen package's manifest names."""
+        loaded = self.engine.loaded
+        backend, _ = BackendStore(self.settings.folder).for_engine()
+        if loaded is not None:
+            return BackendPairs(backend.name, parse_system_info(loaded.system_info).fa_pairs)
+        fa_pairs = backend.manifest.fa_pairs if backend.manifest is not None else ()
+        return BackendPairs(backend.name, fa_pairs or None)
+
     def edit_load_options(self) -> None:
-        dialog = LoadOptionsDialog(self.settings.settings, self)
+        dialog = LoadOptionsDialog(self.settings.settings, self, self.backend_pairs())
         if dialog.exec():
             chosen = dialog.chosen()
             self.settings.update(

@@ -16,8 +16,10 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QMenu,
+    QPushButton,
     QSpinBox,
     QToolButton,
     QVBoxLayout,
@@ -27,11 +29,15 @@ from PySide6.QtWidgets import (
 from app.core import starter
 from app.core.kv_types import KV_TYPES
 from app.core.settings import Settings
+from app.engine.build_info import BackendPairs
 from app.ui.chat.status_bar import model_name
 
 log = logging.getLogger(__name__)
 
 STARTER = "starter"
+# What the load dialog offers when the chosen K/V pair has no Flash Attention kernel in the
+# running GPU backend: int8 K and V (in llama.cpp's default pair list), or plain f16.
+ALTERNATIVE_PAIRS = (("q8_0", "q8_0"), ("f16", "f16"))
 
 
 def _library_models() -> list[tuple[str, str]]:
@@ -112,10 +118,18 @@ class LoadOptionsDialog(QDialog):
     """n_ctx, K and V cache types, GPU layers, threads. Flash Attention is always on
     (a quantized V cache needs it, and it is what the int8-K kernel runs in)."""
 
-    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        parent: QWidget | None = None,
+        pairs: BackendPairs | None = None,
+    ) -> None:
+        """`pairs`: which K/V pairs the running backend's Flash Attention has kernels for;
+        a pair it lacks is said, with the pairs it has offered instead."""
         super().__init__(parent)
         self.setWindowTitle("Load options")
         self._settings = settings
+        self._pairs = pairs
         self.n_ctx = QSpinBox()
         self.n_ctx.setRange(256, 1_048_576)
         self.n_ctx.setSingleStep(1024)
@@ -153,11 +167,51 @@ class LoadOptionsDialog(QDialog):
         )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
+        self.pair_warning = QLabel()
+        self.pair_warning.setWordWrap(True)
+        self.pair_warning.setObjectName("pairWarning")
+        self.pair_warning.setStyleSheet(
+            "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
+            "border-radius: 6px; padding: 6px;"
+        )
+        self.pair_buttons: dict[str, QPushButton] = {}
+        offers = QHBoxLayout()
+        for k, v in ALTERNATIVE_PAIRS:
+            button = QPushButton(f"Use K={k} / V={v}")
+            button.clicked.connect(lambda _=False, k=k, v=v: self._choose_pair(k, v))
+            self.pair_buttons[f"{k}/{v}"] = button
+            offers.addWidget(button)
+        offers.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(flash)
+        layout.addWidget(self.pair_warning)
+        layout.addLayout(offers)
         layout.addWidget(hint)
         layout.addWidget(buttons)
+        self.type_k.currentTextChanged.connect(self._show_pair_support)
+        self.type_v.currentTextChanged.connect(self._show_pair_support)
+        self._show_pair_support()
+
+    def _choose_pair(self, k: str, v: str) -> None:
+        self.type_k.setCurrentText(k)
+        self.type_v.setCurrentText(v)
+
+    def _show_pair_support(self) -> None:
+        k, v = self.type_k.currentText(), self.type_v.currentText()
+        missing = self._pairs is not None and self._pairs.native(k, v) is False
+        self.pair_warning.setVisible(missing)
+        for name, button in self.pair_buttons.items():
+            ok = self._pairs is not None and self._pairs.native(*name.split("/")) is not False
+            button.setVisible(missing and ok)
+        if missing and self._pairs is not None:
+            offered = [n for n, b in self.pair_buttons.items() if not b.isHidden()]
+            instead = " or ".join(offered) if offered else "another pair"
+            self.pair_warning.setText(
+                f"The {self._pairs.backend} backend has no Flash Attention kernel for "
+                f"K={k} / V={v}: llama.cpp would convert the cache to f16 at every step, "
+                f"which is slow and gives back the memory int8-K saves. Use {instead} instead."
+            )
 
     def chosen(self) -> Settings:
         return replace(
