@@ -22,6 +22,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tarfile
 import time
 from collections.abc import Callable, Sequence
@@ -109,6 +110,13 @@ def with_targets(variant: BuildVariant, targets: Sequence[str]) -> BuildVariant:
     return BuildVariant(variant.name, variant.summary, tuple(args))
 
 
+def host_tool(name: str) -> str:
+    """A build tool from this Python's environment (the cmake and ninja wheels of the test
+    extra) before the system's."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() else (shutil.which(name) or name)
+
+
 class Runner:
     """Runs the build's commands on this machine, or inside a Debian root through chroot."""
 
@@ -120,7 +128,7 @@ class Runner:
 
     def run(self, argv: Sequence[str], log_file: Path) -> None:
         if self.root is None:
-            cmd = list(argv)
+            cmd = [host_tool(argv[0]), *argv[1:]]
         else:
             env = ["/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"]
             # hipconfig (run by HIP's CMake files) reads /proc/self/exe: mount /proc in the root,
@@ -255,8 +263,12 @@ def build_package(
     build_dir = runner.host_path(build_inside)
     build_dir.mkdir(parents=True, exist_ok=True)
     log_file = build_dir / "kvstudio-build.log"
-    has_ninja = (root / "usr/bin/ninja").exists() if root else bool(shutil.which("ninja"))
-    generator = ["-G", "Ninja"] if has_ninja else []
+    if root is not None:
+        generator = ["-G", "Ninja"] if (root / "usr/bin/ninja").exists() else []
+    else:
+        ninja = host_tool("ninja")
+        has_ninja = Path(ninja).is_file()
+        generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if has_ninja else []
     started = time.monotonic()
     log(f"Configuring llama.cpp ({variant.name}): {' '.join(variant.cmake_args) or 'CPU only'}")
     runner.run(["cmake", "-S", src_inside, "-B", build_inside, *generator, *args], log_file)
