@@ -89,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     package.add_argument("--targets", nargs="+", help="fewer GPU targets (a reduced build)")
     package.add_argument("--note", default="", help="a line for the manifest (why reduced, ...)")
     package.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    package.add_argument(
+        "--record",
+        action="store_true",
+        help="also record the manifest in docs/backend-packages/ and re-render docs/backends.md",
+    )
     return parser
 
 
@@ -128,7 +133,7 @@ def _package(args: argparse.Namespace, chosen: BuildVariant) -> int:
     if args.targets:
         chosen = with_targets(chosen, args.targets)
     try:
-        build_package(
+        folder = build_package(
             chosen,
             args.out,
             root=args.root,
@@ -139,6 +144,12 @@ def _package(args: argparse.Namespace, chosen: BuildVariant) -> int:
     except PackageBuildError as error:
         print(f"kernels: {error}", file=sys.stderr)
         return 2
+    if args.record:
+        from kernels.package import archive_name
+        from kernels.package_record import record, update_page
+
+        print(f"Recorded {record(folder, args.out / archive_name(chosen.name))}", file=sys.stderr)
+        update_page()
     return 0
 
 

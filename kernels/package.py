@@ -263,6 +263,7 @@ def build_package(
     build_dir = runner.host_path(build_inside)
     build_dir.mkdir(parents=True, exist_ok=True)
     log_file = build_dir / "kvstudio-build.log"
+    fresh = not (build_dir / "CMakeCache.txt").exists()  # else the cached build only relinks
     if root is not None:
         generator = ["-G", "Ninja"] if (root / "usr/bin/ninja").exists() else []
     else:
@@ -296,7 +297,8 @@ def build_package(
         files=files,
         instruction_counts=count_instructions(folder),
         build={
-            "seconds": seconds,  # this run: a cached build only relinks
+            "seconds": seconds,
+            "fresh": fresh,  # False: the build folder was cached, so seconds is a relink
             "cores": jobs,
             "date": time.strftime("%Y-%m-%d"),
             "toolchain": _toolchain(root),
