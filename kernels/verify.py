@@ -147,9 +147,11 @@ def verdict(report: VerifyReport) -> str:
     if not report.ok:
         return "RESULT: NOT verified"
     if report.verified:
+        k = report.mode.split("/")[0]
+        path = "int8-K path" if k == "q8_0" else f"K={k} path (not int8-K)"
         return (
-            f"RESULT: int8-K path verified: {', '.join(report.kv_devices)} ran Flash Attention "
-            f"with K={report.mode.split('/')[0]} and no fallback"
+            f"RESULT: {path} verified: {', '.join(report.kv_devices)} ran Flash Attention "
+            f"with K={k} and no fallback"
         )
     return (
         "RESULT: no GPU Flash Attention kernel is involved here (KV cache on the CPU): "

@@ -94,6 +94,9 @@ def test_verified_only_when_a_gpu_held_the_cache_and_nothing_fell_back() -> None
 
     assert _report().verified
     assert verdict(_report()).startswith("RESULT: int8-K path verified: CUDA0")
+    # The f16 control is verified as what it is, never called int8-K.
+    control = _report(mode="f16/f16", k_cache_types=["f16"])
+    assert verdict(control).startswith("RESULT: K=f16 path (not int8-K) verified: CUDA0")
     # The same clean run with the cache in host memory: a GPU build, but no GPU kernel read it.
     assert not _report(kv_devices=["CUDA_Host"]).verified
     assert not _report(kv_devices=["CPU"]).verified
