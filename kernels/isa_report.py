@@ -65,28 +65,99 @@ class FaVecKernel:
 
 def scan(disassembly: str, instruction: str = INSTRUCTION) -> dict[str, tuple[int, bool]]:
     """Per function label of an `llvm-objdump -d` listing: occurrences of `instruction`, and whether
-    it holds an s_trap.
+    it traps: holds an s_trap, or calls a function that does. In one compiled object llama.cpp's
+    NO_DEVICE_CODE stub is inlined into the kernel; in a linked libggml-hip.so the kernel only
+    calls a shared `no_device_code` function (s_getpc_b64, s_add/s_addc of the offset,
+    s_swappc_b64), so the call is followed to where the s_trap is.
 
     Only the mnemonic (first word of an instruction line) counts, never a comment or a symbol name.
     Code before the first label is counted under "" so that nothing can hide there.
     """
     found: dict[str, tuple[int, bool]] = {}
+    at_address: dict[int, str] = {}
+    calls: dict[str, set[int]] = {}
     current = ""
+    pc: dict[str, int] = {}  # register pair "s[0:1]" -> the address s_getpc_b64 put in it
     for line in disassembly.splitlines():
         label = _LABEL.match(line)
         if label:
             current = label.group("symbol")
             found.setdefault(current, (0, False))
+            at_address[int(line.split(None, 1)[0], 16)] = current
+            pc = {}
         elif line[:1].isspace():
-            mnemonic = line.split(None, 1)[:1]
+            words = line.split("//", 1)[0].replace(",", " ").split()
+            if not words:
+                continue
+            mnemonic = words[0]
             count, traps = found.get(current, (0, False))
-            if mnemonic == [instruction]:
+            if mnemonic == instruction:
                 found[current] = (count + 1, traps)
-            elif mnemonic == ["s_trap"]:
+            elif mnemonic == "s_trap":
                 found[current] = (count, True)
+            _follow_call(words, _address_of(line), pc, calls.setdefault(current, set()))
+    for symbol in found:
+        if not found[symbol][1] and _calls_a_trap(symbol, found, calls, at_address, set()):
+            found[symbol] = (found[symbol][0], True)
     # Section labels such as <.text> mark padding (s_code_end); list them only if they hold the
     # instruction.
     return {s: v for s, v in found.items() if v[0] or not (s == "" or s.startswith("."))}
+
+
+_ADDRESS = re.compile(r"//\s*([0-9A-Fa-f]+):")
+_PAIR = re.compile(r"^s\[(\d+):(\d+)\]$")
+
+
+def _address_of(line: str) -> int | None:
+    match = _ADDRESS.search(line)
+    return int(match.group(1), 16) if match else None
+
+
+def _number(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
+def _follow_call(
+    words: list[str], address: int | None, pc: dict[str, int], calls: set[int]
+) -> None:
+    """Track s_getpc_b64 + s_add_u32/s_addc_u32 + s_swappc_b64: the address a function calls."""
+    mnemonic, operands = words[0], words[1:]
+    if mnemonic == "s_getpc_b64" and operands and address is not None:
+        pc[operands[0]] = address + 4  # the address of the next instruction
+    elif mnemonic in ("s_add_u32", "s_addc_u32") and len(operands) == 3:
+        for pair, base in list(pc.items()):
+            low, high = (f"s{n}" for n in _PAIR.match(pair).groups())  # type: ignore[union-attr]
+            value = _number(operands[2])
+            if value is None:
+                continue
+            if mnemonic == "s_add_u32" and operands[0] == low == operands[1]:
+                pc[pair] = base + (value if value < 2**31 else value - 2**32)
+            # s_addc_u32 adds the high word, only the sign for offsets within +-2 GiB: the low
+            # word, read as signed above, already gives it.
+    elif mnemonic == "s_swappc_b64" and len(operands) == 2 and operands[1] in pc:
+        calls.add(pc[operands[1]])
+
+
+def _calls_a_trap(
+    symbol: str,
+    found: dict[str, tuple[int, bool]],
+    calls: dict[str, set[int]],
+    at_address: dict[int, str],
+    seen: set[str],
+) -> bool:
+    seen.add(symbol)
+    for target in calls.get(symbol, ()):
+        callee = at_address.get(target)
+        if callee is None or callee in seen:
+            continue
+        if found.get(callee, (0, False))[1] or _calls_a_trap(
+            callee, found, calls, at_address, seen
+        ):
+            return True
+    return False
 
 
 def fa_vec_kernel(demangled: str) -> FaVecKernel | None:
