@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -246,28 +245,16 @@ def _isa_count(args: argparse.Namespace) -> int:
     return 1 if isa.problems else 0
 
 
-def _chosen_backend_env() -> tuple[dict[str, str], str | None]:
-    """The chosen backend's library variables, worked out in a child Python: the settings code
-    imports gguf and so numpy, which must not come before llama_cpp in this process."""
-    code = (
-        "import json; from app.core.backends import BackendStore, library_env; "
-        "from app.core.paths import data_dir; b, n = BackendStore(data_dir()).for_engine(); "
-        "print(json.dumps([library_env(b.folder), n]))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    env, notice = json.loads(result.stdout)
-    return env, notice
-
-
 def _verify(args: argparse.Namespace) -> int:
     # The backend the app's engine runs (`kvstudio backend use`): llama_cpp reads
     # LLAMA_CPP_LIB_PATH when imported, so it is set first.
-    env, notice = _chosen_backend_env()
+    from app.core.backends import BackendStore, library_env  # no numpy: see below
+    from app.core.paths import data_dir
+
+    backend, notice = BackendStore(data_dir()).for_engine()
     if notice:
         print(f"kernels: {notice}", file=sys.stderr)
-    os.environ.update(env)
+    os.environ.update(library_env(backend.folder))
     # llama_cpp before anything that imports numpy (gguf does): with numpy 2.5 imported
     # first, every model load segfaulted on the GPU machine (docs/llama-cpp-notes.md).
     import llama_cpp  # noqa: F401

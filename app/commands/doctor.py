@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 from typing import Any
@@ -28,7 +29,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def collect() -> dict[str, Any]:
-    """Everything doctor reports, as plain values."""
+    """Everything doctor reports, as plain values, about the backend the engine runs."""
+    from app.core.backends import BackendStore, library_env  # imports no numpy
+    from app.core.paths import data_dir
+
+    backend, notice = BackendStore(data_dir()).for_engine()
+    os.environ.update(library_env(backend.folder))  # read by llama_cpp when it is imported
     from app.engine import devices  # imports llama_cpp first (before numpy)
     from app.engine.build_info import parse_system_info
 
@@ -52,6 +58,9 @@ def collect() -> dict[str, Any]:
         pairs_note = "CPU build: the CPU backend's Flash Attention handles every K/V pair"
         int8_k = True
     return {
+        "backend": backend.name,
+        "backend_notice": notice,
+        "library": str(devices.loaded_library("llama") or ""),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "llama_cpp_python": versions.llama_cpp_python,
@@ -94,6 +103,7 @@ def render(report: dict[str, Any]) -> str:
         f"Python            {report['python']} on {report['platform']}",
         f"llama-cpp-python  {report['llama_cpp_python']}",
         f"llama.cpp         {report['llama_cpp']}{commit}",
+        f"backend           {report['backend']} ({report['library'] or 'library path unknown'})",
         f"backends          {', '.join(report['backends']) or 'none reported'}",
         f"GPU backends      {', '.join(report['gpu_backends']) or 'none (CPU-only build)'}",
         f"FA K/V pairs      {pairs_text}",
@@ -101,6 +111,8 @@ def render(report: dict[str, Any]) -> str:
         f"int8-K (q8_0/f16) {verdict}",
         "devices:",
     ]
+    if report["backend_notice"]:
+        lines.insert(4, f"                  {report['backend_notice']}")
     for d in report["devices"]:
         memory = (
             f"{d['memory_total_bytes'] / _GIB:.1f} GiB"

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core.backend_manifest import (
     MANIFEST_NAME,
@@ -34,7 +34,10 @@ from app.core.backend_manifest import (
     sha256_file,
 )
 from app.core.errors import BadInputError
-from app.core.settings import SettingsFile, load_settings
+from app.core.paths import settings_path
+
+if TYPE_CHECKING:
+    from app.core.settings import SettingsFile
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +112,7 @@ class BackendStore:
     def chosen_name(self) -> str:
         if self._settings is not None:
             return self._settings.settings.backend
-        return load_settings(self.data_folder).settings.backend
+        return _backend_setting(self.data_folder)
 
     def for_engine(self) -> tuple[InstalledBackend, str | None]:
         """The backend the next engine runs, and a sentence when the chosen one cannot run
@@ -211,7 +214,22 @@ class BackendStore:
         shutil.rmtree(backend.folder)
 
     def _remember(self, name: str) -> None:
+        from app.core.settings import SettingsFile
+
         (self._settings or SettingsFile(self.data_folder)).update(backend=name)
+
+
+def _backend_setting(data_folder: Path) -> str:
+    """The `backend` setting alone, read from settings.json without app.core.settings: that module
+    imports gguf and so numpy, and a process that then imports llama_cpp (doctor, kernels verify)
+    must import llama_cpp first (docs/llama-cpp-notes.md). A file the settings code would reset
+    reads as the built-in backend here too."""
+    try:
+        raw = json.loads(settings_path(data_folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return BUILT_IN
+    value = raw.get("backend") if isinstance(raw, dict) else None
+    return value if isinstance(value, str) and value else BUILT_IN
 
 
 def _unpack(archive: Path, staging: Path) -> Path:

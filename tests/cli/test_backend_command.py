@@ -3,6 +3,8 @@ refusal one line on stderr with exit 2 while the previous backend stays in use."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.backends.package_edits import copy_package, flip_a_byte, repack
@@ -26,6 +28,10 @@ def test_add_use_verify_and_run_on_the_cpu_package(data_folder, cpu_package):
     assert f"loads: {data_folder / 'backends' / 'cpu' / 'libllama.so'}" in verified.stdout
     assert "no GPU int8-K kernel is involved" in verified.stdout
     assert verified.stdout.rstrip().endswith("verdict: verified")
+
+    doctor = json.loads(kvstudio("doctor", "--json", env=env).stdout)
+    assert doctor["backend"] == "cpu" and doctor["backend_notice"] is None
+    assert doctor["library"] == str(data_folder / "backends" / "cpu" / "libllama.so")
 
     ran = kvstudio("run", "starter", "-p", "The capital of France is", "-n", "4", env=env)
     assert ran.returncode == 0, ran.stderr
