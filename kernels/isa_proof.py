@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.core.backend_manifest import sha256_file
 from kernels.isa_report import KernelCount, build_report, scan
 from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION, VARIANTS
 
@@ -135,11 +136,7 @@ def ensure_sdist(log: Log = print) -> Path:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_file(path)
 
 
 def unpack_ggml(sdist: Path, sha: str, root: Path) -> str:

@@ -7,43 +7,13 @@
 # machine's apt uses; about a minute and 370 MB on a fresh machine, nothing once made.
 set -euo pipefail
 root="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/kvstudio/hip-root-trixie}"
-ready="$root/.kvstudio-ready"
 # hipBLAS headers only: llama.cpp's HIP vendor header includes them, nothing links against them.
 hipblas_dir=/opt/hipblas
 packages="hipcc"
 
-fail() { echo "hip_root.sh: $*" >&2; exit 1; }
-if [ -f "$ready" ]; then
-  echo "$root"
-  exit 0
-fi
-[ "$(id -u)" -eq 0 ] || fail "making the HIP root needs root (debootstrap and chroot); run as root or make it once with sudo."
-mkdir -p "$(dirname "$root")"
-# Two runs at once (two test sessions) would debootstrap into the same folder: the second waits.
-exec 9>"$root.lock"
-flock 9
-if [ -f "$ready" ]; then
-  echo "$root"
-  exit 0
-fi
-
-if ! command -v debootstrap >/dev/null 2>&1 && [ ! -x /usr/sbin/debootstrap ]; then
-  command -v apt-get >/dev/null 2>&1 || fail "debootstrap is missing and there is no apt-get to install it."
-  echo "Installing debootstrap..." >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >&2
-fi
-export PATH="$PATH:/usr/sbin:/sbin"
-
-# The Debian mirror apt already uses here (deb822 "URIs:" or one-line "deb URL"), not a guessed one.
-mirror=""
-for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-  [ -f "$f" ] || continue
-  mirror=$(grep -hoE '(^URIs:[[:space:]]*|^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?)https?://[^[:space:]]*/debian/?([[:space:]]|$)' "$f" \
-    | grep -oE 'https?://[^[:space:]]*' | head -n1 || true)
-  [ -n "$mirror" ] && break
-done
-mirror="${KVSTUDIO_DEBIAN_MIRROR:-${mirror:-http://deb.debian.org/debian}}"
+name=hip_root.sh what="the HIP root"
+# shellcheck source=scripts/debian_root_common.sh
+. "$(dirname "$0")/debian_root_common.sh"
 
 partial="$root.partial"
 rm -rf "$partial"

@@ -7,37 +7,11 @@
 # machine's apt uses. This machine's debootstrap (Debian 12) has no forky script: the sid one is used.
 set -euo pipefail
 root="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/kvstudio/rocm-root-forky}"
-ready="$root/.kvstudio-ready"
 packages="hipcc libamdhip64-dev libhipblas-dev librocblas-dev rocm-cmake cmake make g++ pkg-config file binutils"
 
-fail() { echo "rocm_root.sh: $*" >&2; exit 1; }
-if [ -f "$ready" ]; then
-  echo "$root"
-  exit 0
-fi
-[ "$(id -u)" -eq 0 ] || fail "making the ROCm root needs root (debootstrap and chroot); run as root or make it once with sudo."
-mkdir -p "$(dirname "$root")"
-exec 9>"$root.lock"
-flock 9
-if [ -f "$ready" ]; then
-  echo "$root"
-  exit 0
-fi
-if ! command -v debootstrap >/dev/null 2>&1 && [ ! -x /usr/sbin/debootstrap ]; then
-  command -v apt-get >/dev/null 2>&1 || fail "debootstrap is missing and there is no apt-get to install it."
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >&2
-fi
-export PATH="$PATH:/usr/sbin:/sbin"
-
-mirror=""
-for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-  [ -f "$f" ] || continue
-  mirror=$(grep -hoE '(^URIs:[[:space:]]*|^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?)https?://[^[:space:]]*/debian/?([[:space:]]|$)' "$f" \
-    | grep -oE 'https?://[^[:space:]]*' | head -n1 || true)
-  [ -n "$mirror" ] && break
-done
-mirror="${KVSTUDIO_DEBIAN_MIRROR:-${mirror:-http://deb.debian.org/debian}}"
+name=rocm_root.sh what="the ROCm root"
+# shellcheck source=scripts/debian_root_common.sh
+. "$(dirname "$0")/debian_root_common.sh"
 script=/usr/share/debootstrap/scripts/forky
 [ -f "$script" ] || script=/usr/share/debootstrap/scripts/sid
 

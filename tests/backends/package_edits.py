@@ -1,4 +1,5 @@
-"""Ways the backend tests change a real package: unpack, flip a byte, re-sign, repack."""
+"""Ways the backend tests change a real package (unpack, flip a byte, re-sign, repack), and how
+they read which libllama a process runs."""
 
 from __future__ import annotations
 
@@ -48,3 +49,11 @@ def copy_package(archive: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "copy"
     shutil.rmtree(dest, ignore_errors=True)
     return unpack(archive, dest)
+
+
+def mapped_libllama(pid: int) -> Path:
+    """The libllama file process `pid` has mapped (from /proc/<pid>/maps)."""
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        if line.endswith(("/libllama.so", "/libllama.so.0")):
+            return Path(line.split(maxsplit=5)[5])
+    raise AssertionError(f"process {pid} has no libllama mapped")

@@ -19,17 +19,11 @@ from app.engine.messages import (
     SamplingSettings,
 )
 from app.engine.process import EngineProcess
+from tests.backends.package_edits import mapped_libllama
 
 pytestmark = pytest.mark.slow
 
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=6)
-
-
-def mapped_libllama(pid: int) -> Path:
-    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-        if line.endswith(("/libllama.so", "/libllama.so.0")):
-            return Path(line.split(maxsplit=5)[5])
-    raise AssertionError(f"engine {pid} has no libllama mapped")
 
 
 def generate(proc: EngineProcess, model: Path) -> Finished:

@@ -11,7 +11,7 @@ import pytest
 
 from app.core.backends import BUILT_IN
 from app.engine.build_info import BackendPairs, parse_system_info
-from tests.backends.package_edits import copy_package, flip_a_byte, repack
+from tests.backends.package_edits import copy_package, flip_a_byte, mapped_libllama, repack
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 
 pytestmark = pytest.mark.slow
@@ -24,13 +24,6 @@ DEFAULT_PAIRS_CUDA_LINE = (
     "CUDA : ARCHS = 900 | USE_GRAPHS = 1 | PEER_MAX_BATCH_SIZE = 128 | "
     "FA_QUANTS = q4_0-q4_0,q8_0-q8_0,f16-f16,bf16-bf16 | CPU : SSE3 = 1 | AVX2 = 1 |"
 )
-
-
-def mapped_libllama(pid: int) -> Path:
-    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-        if line.endswith(("/libllama.so", "/libllama.so.0")):
-            return Path(line.split(maxsplit=5)[5])
-    raise AssertionError(f"engine {pid} has no libllama mapped")
 
 
 def backends_page(app):
