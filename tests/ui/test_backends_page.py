@@ -59,10 +59,12 @@ def test_switching_the_running_engine_to_a_package_and_refusing_a_tampered_one(
     assert app.engine.engine_backend == "cpu"
 
     chat = app.window.chat
+    chat.session.new_conversation()  # a short reply: the starter continues text up to max_tokens
+    chat.session.set_conversation_settings("", {"max_tokens": 8, "temperature": 0.0})
     chat.input.setPlainText("Say hello.")
     with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
         chat.send_button.click()
-    assert finished.args[0].generated_tokens > 0
+    assert 0 < finished.args[0].generated_tokens <= 8
 
     with qtbot.waitSignal(page.task_finished, timeout=TASK_MS) as verified:
         page.verify_button.click()
