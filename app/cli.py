@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import multiprocessing
 import sys
 from types import ModuleType
 from typing import NoReturn
@@ -31,9 +32,15 @@ def _command_modules() -> dict[str, ModuleType]:
         try:
             modules[name] = importlib.import_module(f"app.commands.{name}")
         except ModuleNotFoundError as error:
-            # A command still being written is left out rather than breaking the others.
             if error.name != f"app.commands.{name}":
                 raise
+            # Left out rather than breaking the others, but said: a frozen build that did not
+            # collect the module would otherwise just lack the command.
+            print(
+                f"kvstudio: warning: the '{name}' command is missing from this install "
+                f"(app/commands/{name}.py is not there); reinstall KV Studio to get it back.",
+                file=sys.stderr,
+            )
     return modules
 
 
@@ -63,6 +70,9 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # In a frozen app the engine (a multiprocessing child) starts this same executable: without
+    # this it would run the CLI again instead of the engine. Outside a frozen app it does nothing.
+    multiprocessing.freeze_support()
     modules = _command_modules()
     args = build_parser(modules).parse_args(argv)
     logging.basicConfig(

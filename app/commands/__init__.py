@@ -6,4 +6,4 @@ inside `run`, so `kvstudio --help` and bad-input errors answer at once.
 """
 
 # The order `kvstudio --help` lists them in.
-COMMAND_MODULES = ("run", "doctor", "fit", "bench", "pull", "ls", "rm", "backend")
+COMMAND_MODULES = ("run", "doctor", "fit", "bench", "pull", "ls", "rm", "backend", "selftest")

@@ -6,7 +6,6 @@ import argparse
 import json
 import signal
 import sys
-import time
 from typing import Any
 
 from app.core.errors import BadInputError, EngineFailedError
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     path = resolve_model(args.model)
 
     from app.engine.messages import Generate, Load, LoadOptions, SamplingSettings
-    from app.engine.process import EngineProcess
+    from app.engine.process import EngineProcess, until
 
     options = LoadOptions(
         model_path=str(path),
@@ -77,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     proc = EngineProcess()
     try:
         proc.send(Load(options))
-        loaded = _until(proc, "Loaded", LOAD_TIMEOUT_S)
+        loaded = until(proc, "Loaded", LOAD_TIMEOUT_S)
         if not args.json:
             for warning in loaded.warnings:
                 print(f"kvstudio: warning: {warning.text}", file=sys.stderr)
@@ -96,19 +95,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return INTERRUPTED_EXIT if interrupted else 0
-
-
-def _until(proc: Any, kind: str, timeout: float) -> Any:
-    """Wait for an event named `kind`; a Failed event becomes EngineFailedError."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        event = proc.recv(timeout=deadline - time.monotonic())
-        name = type(event).__name__
-        if name == kind:
-            return event
-        if name == "Failed":
-            raise EngineFailedError(event.message)
-    raise EngineFailedError(f"The engine did not answer within {timeout:.0f} seconds.")
 
 
 def _stream(proc: Any, echo: bool) -> tuple[Any, bool]:

@@ -22,12 +22,13 @@ import os
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Self
 
 from app.core.backends import BUILT_IN, BackendStore, library_env
-from app.core.errors import EngineCrashedError
+from app.core.errors import EngineCrashedError, EngineFailedError
 from app.engine.cancel import CancelFlag
 from app.engine.messages import Shutdown
 
@@ -251,3 +252,17 @@ class EngineProcess:
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+
+def until(proc: EngineProcess, kind: str, timeout: float) -> Any:
+    """Wait for the engine's event named `kind` (a class name in app.engine.messages), passing
+    over others; a Failed event becomes EngineFailedError with the engine's sentence."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        event = proc.recv(timeout=deadline - time.monotonic())
+        name = type(event).__name__
+        if name == kind:
+            return event
+        if name == "Failed":
+            raise EngineFailedError(getattr(event, "message", "The engine failed."))
+    raise EngineFailedError(f"The engine did not answer within {timeout:.0f} seconds.")
