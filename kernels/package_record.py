@@ -44,7 +44,7 @@ def _mib(n: int) -> str:
 
 def _counts(manifest: BackendManifest) -> str:
     if not manifest.instruction_counts:
-        return "- (no GPU kernels)"
+        return "not counted (CPU, or not a CUDA/HIP library)"
     parts = []
     for target, per in sorted(manifest.instruction_counts.items()):
         pairs = ", ".join(f"{pair} {n}" for pair, n in sorted(per.items()))

@@ -34,6 +34,7 @@ class ProbeResult:
     llama_cpp: str  # llama_version()
     system_info: str
     devices: tuple[str, ...]  # "CPU: AMD EPYC (24.0 GiB)"
+    gpu_devices: tuple[str, ...] = ()  # names of the GPU devices found ("CUDA0", "Vulkan0")
 
     @property
     def build(self) -> BuildInfo:
@@ -53,15 +54,14 @@ def _child(conn: Any) -> None:
         from app.engine import devices
 
         found = devices.loaded_library("llama")
+        listed = devices.list_devices()
         conn.send(
             {
                 "library": str(found or ""),
                 "llama_cpp": devices.versions().llama_cpp,
                 "system_info": devices.system_info(),
-                "devices": [
-                    f"{d.name}: {d.description} ({size(d.memory_total)})"
-                    for d in devices.list_devices()
-                ],
+                "devices": [f"{d.name}: {d.description} ({size(d.memory_total)})" for d in listed],
+                "gpu_devices": [d.name for d in listed if d.kind in ("GPU", "integrated GPU")],
             }
         )
         del llama_cpp
@@ -121,6 +121,7 @@ def probe(folder: Path | None, *, timeout: float = PROBE_TIMEOUT_S) -> ProbeResu
         llama_cpp=answer["llama_cpp"],
         system_info=answer["system_info"],
         devices=tuple(answer["devices"]),
+        gpu_devices=tuple(answer["gpu_devices"]),
     )
     if folder is not None and result.library:
         loaded = Path(result.library).resolve()

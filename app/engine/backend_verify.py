@@ -51,7 +51,7 @@ class VerifyResult:
 
     @property
     def gpu(self) -> bool:
-        return bool(self.probe and self.probe.build.gpu_backends)
+        return bool(self.probe and self.probe.gpu_devices)
 
     def lines(self) -> list[str]:
         manifest = self.backend.manifest
@@ -102,14 +102,31 @@ def verify(store: BackendStore, name: str, counter: Counter | None = None) -> Ve
     except BadPackageError as error:
         result.problems.append(str(error))
         return result
-    build = result.probe.build
+    judge_loaded(result, result.probe, counter)
+    return result
+
+
+def judge_loaded(result: VerifyResult, loaded: ProbeResult, counter: Counter | None) -> None:
+    """The verdict once the backend has loaded: what it found and what its kernels hold."""
+    backend = result.backend
+    build = loaded.build
     manifest = backend.manifest
-    if not build.gpu_backends:
+    gpu_build = bool(build.gpu_backends or (manifest and manifest.name != "cpu"))
+    if not gpu_build:
         result.notes.append(
             "CPU build: no GPU int8-K kernel is involved; the CPU backend runs every K/V pair "
             "(K=q8_0 included) without build options."
         )
-        return result
+        return
+    if not loaded.gpu_devices:
+        # A GPU build that finds no GPU (or, for Vulkan, only a software device it skips unless
+        # GGML_VK_VISIBLE_DEVICES names it) runs every layer on the CPU without a warning.
+        result.problems.append(
+            f"the {backend.name} backend found no GPU device here, so llama.cpp would run "
+            "everything on the CPU"
+        )
+        return
+    result.notes.append(f"GPU devices found: {', '.join(loaded.gpu_devices)}")
     if build.fa_pairs is not None:
         if (
             manifest is not None
@@ -125,10 +142,16 @@ def verify(store: BackendStore, name: str, counter: Counter | None = None) -> Ve
                 "this build has no K=q8_0/V=f16 Flash Attention kernel: int8-K would run through "
                 "llama.cpp's slow conversion to f16"
             )
+    else:
+        result.notes.append(
+            "this build takes every K/V pair without a compiled pair list (Vulkan); its int8 "
+            "dot instructions are not counted (only CUDA and HIP libraries are read)"
+        )
     if counter is not None and backend.folder is not None:
         try:
             result.counts = counter(backend.folder)
-            result.counts_source = "recounted from the package's GPU library"
+            if result.counts:
+                result.counts_source = "recounted from the package's GPU library"
         except Exception as error:  # noqa: BLE001 - a missing tool is a note, not a verdict
             result.notes.append(f"instructions not recounted: {error}")
     if not result.counts and manifest is not None and manifest.instruction_counts:
@@ -143,4 +166,3 @@ def verify(store: BackendStore, name: str, counter: Counter | None = None) -> Ve
             result.problems.append(
                 f"the {CONTROL_PAIR} control has int8 dot instructions on {target}"
             )
-    return result
