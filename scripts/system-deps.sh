@@ -17,13 +17,6 @@ have_lib 'libxcb-cursor.so.0 ' || missing+=(libxcb-cursor0)
 [ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "Installing system packages: ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "Please install these packages with your system's package manager: ${missing[*]}" >&2
-  exit 1
-fi
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# shellcheck source=scripts/install_missing.sh
+. "$(dirname "$0")/install_missing.sh"
+install_missing "${missing[@]}"

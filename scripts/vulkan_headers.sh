@@ -26,14 +26,8 @@ if has_layer_settings "$dir/include"; then
   exit 0
 fi
 command -v apt-get >/dev/null 2>&1 || fail "no apt-get: install Vulkan-Headers >= 1.3.272 and put them on CPLUS_INCLUDE_PATH."
-mirror=""
-for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-  [ -f "$f" ] || continue
-  mirror=$(grep -hoE '(^URIs:[[:space:]]*|^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?)https?://[^[:space:]]*/debian/?([[:space:]]|$)' "$f" \
-    | grep -oE 'https?://[^[:space:]]*' | head -n1 || true)
-  [ -n "$mirror" ] && break
-done
-mirror="${KVSTUDIO_DEBIAN_MIRROR:-${mirror:-http://deb.debian.org/debian}}"
+# shellcheck source=scripts/debian_mirror.sh
+. "$(dirname "$0")/debian_mirror.sh"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -20,13 +20,6 @@ command -v vulkaninfo >/dev/null 2>&1 || missing+=(vulkan-tools)
 [ -f /usr/share/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake ] || missing+=(spirv-headers)
 ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
 
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "Installing system packages: ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "Please install these packages with your system's package manager: ${missing[*]}" >&2
-  exit 1
-fi
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# shellcheck source=scripts/install_missing.sh
+. "$(dirname "$0")/install_missing.sh"
+install_missing "${missing[@]}"
