@@ -4,7 +4,7 @@
 CMake (not pip: the package holds only the libraries) and writes `<out>/<name>/` plus
 `<out>/kvstudio-backend-<name>-<version>-<platform>.tar.gz`. Portable means no `-march=native`
 (GGML_NATIVE=OFF: an x86-64 AVX2/FMA/F16C baseline, Intel Haswell and AMD Zen onwards) and
-explicit GPU architecture lists. Every package is built with GGML_RPC and ships `rpc-server`.
+explicit GPU architecture lists. Every package is built with GGML_RPC and ships `ggml-rpc-server`.
 
 GPU variants that this machine cannot compile natively run their CMake inside a Debian root
 (`--root`, e.g. the forky root of scripts/rocm_root.sh for HIP 6.x) through chroot. The build
@@ -50,7 +50,7 @@ COMMON_CMAKE_ARGS = (
     "-DLLAMA_BUILD_TESTS=OFF",
     "-DLLAMA_BUILD_EXAMPLES=OFF",
     "-DLLAMA_BUILD_SERVER=OFF",
-    "-DLLAMA_BUILD_TOOLS=ON",  # for tools/mtmd (libmtmd) and tools/rpc (rpc-server)
+    "-DLLAMA_BUILD_TOOLS=ON",  # for tools/mtmd (libmtmd) and tools/rpc (ggml-rpc-server)
     # The libraries find each other next to themselves, wherever the package is unpacked.
     "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
     "-DCMAKE_INSTALL_RPATH=$ORIGIN",

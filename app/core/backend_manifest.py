@@ -21,9 +21,10 @@ from app.core.errors import BadInputError
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = 1
-# The names a package may carry besides its manifest: llama.cpp's libraries and rpc-server.
+# The names a package may carry besides its manifest: llama.cpp's libraries and its RPC server.
 _ALLOWED_FILE = re.compile(
-    r"^(lib(llama|ggml[\w-]*|mtmd)\.(so|dylib)|(lib)?\w[\w-]*\.dll|(ggml-)?rpc-server(\.exe)?)$"
+    r"^(lib(llama|ggml[\w-]*|mtmd)\.(so|dylib)|(lib)?(llama|ggml[\w-]*|mtmd)\.dll"
+    r"|(ggml-)?rpc-server(\.exe)?)$"
 )
 _NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{0,39}$")
 MAX_MANIFEST_BYTES = 1 << 20

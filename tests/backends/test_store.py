@@ -151,6 +151,7 @@ def _link(name: str, target: str) -> tarfile.TarInfo:
         ([_file("/etc/libllama.so")], "which a backend package may not"),
         ([_link("cpu/libllama.so", "/etc/passwd")], "which a backend package may not"),
         ([_file("cpu/install.sh")], "which a backend package may not"),
+        ([_file("cpu/evil.dll")], "which a backend package may not"),
         ([_file("cpu/sub/libllama.so")], "which a backend package may not"),
         ([_file("a/libllama.so"), _file("b/libllama.so")], "is not one backend folder"),
         ([_file("cpu/libllama.so")], "has no manifest.json"),
