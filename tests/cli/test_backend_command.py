@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.backends.package_edits import copy_package, flip_a_byte, repack
-from tests.cli.test_run import assert_bad_input, kvstudio
+from tests.cli_runner import assert_bad_input, kvstudio
 
 pytestmark = pytest.mark.slow
 

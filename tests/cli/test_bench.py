@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import kvstudio as run_kvstudio
+
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = (
     "--ctx",
@@ -33,16 +35,7 @@ SMALL = (
 
 
 def kvstudio(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env=env,
-        check=False,
-    )
+    return run_kvstudio(*args, timeout=timeout, env={"QT_QPA_PLATFORM": "offscreen"})
 
 
 def assert_bad_input(result: subprocess.CompletedProcess[str], words: str) -> None:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,22 +11,12 @@ import pytest
 from app.core.gguf_header import read_gguf_header
 from app.core.kv_cache import kv_cache_bytes
 from app.core.kv_types import COMPARE_MODES
+from tests.cli_runner import kvstudio as run_kvstudio
 from tests.gguf_factory import write_tiny_gguf
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def kvstudio(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env=env,
-        check=False,
-    )
+    return run_kvstudio(*args, timeout=timeout)
 
 
 def assert_bad_input(result: subprocess.CompletedProcess[str], words: str) -> None:

@@ -10,19 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import kvstudio as run_kvstudio
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def kvstudio(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args],
-        cwd=ROOT,
-        env=os.environ.copy(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+def kvstudio(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return run_kvstudio(*args, timeout=timeout)
 
 
 def one_error_line(result: subprocess.CompletedProcess) -> str:

@@ -14,32 +14,10 @@ from app.core import units
 from app.core.fit import memory_need
 from app.core.gguf_header import read_gguf_header
 from app.core.load_check import free_memory_for
+from tests.cli_runner import assert_bad_input, kvstudio
 from tests.gguf_factory import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def kvstudio(
-    *args: str, timeout: float = 300, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=ROOT,
-        env=env,
-    )
-
-
-def assert_bad_input(result: subprocess.CompletedProcess[str], words: str) -> None:
-    assert result.returncode == 2, result
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("kvstudio: ") and words in lines[0]
-    assert "Traceback" not in result.stderr and result.stdout == ""
 
 
 @pytest.fixture(scope="module")

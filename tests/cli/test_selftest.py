@@ -14,7 +14,7 @@ from app.core.gguf_header import read_gguf_header
 from app.core.kv_cache import kv_cache_bytes
 from app.core.random_model import write_model
 from app.engine.backend_probe import probe
-from tests.cli.test_run import kvstudio
+from tests.cli_runner import kvstudio
 
 pytestmark = pytest.mark.slow
 
