@@ -248,13 +248,12 @@ def _isa_count(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     # The backend the app's engine runs (`kvstudio backend use`): llama_cpp reads
     # LLAMA_CPP_LIB_PATH when imported, so it is set first.
-    from app.core.backends import BackendStore, library_env  # no numpy: see below
+    from app.core.backends import load_chosen_backend_here
     from app.core.paths import data_dir
 
-    backend, notice = BackendStore(data_dir()).for_engine()
+    _backend, notice = load_chosen_backend_here(data_dir())
     if notice:
         print(f"kernels: {notice}", file=sys.stderr)
-    os.environ.update(library_env(backend.folder))
     # llama_cpp before anything that imports numpy (gguf does): with numpy 2.5 imported
     # first, every model load segfaulted on the GPU machine (docs/llama-cpp-notes.md).
     import llama_cpp  # noqa: F401

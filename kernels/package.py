@@ -15,7 +15,6 @@ relinks; the manifest records how long the compile took and on how many cores.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import re
@@ -325,9 +324,3 @@ def write_archive(folder: Path, archive: Path) -> None:
         for path in sorted(folder.iterdir()):
             tar.add(path, arcname=f"{folder.name}/{path.name}", recursive=False)
     os.replace(tmp, archive)
-
-
-def manifest_summary(folder: Path) -> str:
-    data = json.loads((folder / MANIFEST_NAME).read_text())
-    size = sum(f["size"] for f in data["files"].values())
-    return f"{data['name']}: {len(data['files'])} files, {size / 2**20:.1f} MiB"

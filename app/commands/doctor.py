@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 from typing import Any
@@ -30,11 +29,10 @@ def run(args: argparse.Namespace) -> int:
 
 def collect() -> dict[str, Any]:
     """Everything doctor reports, as plain values, about the backend the engine runs."""
-    from app.core.backends import BackendStore, library_env  # imports no numpy
+    from app.core.backends import load_chosen_backend_here
     from app.core.paths import data_dir
 
-    backend, notice = BackendStore(data_dir()).for_engine()
-    os.environ.update(library_env(backend.folder))  # read by llama_cpp when it is imported
+    backend, notice = load_chosen_backend_here(data_dir())
     from app.engine import devices  # imports llama_cpp first (before numpy)
     from app.engine.build_info import parse_system_info
 

@@ -75,6 +75,15 @@ def library_env(folder: Path | None) -> dict[str, str]:
     return {"LLAMA_CPP_LIB_PATH": str(folder), "MTMD_CPP_LIB": str(folder)}
 
 
+def load_chosen_backend_here(data_folder: Path) -> tuple[InstalledBackend, str | None]:
+    """For a process that imports llama_cpp itself (`kvstudio doctor`, `kernels verify`): put the
+    chosen backend's library variables in os.environ, where llama_cpp reads them on import.
+    Returns what for_engine() does. Imports no numpy, so llama_cpp can still come first."""
+    backend, notice = BackendStore(data_folder).for_engine()
+    os.environ.update(library_env(backend.folder))
+    return backend, notice
+
+
 class BackendStore:
     """The backends folder of one data folder, and the chosen backend (a setting)."""
 
