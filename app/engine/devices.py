@@ -42,10 +42,10 @@ class Versions:
     ggml_commit: str | None
 
 
-def loaded_library(stem: str) -> Path | None:
-    """The file this process mapped for lib<stem> (libllama, libggml), read from
-    /proc/self/maps; None where there is no such file (other systems) or nothing is mapped."""
-    maps = Path("/proc/self/maps")
+def loaded_library(stem: str, pid: int | None = None) -> Path | None:
+    """The file this process (or process `pid`) mapped for lib<stem> (libllama, libggml), read
+    from /proc/<pid>/maps; None where there is no such file (other systems) or nothing is mapped."""
+    maps = Path(f"/proc/{pid}/maps" if pid is not None else "/proc/self/maps")
     if not maps.is_file():
         return None
     pattern = re.compile(rf"(/\S*/lib{re.escape(stem)}\.(so|dylib)(\.[\d.]+)?)$")

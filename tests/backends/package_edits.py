@@ -52,8 +52,9 @@ def copy_package(archive: Path, tmp_path: Path) -> Path:
 
 
 def mapped_libllama(pid: int) -> Path:
-    """The libllama file process `pid` has mapped (from /proc/<pid>/maps)."""
-    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-        if line.endswith(("/libllama.so", "/libllama.so.0")):
-            return Path(line.split(maxsplit=5)[5])
-    raise AssertionError(f"process {pid} has no libllama mapped")
+    """The libllama file process `pid` has mapped."""
+    from app.engine.devices import loaded_library
+
+    found = loaded_library("llama", pid)
+    assert found is not None, f"process {pid} has no libllama mapped"
+    return found
