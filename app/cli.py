@@ -7,6 +7,7 @@ import importlib
 import logging
 import multiprocessing
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
@@ -64,6 +65,13 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
     gui.add_argument(
         "--send", metavar="TEXT", help="send TEXT in the chat once the model has loaded"
     )
+    gui.add_argument(
+        "--screenshot",
+        metavar="PNG",
+        type=Path,
+        help="save a picture of the window once it is shown (or the --model has loaded, or "
+        "the --send reply has finished), then quit",
+    )
     for name, module in modules.items():
         module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.HELP))
     return parser
@@ -83,7 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in (None, "gui"):
             from app.gui import open_app  # Qt is imported only here
 
-            return open_app(model=getattr(args, "model", None), send=getattr(args, "send", None))
+            return open_app(
+                model=getattr(args, "model", None),
+                send=getattr(args, "send", None),
+                screenshot=getattr(args, "screenshot", None),
+            )
         return int(modules[args.command].run(args) or 0)
     except BadInputError as error:
         print(f"kvstudio: {error}", file=sys.stderr)

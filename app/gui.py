@@ -21,6 +21,7 @@ from app.ui.backends_page import BackendsPage
 from app.ui.dashboard.page import DashboardPage
 from app.ui.main_window import ASSETS, MainWindow, app_icon
 from app.ui.models.page import ModelsPage
+from app.ui.screenshot import save_when_ready
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +89,12 @@ def send_when_loaded(window: MainWindow, engine: EngineClient, text: str) -> Non
     engine.model_loaded.connect(on_loaded)
 
 
-def open_app(model: str | None = None, send: str | None = None) -> int:
+def open_app(
+    model: str | None = None, send: str | None = None, screenshot: Path | None = None
+) -> int:
     """Run the app until its window closes. `model`: a .gguf path or 'starter' to load;
-    `send`: a message to send in the chat once it has loaded."""
+    `send`: a message to send in the chat once it has loaded; `screenshot`: save the window
+    there once that is done, and quit."""
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
     app.setApplicationName(APP_NAME)
@@ -99,6 +103,15 @@ def open_app(model: str | None = None, send: str | None = None) -> int:
     apply_style(app)
     parts = build_app(data_dir())  # the folder Qt names for this app, shared with the CLI
     parts.window.show()
+    if screenshot is not None:
+        save_when_ready(
+            app,
+            parts.window,
+            parts.engine,
+            screenshot,
+            wait_for_model=bool(model),
+            wait_for_reply=bool(model and send),
+        )
     if send:
         send_when_loaded(parts.window, parts.engine, send)
     if model:
