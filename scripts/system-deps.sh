@@ -16,6 +16,11 @@ have_lib 'libglib-2.0.so.0 '  || missing+=(libglib2.0-0)
 have_lib 'libxcb-cursor.so.0 ' || missing+=(libxcb-cursor0)
 [ -d /usr/share/fonts/truetype/dejavu ] || missing+=(fonts-dejavu-core)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+# The packaging checks (tests/packaging): validators for the desktop entry and the AppStream
+# file, and makensis, which compiles the Windows installer script here too.
+command -v desktop-file-validate >/dev/null 2>&1 || missing+=(desktop-file-utils)
+command -v appstreamcli >/dev/null 2>&1 || missing+=(appstream)
+command -v makensis >/dev/null 2>&1 || missing+=(nsis)
 
 # shellcheck source=scripts/install_missing.sh
 . "$(dirname "$0")/install_missing.sh"
