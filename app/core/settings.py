@@ -34,6 +34,7 @@ class Settings:
     last_model: str | None = None  # a path, or "starter"
     recent_models: tuple[str, ...] = field(default_factory=tuple)
     backend: str = "built-in"  # app.core.backends: the llama.cpp build the engine runs
+    first_run_done: bool = False  # the first-run backend dialog (app/ui/first_run.py) was shown
 
     def with_recent_model(self, path: str) -> Settings:
         """A copy with `path` as the last model, first in the recent list."""
@@ -59,6 +60,8 @@ def _validated(raw: dict[str, Any]) -> Settings:
         raise ValueError(f"bad n_ctx {settings.n_ctx!r}")
     if not isinstance(settings.backend, str) or not settings.backend:
         raise ValueError(f"bad backend {settings.backend!r}")
+    if not isinstance(settings.first_run_done, bool):
+        raise ValueError(f"bad first_run_done {settings.first_run_done!r}")
     return settings
 
 
