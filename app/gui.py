@@ -13,12 +13,14 @@ from PySide6.QtWidgets import QApplication
 
 from app.core.backends import BackendStore
 from app.core.chat_store import ChatStore
+from app.core.gpu_detect import detect_gpus
 from app.core.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
 from app.core.settings import SettingsFile
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.ui.backends_page import BackendsPage
 from app.ui.dashboard.page import DashboardPage
+from app.ui.first_run import Detect, FirstRunDialog, offer_first_run
 from app.ui.main_window import ASSETS, MainWindow, app_icon
 from app.ui.models.page import ModelsPage
 from app.ui.screenshot import save_when_ready
@@ -70,6 +72,23 @@ def _add_pages(
     window.add_page("Backends", backends)
 
 
+def offer_first_run_dialog(parts: AppParts, detect: Detect = detect_gpus) -> FirstRunDialog | None:
+    """The first-run dialog over the window, unless it was shown before. A backend installed
+    there restarts the engine on it and shows up on the Backends page."""
+    dialog = offer_first_run(
+        parts.window,
+        BackendStore(parts.settings.folder, parts.settings),
+        parts.settings,
+        detect=detect,
+    )
+    if dialog is not None:
+        backends = parts.window.findChild(BackendsPage)
+        dialog.backend_chosen.connect(lambda _name: parts.engine.restart_engine())
+        if backends is not None:
+            dialog.backend_chosen.connect(lambda _name: backends.refresh())
+    return dialog
+
+
 def apply_style(app: QApplication) -> None:
     style = ASSETS / "style.qss"
     if style.exists():
@@ -103,6 +122,11 @@ def open_app(
     apply_style(app)
     parts = build_app(data_dir())  # the folder Qt names for this app, shared with the CLI
     parts.window.show()
+    if model is None and send is None and screenshot is None:
+        # Only at a plain start: a start with --model, --send or --screenshot is scripted (the
+        # CLI, CI's smoke run), where a dialog would wait for a click nobody makes and a backend
+        # installed mid-load would restart the load. The flag stays unset for the next start.
+        offer_first_run_dialog(parts)
     if screenshot is not None:
         save_when_ready(
             app,

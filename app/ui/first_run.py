@@ -1,0 +1,261 @@
+"""The first-run dialog: which GPU this machine has, which backend package fits it, and
+installing one the user picked (a file, or a URL the user typed), or keeping the built-in one.
+
+Nothing here touches the network unless the user presses "Install from URL…". Detection (a
+vulkaninfo run, sysfs reads), the download and the install (hashing, a test load in a child
+process) run off the GUI thread through app.services.tasks.TaskRunner, like the Backends page.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.backend_install import install_file, install_url
+from app.core.backends import BackendStore, InstalledBackend
+from app.core.gpu_detect import Gpu, Recommendation, detect_gpus, recommend
+from app.core.hub.transfer import DownloadCancelled, DownloadControl
+from app.core.settings import SettingsFile
+from app.engine.backend_probe import probe
+from app.services.tasks import TaskRunner
+
+Detect = Callable[[], list[Gpu]]
+
+
+class _Progress(QObject):
+    """Signals: progressed(int done, int total): download bytes, emitted on the worker thread
+    and delivered on the GUI thread (queued, since this object lives there)."""
+
+    progressed = Signal(int, int)
+
+
+class FirstRunDialog(QDialog):
+    """Signals: detection_finished(object): the Recommendation, once it is shown.
+    backend_chosen(str): a package was installed and is now the engine's backend.
+    install_finished(str): an install ended, well or not; the sentence shown."""
+
+    detection_finished = Signal(object)
+    backend_chosen = Signal(str)
+    install_finished = Signal(str)
+
+    def __init__(
+        self, store: BackendStore, detect: Detect = detect_gpus, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Welcome to KV Studio")
+        self.store = store
+        self.tasks = TaskRunner(self, max_threads=1)  # one detection or install at a time
+        self.recommendation: Recommendation | None = None
+        self._control: DownloadControl | None = None
+        self._close_when_idle = False
+        self._progress = _Progress(self)
+        self._progress.progressed.connect(self._on_download_progressed)
+
+        title = QLabel("Choose the llama.cpp backend")
+        title.setStyleSheet("font-size: 18px; font-weight: 600;")
+        self.gpus = QLabel("Looking for GPUs…")
+        self.gpus.setTextFormat(Qt.TextFormat.PlainText)  # device names are not markup
+        self.gpus.setWordWrap(True)
+        self.advice = QLabel()
+        self.advice.setTextFormat(Qt.TextFormat.PlainText)
+        self.advice.setWordWrap(True)
+        self.advice.setStyleSheet("font-weight: 600;")
+        self.needs = QLabel()
+        self.needs.setWordWrap(True)
+        self.needs.hide()
+        about = QLabel(
+            "KV Studio comes with the built-in CPU backend. A GPU backend is a separate package "
+            "(.tar.gz): every file is checked against the sha256 in its manifest and the package "
+            "is test-loaded before the engine uses it. Nothing is downloaded unless you install "
+            "from a URL."
+        )
+        about.setWordWrap(True)
+        self.file_button = QPushButton("Install backend from file…")
+        self.url = QLineEdit()
+        self.url.setPlaceholderText("https://…/kvstudio-backend-<name>-<version>-<platform>.tar.gz")
+        self.url_button = QPushButton("Install from URL…")
+        self.cancel_button = QPushButton("Cancel download")
+        self.cancel_button.hide()
+        self.progress = QProgressBar()
+        self.progress.hide()
+        self.message = QLabel()
+        self.message.setTextFormat(Qt.TextFormat.PlainText)  # file names and URLs are not markup
+        self.message.setWordWrap(True)
+        later = QLabel("You can switch backends later on the Backends page.")
+        later.setStyleSheet("color: palette(placeholder-text);")
+        self.keep_button = QPushButton("Keep the built-in CPU backend")
+        self.keep_button.clicked.connect(self.accept)
+
+        url_row = QHBoxLayout()
+        url_row.addWidget(self.url, 1)
+        url_row.addWidget(self.url_button)
+        url_row.addWidget(self.cancel_button)
+        bottom = QHBoxLayout()
+        bottom.addWidget(later, 1)
+        bottom.addWidget(self.keep_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 20, 20, 20)
+        layout.setSpacing(10)
+        for widget in (title, self.gpus, self.advice, self.needs, about, self.file_button):
+            layout.addWidget(widget)
+        layout.addLayout(url_row)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.message)
+        layout.addStretch(1)
+        layout.addLayout(bottom)
+        self.setMinimumWidth(680)
+
+        self.file_button.clicked.connect(self._on_file_clicked)
+        self.url_button.clicked.connect(lambda: self.install_from_url(self.url.text()))
+        self.url.returnPressed.connect(self.url_button.click)
+        self.cancel_button.clicked.connect(self._on_cancel_clicked)
+        self.tasks.busy_changed.connect(self._on_busy_changed)
+        self.tasks.submit(
+            "detect",
+            detect,
+            on_done=self._show_detected,
+            on_error=lambda message, _e: self._show_detected([], message),
+        )
+
+    # ---- what was found ----------------------------------------------------------------------
+
+    def _show_detected(self, gpus: list[Gpu], problem: str | None = None) -> None:
+        self.recommendation = recommend(gpus)
+        found = "\n".join(g.describe() for g in gpus)
+        self.gpus.setText(f"Found: {found}" if gpus else (problem or "No GPU found."))
+        self.advice.setText(self.recommendation.sentence)
+        self.needs.setText(self.recommendation.needs or "")
+        self.needs.setVisible(bool(self.recommendation.needs))
+        self.adjustSize()  # the wrapped sentences need more height than "Looking for GPUs…"
+        self.detection_finished.emit(self.recommendation)
+
+    # ---- installing --------------------------------------------------------------------------
+
+    def _on_file_clicked(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            "Install a backend package",
+            os.path.expanduser("~"),
+            "Backend packages (*.tar.gz);;All files (*)",
+        )
+        if path:
+            self.install_from_file(Path(path))
+
+    def install_from_file(self, archive: Path) -> None:
+        self.message.setText(f"Checking {archive.name} (files and a test load)…")
+        self._busy_bar()
+        self.tasks.submit(
+            "install",
+            install_file,
+            self.store,
+            archive,
+            probe,
+            on_done=self._on_installed,
+            on_error=self._on_install_failed,
+        )
+
+    def install_from_url(self, url: str) -> None:
+        self._control = DownloadControl()
+        self.message.setText("Downloading…")
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self.cancel_button.show()
+        self.tasks.submit(
+            "install",
+            self._download_and_install,
+            url,
+            self._control,
+            on_done=self._on_installed,
+            on_error=self._on_install_failed,
+        )
+
+    def _download_and_install(self, url: str, control: DownloadControl) -> InstalledBackend:
+        """On the worker thread: download, then check and load (the bar turns busy)."""
+        return install_url(
+            self.store, url, probe, control=control, on_progress=self._progress.progressed.emit
+        )
+
+    def _on_download_progressed(self, done: int, total: int) -> None:
+        if done >= total:  # downloaded: the check and the test load have no known length
+            self.cancel_button.hide()
+            self.message.setText("Checking the package (files and a test load)…")
+            self._busy_bar()
+            return
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(int(done * 1000 / max(total, 1)))
+        self.message.setText(f"Downloading… {done / 2**20:.1f} of {total / 2**20:.1f} MiB")
+
+    def _busy_bar(self) -> None:
+        self.progress.setRange(0, 0)
+        self.progress.show()
+
+    def _on_cancel_clicked(self) -> None:
+        if self._control is not None:
+            self._control.cancel()
+
+    def _on_installed(self, backend: InstalledBackend) -> None:
+        self._say(f"Installed the {backend.name} backend; the engine now runs it.")
+        self.keep_button.setText("Done")
+        self.backend_chosen.emit(backend.name)
+
+    def _on_install_failed(self, message: str, error: BaseException) -> None:
+        if isinstance(error, DownloadCancelled):
+            message = "The download was cancelled; nothing changed."
+        chosen = self.store.chosen_name()
+        self._say(f"{message} The engine keeps the {chosen} backend.")
+
+    def _say(self, text: str) -> None:
+        self.progress.hide()
+        self.cancel_button.hide()
+        self.message.setText(text)
+        self.adjustSize()
+        self.install_finished.emit(text)
+
+    def _on_busy_changed(self, busy: bool) -> None:
+        for button in (self.file_button, self.url_button, self.keep_button):
+            button.setEnabled(not busy)
+        self.url.setEnabled(not busy)
+        if not busy and self._close_when_idle:
+            super().reject()
+
+    def reject(self) -> None:
+        """Escape or the close button. During an install the dialog waits for it to end (a
+        download is cancelled; a check or test load finishes), so its answer is not lost."""
+        if not self.tasks.is_busy():
+            super().reject()
+            return
+        self._close_when_idle = True
+        if self._control is not None:
+            self._control.cancel()
+
+
+def offer_first_run(
+    window: QWidget,
+    store: BackendStore,
+    settings: SettingsFile,
+    *,
+    detect: Detect = detect_gpus,
+) -> FirstRunDialog | None:
+    """Open the dialog over `window` (window-modal, not blocking the event loop) unless it was
+    shown before; it is marked shown at once, so a user who closes it is not asked again."""
+    if settings.settings.first_run_done:
+        return None
+    settings.update(first_run_done=True)
+    dialog = FirstRunDialog(store, detect, window)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.open()
+    return dialog
