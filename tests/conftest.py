@@ -1,6 +1,7 @@
 """Fixtures shared by every test area; the Hub's (hub, hub_env, tiny_gguf, small_fs) are
-registered here once, from tests/hub_fixtures.py, and the backend packages' (cpu_package,
-data_folder, store) from tests/backend_fixtures.py."""
+registered here once, from tests/hub_fixtures.py, the backend packages' (cpu_package,
+data_folder, store) from tests/backend_fixtures.py, and the starter model fetch's (pypi,
+tiny_starter, no_starter_package) from tests/starter_fixtures.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.hub_fixtures", "tests.backend_fixtures"]
+pytest_plugins = ["tests.hub_fixtures", "tests.backend_fixtures", "tests.starter_fixtures"]
 
 
 @pytest.fixture(scope="session")

