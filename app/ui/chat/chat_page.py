@@ -44,11 +44,14 @@ from app.ui.chat.status_bar import ChatStatus
 log = logging.getLogger(__name__)
 
 STARTER_OFFER = (
-    "<b>No model is loaded.</b> The starter model, Gemma 3 270M, is installed: a small base "
+    "<b>No model is loaded.</b> The starter model, Gemma 3 270M, is here: a small base "
     "model for trying the app offline. It continues text rather than answering; for real "
     "chat, download an instruct model from the Hub."
 )
-NO_MODEL = "<b>No model is loaded.</b> Choose a GGUF model with the picker above."
+NO_MODEL = (
+    "<b>No model is loaded.</b> Choose a GGUF model with the picker above, or get the small "
+    "starter model in Models, My models."
+)
 LOAD_ANYWAY_ADVICE = "lower the context length in Load options, or choose Load anyway"
 
 
@@ -469,9 +472,9 @@ class ChatPage(QWidget):
             and not self.engine.busy
             and not self._resolving
         )
-        installed = starter.is_installed()
-        self.offer_text.setText(STARTER_OFFER if installed else NO_MODEL)
-        self.offer_button.setVisible(installed)
+        available = starter.is_available()
+        self.offer_text.setText(STARTER_OFFER if available else NO_MODEL)
+        self.offer_button.setVisible(available)
         self.offer.setVisible(nothing)
 
     def _update_stack(self, *_args: QModelIndex | int) -> None:

@@ -84,7 +84,7 @@ class ModelPicker(QToolButton):
     def _fill_menu(self) -> None:
         menu = self._menu
         menu.clear()
-        if starter.is_installed():
+        if starter.is_available():
             menu.addAction(
                 f"Starter model: {starter.NAME}", lambda: self.model_chosen.emit(STARTER)
             )

@@ -1,4 +1,5 @@
-"""My models: every GGUF the app knows, with Load into chat, Reveal, Delete, Refresh, Add folder.
+"""My models: every GGUF the app knows, with Load into chat, Reveal, Delete, Refresh, Add folder,
+and the starter model offered (fetched from PyPI on request) when the install has none.
 
 Reading the headers of many files (and walking the HF cache) runs on the TaskRunner.
 """
@@ -22,9 +23,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.core import units as fmt
-from app.core.library import LibraryModel, library_order
+from app.core.library import SOURCE_STARTER, LibraryModel, library_order
 from app.services.tasks import TaskRunner, user_message
 from app.ui.models.flat_table import Index, ListTableModel, row_table
+from app.ui.models.starter_offer import StarterOffer
 
 
 class LibraryTableModel(ListTableModel[LibraryModel]):
@@ -100,6 +102,8 @@ class LibraryView(QWidget):
         self.add_folder_button = QPushButton("Add folder…")
         self.status_label = QLabel()
         self.status_label.setWordWrap(True)
+        self.starter_offer = StarterOffer(parent=self)
+        self.starter_offer.hide()  # shown once a listing finds no starter model
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.status_label, 1)
@@ -114,6 +118,7 @@ class LibraryView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 8, 0, 0)
         layout.addLayout(buttons)
+        layout.addWidget(self.starter_offer)
         layout.addWidget(self.table, 1)
 
         self.load_button.clicked.connect(self._on_load_clicked)
@@ -121,6 +126,7 @@ class LibraryView(QWidget):
         self.delete_button.clicked.connect(self._on_delete_clicked)
         self.refresh_button.clicked.connect(self.refresh)
         self.add_folder_button.clicked.connect(self._on_add_folder_clicked)
+        self.starter_offer.model_added.connect(self._on_starter_offer_model_added)
         self.table.doubleClicked.connect(lambda _i: self._on_load_clicked())
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         self._update_buttons()
@@ -166,6 +172,12 @@ class LibraryView(QWidget):
         )
         self.refresh_button.setEnabled(True)
         self._update_buttons()
+        has_starter = any(m.source == SOURCE_STARTER for m in models)
+        self.starter_offer.setVisible(not has_starter or self.starter_offer.is_busy())
+
+    def _on_starter_offer_model_added(self, model: LibraryModel) -> None:
+        self.add_model(model)
+        self.select_path(str(model.path))
 
     def _on_list_failed(self, message: str, _error: BaseException) -> None:
         self.status_label.setText(message)

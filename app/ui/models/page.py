@@ -164,6 +164,7 @@ class ModelsPage(QWidget):
             return
         self._shut_down = True
         self.downloads.shutdown()
+        self.library_view.starter_offer.download.shutdown()
         self.runner.wait(5000)
 
     def download_folder(self) -> Path | None:
