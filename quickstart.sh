@@ -37,7 +37,7 @@ fi
 shift || true
 
 # The checks (CONTRIBUTING.md), before the tests; any finding fails the run.
-lint_paths=(app tests benchmarks scripts kernels)
+lint_paths=(app tests benchmarks scripts kernels packaging)
 if ! .venv/bin/ruff check --output-format concise "${lint_paths[@]}"; then
   echo "ruff check failed: fix the findings above (ruff check --fix handles some)." >&2
   exit 1
