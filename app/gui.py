@@ -11,6 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
+from app.core.app_log import start_log_file
 from app.core.backends import BackendStore
 from app.core.chat_store import ChatStore
 from app.core.gpu_detect import detect_gpus
@@ -120,7 +121,9 @@ def open_app(
     app.setOrganizationName(ORGANIZATION)
     app.setWindowIcon(app_icon())
     apply_style(app)
-    parts = build_app(data_dir())  # the folder Qt names for this app, shared with the CLI
+    folder = data_dir()  # the folder Qt names for this app, shared with the CLI
+    start_log_file(folder)  # the GUI has no terminal; the CLI logs to stderr only
+    parts = build_app(folder)
     parts.window.show()
     if model is None and send is None and screenshot is None:
         # Only at a plain start: a start with --model, --send or --screenshot is scripted (the
