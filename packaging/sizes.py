@@ -44,3 +44,67 @@ def write_size_report(artifacts: list[Path], target: Path) -> dict[str, dict[str
     }
     target.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report
+
+
+# ---- the recorded sizes in docs/install.md --------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "docs" / "packaging-sizes.json"
+PAGE = ROOT / "docs" / "install.md"
+BEGIN = "<!-- sizes table: python packaging/sizes.py --record SIZES_JSON; do not edit -->"
+END = "<!-- end of sizes table -->"
+WHAT = {
+    "kvstudio": "the one-folder app (inside the others)",
+    ".tar.gz": "unpack anywhere, run `kvstudio`",
+    ".deb": "Debian 12 or newer: `sudo apt install ./kvstudio_*.deb`",
+    ".AppDir": "what appimagetool wraps into one .AppImage",
+}
+
+
+def _what(name: str) -> str:
+    return next((text for key, text in WHAT.items() if name == key or name.endswith(key)), "")
+
+
+def render_table(record: dict[str, object]) -> str:
+    artifacts = record["artifacts"]
+    assert isinstance(artifacts, dict)
+    lines = ["| artifact | download | unpacked | what it is |", "|---|---|---|---|"]
+    for name, size in sorted(artifacts.items()):
+        download = (
+            "-" if name in ("kvstudio", "KVStudio.AppDir") else f"{size['bytes'] / MIB:.1f} MiB"
+        )
+        lines.append(
+            f"| {name} | {download} | {size['unpacked_bytes'] / MIB:.1f} MiB | {_what(name)} |"
+        )
+    lines += ["", f"Built {record['built']} on {record['host']}; budget for the unpacked app: "
+              f"{BUDGET_MIB} MiB."]  # fmt: skip
+    return "\n".join(lines)
+
+
+def render_page(page_text: str, table: str) -> str:
+    start = page_text.index(BEGIN) + len(BEGIN)
+    end = page_text.index(END)
+    return page_text[:start] + "\n" + table + "\n" + page_text[end:]
+
+
+def record_sizes(report: Path) -> None:
+    """Keep a build's sizes.json in docs/ and re-render the table in docs/install.md."""
+    import datetime
+    import platform
+
+    record = {
+        "artifacts": json.loads(report.read_text()),
+        "built": datetime.date.today().isoformat(),
+        "host": f"{platform.freedesktop_os_release().get('PRETTY_NAME', 'Linux')}, "
+        f"Python {platform.python_version()}",
+    }
+    RECORD.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    PAGE.write_text(render_page(PAGE.read_text(), render_table(record)))
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="packaging/sizes.py")
+    parser.add_argument("--record", type=Path, required=True, metavar="SIZES_JSON")
+    record_sizes(parser.parse_args().record)
