@@ -12,7 +12,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import shutil
 import signal
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,9 +69,27 @@ def _child(conn: Any) -> None:
         )
         del llama_cpp
     except Exception as error:  # noqa: BLE001 - the message is the answer
-        conn.send(_reason(error))
+        folder = os.environ.get("LLAMA_CPP_LIB_PATH")
+        missing = missing_system_libraries(Path(folder)) if folder else []
+        conn.send("; ".join(missing) if missing else _reason(error))
     finally:
         conn.close()
+
+
+def missing_system_libraries(folder: Path) -> list[str]:
+    """ "libggml-cpu.so needs libgomp.so.1, which this system lacks" for each library in `folder`
+    the dynamic loader cannot find (Linux, through ldd; elsewhere an empty list). The load error
+    alone does not say it: a frozen app's ctypes replaces it with "Failed to load dynlib/dll"."""
+    if not sys.platform.startswith("linux") or shutil.which("ldd") is None:
+        return []
+    missing: list[str] = []
+    for library in sorted(folder.glob("lib*.so")):
+        result = subprocess.run(["ldd", str(library)], capture_output=True, text=True)
+        for line in result.stdout.splitlines():
+            name, _, target = line.strip().partition(" => ")
+            if target.startswith("not found"):
+                missing.append(f"{library.name} needs {name}, which this system lacks")
+    return missing
 
 
 def _reason(error: Exception) -> str:

@@ -48,11 +48,15 @@ def loaded_library(stem: str, pid: int | None = None) -> Path | None:
     maps = Path(f"/proc/{pid}/maps" if pid is not None else "/proc/self/maps")
     if not maps.is_file():
         return None
-    pattern = re.compile(rf"(/\S*/lib{re.escape(stem)}\.(so|dylib)(\.[\d.]+)?)$")
+    name = re.compile(rf"lib{re.escape(stem)}\.(so|dylib)(\.[\d.]+)?")
     for line in maps.read_text(errors="replace").splitlines():
-        match = pattern.search(line)
-        if match:
-            return Path(match.group(1))
+        # address perms offset dev inode path: the path is the rest of the line, spaces and all
+        # (the default data folder is ".../KVStudio/KV Studio/", where backend packages live).
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5].startswith("/"):
+            path = Path(fields[5])
+            if name.fullmatch(path.name):
+                return path
     return None
 
 

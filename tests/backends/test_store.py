@@ -183,3 +183,12 @@ def test_an_unknown_backend_name_gets_one_sentence(store):
     with pytest.raises(BadInputError) as refused:
         store.use("rocm-rdna3", probe)
     assert "No backend named 'rocm-rdna3' is installed (installed: built-in)." == str(refused.value)
+
+
+def test_a_data_folder_with_a_space_works(cpu_package, tmp_path):
+    """The default data folder is ".../KVStudio/KV Studio/": /proc/<pid>/maps lines carry that
+    space, and reading them up to the first space once refused every package there."""
+    store = BackendStore(tmp_path / "KV Studio")
+    folder = store.add(cpu_package, probe).folder
+    assert " " in str(folder)
+    assert Path(probe(folder).library) == folder / "libllama.so"
