@@ -33,6 +33,7 @@ from sizes import BUDGET_MIB, MIB  # noqa: E402
 from build import build  # noqa: E402
 
 CLEAN_ROOT_SCRIPT = HERE / "linux" / "check_in_clean_root.sh"
+SELFTESTS = ("selftest.txt", "selftest-package.txt")  # built-in backend, then the added package
 
 
 class CheckFailed(Exception):
@@ -64,17 +65,19 @@ def run_in_root(root: Path, script: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def check_deb(deb: Path, out: Path) -> str:
+def check_deb(deb: Path, backend: Path, out: Path) -> str:
     base = clean_root_base()
     with tempfile.TemporaryDirectory(prefix="kvstudio-clean-root-", dir=base.parent) as tmp:
         root = Path(tmp) / "root"
         subprocess.run(["cp", "-a", str(base), str(root)], check=True)
         shutil.copy2(deb, root / "tmp" / "kvstudio.deb")
+        shutil.copy2(backend, root / "tmp" / "backend.tar.gz")
         result = run_in_root(root, CLEAN_ROOT_SCRIPT.read_text())
         if result.returncode != 0:
             raise CheckFailed(f"the .deb in a clean Debian root: {result.stderr.strip()[-1500:]}")
         shutil.copy2(root / "tmp" / "window.png", out / "clean-root-window.png")
-        return (root / "tmp" / "selftest.txt").read_text().strip()
+        lines = [(root / "tmp" / name).read_text().strip() for name in SELFTESTS]
+        return "; then ".join(lines)
 
 
 def check_appdir(appdir: Path) -> str:
@@ -113,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         appdir_line = check_appdir(out / "KVStudio.AppDir")
         steps["appdir"] = time.monotonic() - mark
         mark = time.monotonic()
-        deb_line = check_deb(next(out.glob("kvstudio_*_amd64.deb")), out)
+        package = next((ROOT / "build" / "packaging" / "linux" / "backend").glob("*.tar.gz"))
+        deb_line = check_deb(next(out.glob("kvstudio_*_amd64.deb")), package, out)
         steps["clean root"] = time.monotonic() - mark
     except CheckFailed as error:
         print(f"packaging check: {error}", file=sys.stderr)

@@ -37,9 +37,19 @@ SONAME_PACKAGES = {
     "libwayland-cursor.so.0": "libwayland-cursor0",
     "libwayland-egl.so.1": "libwayland-egl1",
 }
-# Not linked, but read at run time: fontconfig's configuration (the bundled libfontconfig reads
-# /etc/fonts) and one font, without which a bare system draws the window with no text.
-RUNTIME_PACKAGES = ["fontconfig-config", "fonts-dejavu-core | fonts-liberation2"]
+# Not linked by the app's own files, but needed at run time:
+# - fontconfig's configuration (the bundled libfontconfig reads /etc/fonts) and one font, without
+#   which a bare system draws the window with no text;
+# - what every llama.cpp backend package links and does not carry (llama.cpp's CPU code uses
+#   OpenMP): a package the user installs later should not depend on the app's private copies,
+#   which it reaches only through the launcher's LD_LIBRARY_PATH.
+RUNTIME_PACKAGES = [
+    "fontconfig-config",
+    "fonts-dejavu-core | fonts-liberation2",
+    "libgomp1",
+    "libstdc++6",
+    "libgcc-s1",
+]
 LOADER_NAMES = ("linux-vdso.so.1", "ld-linux-x86-64.so.2", "/lib64/ld-linux-x86-64.so.2")
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from app.core.system_programs import system_env
 from app.core.units import size
 
 log = logging.getLogger(__name__)
@@ -268,6 +269,7 @@ def vulkan_gpus(command: str | None) -> list[Gpu]:
         done = subprocess.run(
             [command, "--summary"],
             capture_output=True,
+            env=system_env(),
             text=True,
             timeout=VULKANINFO_TIMEOUT_S,
             check=False,
@@ -291,6 +293,7 @@ def _apple_chip() -> str | None:
         done = subprocess.run(
             ["sysctl", "-n", "machdep.cpu.brand_string"],
             capture_output=True,
+            env=system_env(),
             text=True,
             timeout=5,
             check=False,

@@ -22,6 +22,7 @@ from typing import Any
 
 from app.core.backend_manifest import BadPackageError
 from app.core.backends import library_env
+from app.core.system_programs import system_env
 from app.engine.build_info import BuildInfo, parse_system_info
 
 PROBE_TIMEOUT_S = 120.0  # a GPU backend initialising its driver can take a while
@@ -84,7 +85,9 @@ def missing_system_libraries(folder: Path) -> list[str]:
         return []
     missing: list[str] = []
     for library in sorted(folder.glob("lib*.so")):
-        result = subprocess.run(["ldd", str(library)], capture_output=True, text=True)
+        result = subprocess.run(
+            ["ldd", str(library)], capture_output=True, text=True, env=system_env()
+        )
         for line in result.stdout.splitlines():
             name, _, target = line.strip().partition(" => ")
             if target.startswith("not found"):

@@ -12,6 +12,13 @@ missing=$(find /opt/kvstudio -type f \( -name '*.so*' -o -perm -u+x \) -exec sh 
 if [ -n "$missing" ]; then echo "$missing" | head -n 20 >&2; echo "libraries not found after install" >&2; exit 1; fi
 cd /tmp
 kvstudio selftest >/tmp/selftest.txt
+# A backend package installed the way the first-run dialog does it (checked against its manifest,
+# test-loaded in a child process of the frozen app), then used by the engine.
+kvstudio backend add /tmp/backend.tar.gz >/tmp/backend-add.txt
+kvstudio backend use cpu >>/tmp/backend-add.txt
+kvstudio selftest >/tmp/selftest-package.txt
+grep -q "cpu backend" /tmp/selftest-package.txt \
+  || { cat /tmp/selftest-package.txt >&2; echo "the selftest did not run on the installed cpu package" >&2; exit 1; }
 QT_QPA_PLATFORM=offscreen kvstudio gui --screenshot /tmp/window.png 2>/tmp/gui.log
 data="/root/.local/share/KVStudio/KV Studio"
 test -d "$data" || { echo "no user data folder after the GUI ran" >&2; exit 1; }
