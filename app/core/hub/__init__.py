@@ -17,6 +17,8 @@ at call time):
 
 from __future__ import annotations
 
+from huggingface_hub import constants as _hf_constants
+
 from app.core.hub.client import (
     SORT_KEYS,
     GgufEntry,
@@ -67,3 +69,9 @@ __all__ = [
     "split_info",
     "token_path",
 ]
+
+# huggingface_hub's telemetry (its own word) is off: with it on, the first request of a process
+# also fetches <endpoint>/api/agent-harnesses to name an AI agent in the User-Agent, a request
+# the user did not ask for (issue 10: no telemetry). Set on the module, which is read at each
+# request, so it holds whatever imported huggingface_hub first.
+_hf_constants.HF_HUB_DISABLE_TELEMETRY = True
