@@ -83,7 +83,6 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self.bridge = bridge
         self._shut_down = False
-        self._shown_once = False
         self._last_destination: Path | None = None
         self.runner = TaskRunner(self)
         self.folders = ModelFolders(data_dir)
@@ -176,15 +175,6 @@ class ModelsPage(QWidget):
         """Send downloads to `folder` (None: the HF cache), remembered for the next start."""
         self.folders.choose_download_folder(folder)
         self._fill_destinations(folder)
-
-    def showEvent(self, event) -> None:
-        # The first time the page shows, list the most downloaded GGUF models (like a
-        # store's front page) instead of an empty table.
-        super().showEvent(event)
-        if not self._shown_once:
-            self._shown_once = True
-            if not self.search_view.results.rowCount() and not self.search_view.status_label.text():
-                self.search_view.search()
 
     # ---- slots -------------------------------------------------------------------------
 

@@ -31,6 +31,10 @@ SORTS = (
     ("Most likes", "likes"),
     ("Recently updated", "last_modified"),
 )
+IDLE_HINT = (
+    "Type a name and press Search, or press Search with the box empty for the most downloaded "
+    "GGUF models on Hugging Face."
+)
 
 
 class SearchResultsModel(ListTableModel[RepoSummary]):
@@ -82,7 +86,9 @@ class SearchView(QWidget):
         for label, key in SORTS:
             self.sort_combo.addItem(label, key)
         self.search_button = QPushButton("Search")
-        self.status_label = QLabel()
+        # The Hub is asked nothing until the user searches (no network call the user did not
+        # ask for, issue 10), so the table starts empty with this line instead of a front page.
+        self.status_label = QLabel(IDLE_HINT)
         self.status_label.setWordWrap(True)
         self.status_label.setObjectName("searchStatus")
 

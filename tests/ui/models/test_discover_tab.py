@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from app.ui.models.search_view import IDLE_HINT
 from tests.gguf_factory import write_tiny_gguf
 from tests.ui.models.page_driver import (
     GATED,
@@ -51,9 +52,12 @@ def test_search_shows_results_with_author_downloads_likes_and_date(qtbot, env):
     shut(page)
 
 
-def test_first_show_lists_the_most_downloaded_models(qtbot, env):
-    page = make_page(qtbot, env)
+def test_the_hub_is_asked_nothing_until_the_user_searches(qtbot, env):
+    page = make_page(qtbot, env)  # shown, on the Discover tab
     model = page.search_view.results
+    # A search would have said "Searching…" at once; tests/ui/test_no_network.py sees the socket.
+    assert model.rowCount() == 0 and page.search_view.status_label.text() == IDLE_HINT
+    page.search_view.search_button.click()  # an empty box: the most downloaded models
     qtbot.waitUntil(lambda: model.rowCount() == 3, timeout=WAIT)
     assert [model.row_at(r).repo_id for r in range(3)] == [REPO, OTHER, GATED]
     shut(page)
