@@ -26,9 +26,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-from sizes import write_size_report  # noqa: E402
-
 from app import __version__  # noqa: E402
+
+from sizes import write_size_report  # noqa: E402
 
 PLATFORMS = ("linux", "windows", "macos")
 

@@ -28,9 +28,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-from sizes import BUDGET_MIB, MIB  # noqa: E402
-
 from build import build  # noqa: E402
+from sizes import BUDGET_MIB, MIB  # noqa: E402
 
 CLEAN_ROOT_SCRIPT = HERE / "linux" / "check_in_clean_root.sh"
 SELFTESTS = ("selftest.txt", "selftest-package.txt")  # built-in backend, then the added package
