@@ -2,7 +2,8 @@
 registered here once, from tests/hub_fixtures.py, the backend packages' (cpu_package,
 data_folder, store) from tests/backend_fixtures.py, and the starter model fetch's (pypi,
 tiny_starter, no_starter_package) from tests/starter_fixtures.py, the network guards
-(network_attempts, child_network_attempts) from tests/network_guard.py."""
+(network_attempts, child_network_attempts) from tests/network_guard.py, and `reliability` (facts
+for docs/reliability.md) from tests/reliability_record.py."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ pytest_plugins = [
     "tests.backend_fixtures",
     "tests.starter_fixtures",
     "tests.network_guard",
+    "tests.reliability_record",
 ]
 
 

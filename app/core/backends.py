@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.core.atomic_write import write_atomically
 from app.core.backend_manifest import (
     MANIFEST_NAME,
     BackendManifest,
@@ -56,16 +57,6 @@ class InstalledBackend:
     folder: Path | None  # None: the built-in one
     manifest: BackendManifest | None
     problem: str | None = None  # why it cannot be used, for a damaged package
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Temp file, fsync, rename: a crash leaves the old file or the new one, never half."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def library_env(folder: Path | None) -> dict[str, str]:
