@@ -223,6 +223,18 @@ class ChatStore:
         )
         return [Message(*row) for row in rows]
 
+    def messages_before(
+        self, conversation_id: int, before_id: int | None, limit: int
+    ) -> list[Message]:
+        """The `limit` newest messages older than `before_id` (None: the newest), oldest
+        first: a page of a long conversation, read through the (conversation, id) index."""
+        rows = self._db.execute(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? AND id < ? "
+            "ORDER BY id DESC LIMIT ?",
+            (conversation_id, before_id if before_id is not None else 2**63 - 1, limit),
+        )
+        return [Message(*row) for row in reversed(rows.fetchall())]
+
     def update_message(self, message_id: int, content: str, status: str | None = None) -> None:
         if status is None:
             self._db.execute(
