@@ -3,7 +3,8 @@
 
 `hub_env` points HF_ENDPOINT at the fake Hub and HF_HUB_CACHE, HF_HOME, HF_TOKEN_PATH and
 KVSTUDIO_DATA_DIR at fresh folders under tmp_path (and clears HF_TOKEN / HF_HUB_OFFLINE),
-so nothing touches the real cache or the network.
+so nothing touches the real cache or the network. KVSTUDIO_NO_KEYRING keeps a saved token in
+that HF_TOKEN_PATH file, never in the keyring of the machine running the tests.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def hub_env(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setenv("HF_TOKEN_PATH", str(tmp_path / "hf-home" / "token"))
     monkeypatch.setenv("KVSTUDIO_DATA_DIR", str(tmp_path / "kvstudio-data"))
+    monkeypatch.setenv("KVSTUDIO_NO_KEYRING", "1")
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     return hub
