@@ -2,11 +2,16 @@
 
 Streamed text is buffered and published at most ~25 times a second as a dataChanged for
 that one row, so a long conversation is never re-rendered for a token.
+
+A long conversation is held from its newest messages back: it opens with one page, and
+load_older() puts the batch before the first row in front when the view scrolls near the top,
+so opening 5,000 messages measures and lays out a page of them, not all.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +33,10 @@ VersionRole = Qt.ItemDataRole.UserRole + 2  # bumps whenever the row's text or s
 IsLastAssistantRole = Qt.ItemDataRole.UserRole + 3
 
 PUBLISH_INTERVAL_MS = 40  # ~25 Hz: smooth to the eye, cheap for the layout
+OLDER_BATCH = 200  # messages put in front per load_older(): a few screens of scrolling
+
+# (the id of the oldest message held, how many) -> the messages before it, oldest first
+OlderMessages = Callable[[int, int], list[Message]]
 
 
 @dataclass
@@ -43,6 +52,7 @@ class MessageListModel(QAbstractListModel):
         self._versions = 0  # one counter for all rows: a (message id, version) never repeats
         self._row_of: dict[int, int] = {}  # message id -> row
         self._pending: dict[int, str] = {}  # message id -> text not yet published
+        self._older: OlderMessages | None = None  # None: every message is held
         self._publish_timer = QTimer(self)
         self._publish_timer.setSingleShot(True)
         self._publish_timer.setInterval(PUBLISH_INTERVAL_MS)
@@ -71,12 +81,34 @@ class MessageListModel(QAbstractListModel):
 
     # ---- changes ----------------------------------------------------------------------
 
-    def set_messages(self, messages: list[Message]) -> None:
+    def set_messages(self, messages: list[Message], older: OlderMessages | None = None) -> None:
+        """Show `messages`; `older` reads the ones before them when there may be more."""
         self.beginResetModel()
         self._rows = [_Row(m, self._next_version()) for m in messages]
         self._row_of = {m.id: i for i, m in enumerate(messages)}
         self._pending.clear()
+        self._older = older if messages else None
         self.endResetModel()
+
+    @property
+    def has_older(self) -> bool:
+        """Whether messages before the first row may still be unread."""
+        return self._older is not None
+
+    def load_older(self) -> int:
+        """Put the batch of messages before the first row in front; how many came."""
+        if self._older is None:
+            return 0
+        batch = self._older(self._rows[0].message.id, OLDER_BATCH)
+        if len(batch) < OLDER_BATCH:
+            self._older = None  # the first message is in this batch
+        if not batch:
+            return 0
+        self.beginInsertRows(QModelIndex(), 0, len(batch) - 1)
+        self._rows[0:0] = [_Row(m, self._next_version()) for m in batch]
+        self._row_of = {r.message.id: i for i, r in enumerate(self._rows)}
+        self.endInsertRows()
+        return len(batch)
 
     def append_message(self, message: Message) -> None:
         n = len(self._rows)

@@ -2,7 +2,8 @@
 
 Only visible rows are painted; when a streamed row grows a line, the view re-lays out
 from cached heights (no re-render of other rows) and follows the bottom if the user was
-already there.
+already there. Scrolling within a screen of the top puts the model's older messages in front,
+with what the user was reading kept in place.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ class MessageView(QListView):
         self.setFrameShape(QListView.Shape.NoFrame)
         self.setViewportMargins(0, 10, 0, 6)
         self._follow = True  # stay at the bottom while the user has not scrolled up
+        # From a model reset until it shows the bottom: scroll values meanwhile are the layout
+        # settling, not the user scrolling up (no older messages are loaded for them).
+        self._opening = False
         # Row heights the layout was last told about (visualRect asks the delegate live,
         # so it cannot tell us whether the layout is stale).
         self._laid_out: dict[int, int] = {}
@@ -54,8 +58,23 @@ class MessageView(QListView):
         bar = self.verticalScrollBar()
         return bar.value() >= bar.maximum() - 8
 
-    def _on_scrolled(self, _value: int) -> None:
+    def _on_scrolled(self, value: int) -> None:
         self._follow = self._at_bottom()
+        near_top = value < self.verticalScrollBar().pageStep()
+        if near_top and self._model.has_older and not self._opening:
+            self._load_older()
+
+    def _load_older(self) -> None:
+        bar = self.verticalScrollBar()
+        value, maximum = bar.value(), bar.maximum()
+        if not self._model.load_older():
+            return
+        self.executeDelayedItemsLayout()
+        self.updateGeometries()
+        # The rows above grew the range by their height: move by as much, so the rows the
+        # user was reading stay where they were (this re-enters _on_scrolled, which loads
+        # another batch while that is still within a screen of the top).
+        bar.setValue(value + bar.maximum() - maximum)
 
     def _scroll_down_later(self) -> None:
         if self._follow:
@@ -66,6 +85,7 @@ class MessageView(QListView):
         self.executeDelayedItemsLayout()
         self.updateGeometries()  # the scroll range is stale after a delayed re-layout
         self.scrollToBottom()
+        self._opening = False
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         follow = self._follow
@@ -86,6 +106,7 @@ class MessageView(QListView):
     def _on_model_reset(self) -> None:
         self._laid_out.clear()
         self._follow = True
+        self._opening = True
         self._scroll_down_later()
 
     def _on_rows_inserted(self, _parent: QModelIndex, first: int, last: int) -> None:

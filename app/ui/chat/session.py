@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from app.core.chat_store import (
     DONE,
     FAILED,
+    INTERRUPTED,
     STOPPED,
     STREAMING,
     ChatStore,
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 SAVE_INTERVAL_S = 0.5  # a crash loses at most this much of a streaming reply
 TITLE_LENGTH = 48
+OPEN_PAGE = 200  # newest messages read when a conversation opens; older ones on scrolling up
 
 
 def sampling_from_dict(values: dict) -> SamplingSettings:
@@ -81,6 +83,7 @@ class ChatSession(QObject):
         engine.token_received.connect(self._on_engine_token)
         engine.reply_finished.connect(self._on_engine_finished)
         engine.reply_failed.connect(self._on_engine_failed)
+        engine.engine_crashed.connect(self._on_engine_crashed)
 
     @property
     def generating(self) -> bool:
@@ -92,13 +95,18 @@ class ChatSession(QObject):
         if self._reply is not None:
             self._reply.flush()  # the store must hold what the model shows
         self.conversation = self.store.conversation(conversation_id)
-        messages = self.store.messages(conversation_id)
+        messages = self.store.messages_before(conversation_id, None, OPEN_PAGE)
         if self._reply is not None and self._reply_conversation == conversation_id:
             messages = [
                 m if m.id != self._reply.message_id else replace(m, content=self._reply.text)
                 for m in messages
             ]
-        self.model.set_messages(messages)
+        self.model.set_messages(
+            messages,
+            older=(lambda before, n: self.store.messages_before(conversation_id, before, n))
+            if len(messages) == OPEN_PAGE
+            else None,
+        )
         self.conversation_opened.emit(self.conversation)
 
     def new_conversation(self) -> Conversation:
@@ -188,7 +196,7 @@ class ChatSession(QObject):
         if self.conversation.system_prompt.strip():
             history.append(ChatMessage("system", self.conversation.system_prompt.strip()))
         for m in self.store.messages(self.conversation.id):
-            if m.status in (DONE, STOPPED, "interrupted") and m.content:
+            if m.status in (DONE, STOPPED, INTERRUPTED) and m.content:
                 history.append(ChatMessage(m.role, m.content))
         return tuple(history)
 
@@ -269,6 +277,12 @@ class ChatSession(QObject):
         self._end_reply(STOPPED if finished.stop_reason == "cancelled" else DONE, finished)
         self.context_used.emit(finished.n_past)
         self.reply_stats.emit(finished)
+
+    def _on_engine_crashed(self, _message: str) -> None:
+        # Cut off, not failed: the partial reply is kept as 'interrupted' (as after the app
+        # itself was killed), so the next message's history includes it.
+        if self._request_id is not None:
+            self._end_reply(INTERRUPTED)
 
     def _on_engine_failed(self, message: str) -> None:
         if self._request_id is None:
