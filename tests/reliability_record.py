@@ -67,9 +67,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     found: Reliability = session.config._kvstudio_reliability  # type: ignore[attr-defined]
     if not found.facts or exitstatus != 0:
         return
+    save_facts(found.facts)
+
+
+def save_facts(facts: dict[str, dict[str, object]]) -> None:
+    """Merge `facts` into docs/reliability.json and render docs/reliability.md from it (the
+    test run, and benchmarks that record what held, e.g. benchmarks/long_session.py)."""
     record = json.loads(RECORD.read_text()) if RECORD.exists() else {}
-    for area, facts in found.facts.items():
-        record.setdefault(area, {}).update(facts)
+    for area, area_facts in facts.items():
+        record.setdefault(area, {}).update(area_facts)
     record["_updated"] = datetime.date.today().isoformat()
     RECORD.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     PAGE.write_text(render_page(record))
