@@ -265,6 +265,9 @@ class HubRequestHandler(BaseHTTPRequestHandler):
                 {"X-Repo-Commit": repo.commit},
             )
         common = {"X-Repo-Commit": repo.commit, "Accept-Ranges": "bytes"}
+        elsewhere = self.hub.faults.redirect_get.get(filename)
+        if elsewhere is not None:
+            return self._redirect_get(f, elsewhere, common)
         if not f.lfs:
             return self._send_file(f, {**common, "ETag": f'"{f.git_oid}"'})
         basename = quote(f.path.rsplit("/", 1)[-1])
@@ -287,6 +290,27 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+        self._finish(302, 0)
+
+    def _redirect_get(self, f: HubFile, location: str, common: dict[str, str]) -> None:
+        """HEAD: the file's headers from the Hub itself; GET: 302 to `location`."""
+        if self.command == "HEAD":
+            self.send_response(200)
+            for k, v in {
+                **common,
+                "ETag": f'"{f.git_oid}"',
+                "X-Linked-Etag": f'"{self.hub.reported_sha256(f)}"',
+                "X-Linked-Size": str(f.size),
+                "Content-Length": str(f.size),
+            }.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self._finish(200, 0)
+            return
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
         self._finish(302, 0)
 
     def _cdn(self, sha: str) -> None:
@@ -321,9 +345,15 @@ class HubRequestHandler(BaseHTTPRequestHandler):
         length = end - start + 1
         short = faults.take(faults.truncate, f.path) if self.command == "GET" else None
         announced = min(length, short) if short is not None else length
+        get = self.command == "GET"
+        extra = (faults.take(faults.overlong, f.path) if get else None) or 0
+        extra_announced = (faults.take(faults.overlong_announced, f.path) if get else None) or 0
         self.send_response(206 if partial else 200)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(announced))
+        if extra:
+            self.send_header("Connection", "close")  # the body ends when the connection does
+        else:
+            self.send_header("Content-Length", str(announced + extra_announced))
         if partial:
             self.send_header("Content-Range", f"bytes {start}-{start + announced - 1}/{f.size}")
         for k, v in headers.items():
@@ -342,6 +372,12 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             time.sleep(30)  # the client gives up (or pauses) long before
             return
         self._send_body(f.source, start, to_send, rate, entry)
+        if extra or extra_announced:
+            self.wfile.write(b"X" * (extra or extra_announced))  # bytes the file does not have
+            self.wfile.flush()
+            entry.sent += extra or extra_announced
+            self.close_connection = True
+            return
         if cut is not None and cut < announced:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)  # a dropped connection mid-body

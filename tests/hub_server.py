@@ -29,6 +29,11 @@ Fault knobs (`hub.faults`, keyed by file path in the repo; lists are consumed on
     wrong_sha256(path)             the tree (and X-Linked-Etag) report a wrong sha256
     rate_limit[path] = bytes/s     slow the body down (for pause / cancel tests)
     stall_after[path] = [n, ...]   send n body bytes, then nothing for 30 s (a stalled server)
+    overlong[path] = [n, ...]      the body goes on for n bytes past the file, with no
+                                   Content-Length (ended by closing the connection)
+    overlong_announced[path] = [n, ...]  the same, announced: Content-Length counts the n bytes
+    redirect_get[path] = url       the Hub answers HEAD /resolve itself (no CDN redirect), and
+                                   GET /resolve with a 302 to `url` (another host)
 HubServer(tls=ssl_context) serves both ports over HTTPS (url / cdn_url become https://).
 A repo can be gated (`gated=True`: 401 without token, 403 with a token not in `hub.tokens`).
 `hub.log` records every request (method, path, Range, status, body bytes sent).
@@ -103,6 +108,9 @@ class Faults:
     wrong_sha_paths: set[str] = field(default_factory=set)
     rate_limit: dict[str, float] = field(default_factory=dict)
     stall_after: dict[str, list[int]] = field(default_factory=dict)
+    overlong: dict[str, list[int]] = field(default_factory=dict)
+    overlong_announced: dict[str, list[int]] = field(default_factory=dict)
+    redirect_get: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def ignore_range(self, path: str) -> None:
@@ -128,8 +136,11 @@ class Faults:
                 self.truncate,
                 self.rate_limit,
                 self.stall_after,
+                self.overlong,
+                self.overlong_announced,
             ):
                 table.clear()
+            self.redirect_get.clear()
             self.ignore_range_paths.clear()
             self.wrong_sha_paths.clear()
 
