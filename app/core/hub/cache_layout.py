@@ -58,7 +58,9 @@ class Destination:
         is named by the sha256, so None when the Hub gave none: known only from the ETag)."""
         if not self.in_cache:
             return self.placement(filename).incomplete
-        return self.root / "blobs" / f"{check_sha256(sha256)}.incomplete" if sha256 else None
+        if not sha256:
+            return None
+        return safe_join(self.root, f"blobs/{check_sha256(sha256)}.incomplete")
 
     def placement(
         self, filename: str, sha256: str | None = None, commit: str | None = None
@@ -68,7 +70,9 @@ class Destination:
         if not self.in_cache:
             final = safe_join(self.root, filename)
             return FilePlacement(final.with_name(final.name + ".incomplete"), final, final)
-        blob = self.root / "blobs" / check_sha256(sha256 or "")
+        # Through safe_join too: a blobs/ folder that is a link out of the repo's folder is
+        # refused, as a link on the way to a file in a chosen folder is.
+        blob = safe_join(self.root, f"blobs/{check_sha256(sha256 or '')}")
         pointer = safe_join(self.root, f"snapshots/{check_commit(commit)}/{filename}")
         return FilePlacement(blob.with_name(blob.name + ".incomplete"), blob, pointer)
 

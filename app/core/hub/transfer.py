@@ -50,6 +50,11 @@ class DownloadCancelled(Exception):
     """The download stopped because cancel was asked; the partial file is removed."""
 
 
+class OversizedBodyError(DownloadError):
+    """The server sent, or announced, more bytes than the file has; the partial file is
+    removed (a server that lies about the size is not resumed from)."""
+
+
 class DownloadControl:
     """Pause / cancel flags a running download checks between chunks (thread-safe).
 
@@ -260,7 +265,7 @@ def _fetch(
                 )
                 control.sleep(wait)
         _verify(target, state.hasher)
-    except DownloadCancelled:
+    except (DownloadCancelled, OversizedBodyError):
         target.incomplete.unlink(missing_ok=True)
         raise
 
@@ -316,6 +321,7 @@ def _stream_once(
                     "%s: server ignored Range; downloading from the start", target.display_name
                 )
                 state.done, state.hasher = 0, hashlib.sha256()
+            _refuse_oversized(response, target, target.size - state.done)
             remove_hook = control.on_stop(_shutdown_hook(response))
             try:
                 _write_body(response, target, control, state, on_progress)
@@ -326,6 +332,24 @@ def _stream_once(
     if state.done < target.size:
         control.check()
         raise _Retry(f"connection ended at byte {state.done:,} of {target.size:,}")
+
+
+def _oversized(target: FetchTarget, what: str) -> str:
+    return (
+        f"The server {what} more data than {target.display_name}'s {target.size:,} bytes; "
+        "the download was stopped and its partial file deleted."
+    )
+
+
+def _refuse_oversized(response: httpx2.Response, target: FetchTarget, expected: int) -> None:
+    """OversizedBodyError before a byte is written when the response announces a body longer
+    than what is left of the file (the free space was checked for the file's size only)."""
+    try:
+        announced = int(response.headers.get("content-length", ""))
+    except ValueError:
+        return  # no length: the body is counted as it arrives (_write_body)
+    if announced > expected:
+        raise OversizedBodyError(_oversized(target, "announced"))
 
 
 def _write_body(
@@ -355,10 +379,7 @@ def _write_body(
             for chunk in chunks:
                 received += len(chunk)
                 if received > target.size:
-                    raise DownloadError(
-                        f"The server sent more data than {target.display_name}'s "
-                        f"{target.size:,} bytes; the download was stopped."
-                    )
+                    raise OversizedBodyError(_oversized(target, "sent"))
                 writer.put(chunk)
                 if control.stop_requested or sock is not None:
                     # With a direct socket, this first chunk emptied h11's buffer; the
