@@ -54,6 +54,12 @@ class MessageView(QListView):
         model.rowsInserted.connect(self._on_rows_inserted)
         model.modelReset.connect(self._on_model_reset)
 
+    @property
+    def opening(self) -> bool:
+        """True from a model reset (a conversation opened) until the view shows its newest
+        message; a paint after that shows the opened conversation."""
+        return self._opening
+
     def _at_bottom(self) -> bool:
         bar = self.verticalScrollBar()
         return bar.value() >= bar.maximum() - 8
