@@ -1,4 +1,4 @@
-"""`kvstudio rm NAME`: delete a downloaded model.
+"""`kvstudio rm NAME`: delete a downloaded model, or what a failed download of a repo left.
 
 No question asked; ambiguous names are refused.
 """
@@ -25,15 +25,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.core.errors import AppError
+    from app.core.errors import AppError, ModelNotFoundError
     from app.core.library import delete_model, find_model
     from app.core.units import size
 
     try:
-        model = find_model(args.name, extra_dirs=args.dir)
+        try:
+            model = find_model(args.name, extra_dirs=args.dir)
+        except ModelNotFoundError:
+            # No finished model by that name: an unfinished download of the repo may have
+            # left files the library does not list; those can always be removed by repo.
+            if _delete_leftovers(args.name, args.dir):
+                return 0
+            raise
         delete_model(model)
     except AppError as error:
         print(f"kvstudio: {error}", file=sys.stderr)
         return 2
     print(f"Deleted {model.name} ({size(model.file_size)}) from {model.path}")
     return 0
+
+
+def _delete_leftovers(name: str, extra_dirs: list[Path]) -> bool:
+    """Delete what unfinished downloads of OWNER/REPO (from OWNER/REPO[:QUANT]) left; False
+    when `name` is no repo or nothing is left."""
+    from app.core.errors import AppError
+    from app.core.hub.env import hub_cache_dir
+    from app.core.leftovers import delete_leftovers, download_leftovers
+    from app.core.model_folders import ModelFolders
+    from app.core.units import size
+
+    repo_id = name.strip().partition(":")[0]
+    choices = ModelFolders.of_app().read()
+    folders = [*choices.download_folders, *extra_dirs]
+    if choices.download_to is not None:
+        folders.append(choices.download_to)
+    cache = hub_cache_dir()
+    try:
+        found = download_leftovers(repo_id, cache_dir=cache, folders=folders)
+    except AppError:  # not an OWNER/REPO name
+        return False
+    if not found:
+        return False
+    freed = delete_leftovers(repo_id, found, cache_dir=cache)
+    print(
+        f"Deleted what unfinished downloads of {repo_id} left: {len(found)} "
+        f"file{'s' if len(found) != 1 else ''} ({size(freed)})"
+    )
+    return True

@@ -364,8 +364,14 @@ def _is_fetched_starter(path: Path) -> bool:
 
 
 def _delete_from_cache(parts: list[Path]) -> None:
-    blobs = {os.path.realpath(p) for p in parts if p.exists()}
     storage = _storage_of(parts[0])
+    # Only blobs in the repo's own blobs/ folder: a snapshot entry that links out of the
+    # library loses its link, and what it points at is never deleted.
+    own_blobs = storage / "blobs"
+    inside = None if own_blobs.is_symlink() else os.path.realpath(own_blobs)
+    blobs = {
+        real for p in parts if p.exists() and os.path.dirname(real := os.path.realpath(p)) == inside
+    }
     for snapshot_root, _dirs, files in os.walk(storage / "snapshots", topdown=False):
         for name in files:
             link = Path(snapshot_root) / name
