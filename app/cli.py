@@ -7,13 +7,17 @@ import importlib
 import logging
 import multiprocessing
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
 from app import __version__
 from app.commands import COMMAND_MODULES
+from app.core.crash_report import CrashReporter
 from app.core.errors import AppError, BadInputError
+from app.core.paths import data_dir
+from app.core.state_files import check_state_files
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    reporter = _report_crashes()
     try:
         if args.command in (None, "gui"):
             from app.gui import open_app  # Qt is imported only here
@@ -96,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                 send=getattr(args, "send", None),
                 screenshot=getattr(args, "screenshot", None),
             )
+        _check_state_files()
         return int(modules[args.command].run(args) or 0)
     except BadInputError as error:
         print(f"kvstudio: {error}", file=sys.stderr)
@@ -106,3 +112,36 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kvstudio: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:  # a bug: one sentence and a report, never only a traceback
+        reporter.report(error, f"kvstudio {args.command or 'gui'}")
+        return 1
+    finally:
+        reporter.uninstall()
+
+
+def _report_crashes() -> CrashReporter:
+    """Reports go to the data folder's logs/ (the GUI's too); the sentence goes to stderr."""
+
+    def tell(path: Path | None, summary: str) -> None:
+        where = f"a report was saved to {path}" if path else "no report could be saved"
+        print(f"kvstudio: unexpected error ({summary}); {where}.", file=sys.stderr)
+
+    try:
+        folder = data_dir()
+    except OSError:
+        folder = Path(tempfile.gettempdir()) / "kvstudio"
+    reporter = CrashReporter(folder, tell)
+    reporter.install(faults=False)  # a CLI crash prints to the terminal it runs in
+    return reporter
+
+
+def _check_state_files() -> None:
+    """Damaged settings, model folders or download queue: set aside, one line each, and the
+    command runs on. (No command opens the conversations file; the GUI repairs that.)"""
+    try:
+        notices = check_state_files(data_dir())
+    except OSError as error:
+        log.warning("could not check the data folder's files (%s)", error)
+        return
+    for notice in notices:
+        print(f"kvstudio: {notice}", file=sys.stderr)

@@ -6,6 +6,7 @@ import logging
 import signal
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
@@ -13,13 +14,17 @@ from PySide6.QtWidgets import QApplication
 
 from app.core.app_log import start_log_file
 from app.core.backends import BackendStore
+from app.core.chat_rescue import open_chats
 from app.core.chat_store import ChatStore
 from app.core.gpu_detect import detect_gpus
+from app.core.instance_lock import InstanceLock
 from app.core.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
 from app.core.settings import SettingsFile
+from app.core.state_files import check_state_files
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.ui.backends_page import BackendsPage
+from app.ui.crash_dialog import CrashDialogs
 from app.ui.dashboard.page import DashboardPage
 from app.ui.first_run import Detect, FirstRunDialog, offer_first_run
 from app.ui.main_window import ASSETS, MainWindow, app_icon
@@ -36,25 +41,49 @@ class AppParts:
     store: ChatStore
     settings: SettingsFile
     bridge: MessageBridge
+    crash: CrashDialogs | None = None
+    instance: InstanceLock | None = None
+    notices: tuple[str, ...] = ()  # what the start had to tell the user (shown as messages)
 
     def close(self) -> None:
         """Stop the engine and close the database (after the window has closed)."""
         self.engine.shutdown()
         self.store.close()
+        if self.instance is not None:
+            self.instance.release()
+        if self.crash is not None:
+            self.crash.uninstall()
 
 
 def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
-    """The main window and what it runs on, for the data folder `folder`."""
-    store = ChatStore(chat_db_path(folder))
-    interrupted = store.mark_interrupted()
-    if interrupted:
-        log.info("%d reply(ies) were cut off by a crash; kept as 'interrupted'", interrupted)
+    """The main window and what it runs on, for the data folder `folder`. Damaged state files
+    and a damaged or locked conversations file never stop it: each costs one message."""
+    crash = CrashDialogs(folder)
+    crash.install()
+    notices = check_state_files(folder)
+    instance = InstanceLock(folder)
+    chats = open_chats(chat_db_path(folder), other_pid=instance.other_pid)
+    notices += [chats.notice] if chats.notice else []
+    store = chats.store
+    if instance.owned:
+        # Only the first window: a second one would cut off the first one's streaming reply.
+        interrupted = store.mark_interrupted()
+        if interrupted:
+            log.info("%d reply(ies) were cut off by a crash; kept as 'interrupted'", interrupted)
+    elif instance.other_pid and chats.saved:
+        notices.append(
+            f"Another KV Studio (process {instance.other_pid}) is open on these conversations; "
+            "both save to them, and each shows the other's new messages after a restart."
+        )
     settings = SettingsFile(folder)
     bridge = MessageBridge()
     engine = engine or EngineClient()
     window = MainWindow(engine, store, settings, bridge)
+    crash.window = window
     _add_pages(window, engine, bridge, folder)
-    return AppParts(window, engine, store, settings, bridge)
+    for notice in notices:
+        QTimer.singleShot(0, partial(bridge.error, notice))
+    return AppParts(window, engine, store, settings, bridge, crash, instance, tuple(notices))
 
 
 def _add_pages(

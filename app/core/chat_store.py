@@ -91,17 +91,78 @@ _MESSAGE_COLUMNS = (
 )
 
 
-class ChatStore:
-    """All conversation storage. Methods commit at once: nothing waits in memory."""
+class ChatsUnusableError(Exception):
+    """The conversations file cannot be used as it is (app/core/chat_rescue.py decides what
+    then). `problem`: what is wrong, in words that finish 'Your conversations file ...'."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path} {problem}")
+        self.problem = problem
+
+
+class DamagedChatsError(ChatsUnusableError):
+    """Damaged, cut short, a table missing, or not a file at all: safe to set aside."""
+
+
+class NewerChatsError(ChatsUnusableError):
+    """Written by a newer KV Studio (a schema version this one does not know)."""
+
+
+class ChatsLockedError(ChatsUnusableError):
+    """Another process holds a lock longer than the busy timeout: nothing is wrong with it."""
+
+
+# The columns each table must have for this version's queries (a newer schema may add more).
+TABLE_COLUMNS = {
+    "conversations": (
+        "id",
+        "title",
+        "created_at",
+        "updated_at",
+        "system_prompt",
+        "sampling_json",
+        "model",
+    ),
+    "messages": tuple(c.strip() for c in _MESSAGE_COLUMNS.split(",")),
+}
+BUSY_TIMEOUT_S = 2.0  # every write is one short statement; another instance's waits this long
+
+
+class ChatStore:
+    """All conversation storage. Methods commit at once: nothing waits in memory.
+
+    Opening checks the file (SQLite's quick_check, the schema version, the tables) and raises a
+    ChatsUnusableError subclass rather than failing later, mid-session."""
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None)  # autocommit
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL is durable against a killed process in WAL mode (only power loss can lose).
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
+        if self.path.exists() and not self.path.is_file():
+            raise DamagedChatsError(self.path, "is a folder, not a file")
+        # WAL: another instance's readers never wait; writers wait up to the busy timeout.
+        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=busy_timeout_s)
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open(self) -> None:
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable against a killed process in WAL mode (only power loss can lose).
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            check = self._db.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if check != "ok":
+                raise DamagedChatsError(self.path, damage_kind(self.path))
+            self._migrate()
+            self._check_tables()
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                raise ChatsLockedError(self.path, "is locked by another program") from error
+            raise
+        except sqlite3.DatabaseError as error:  # not a database, malformed
+            raise DamagedChatsError(self.path, damage_kind(self.path)) from error
 
     def close(self) -> None:
         self._db.close()
@@ -109,15 +170,20 @@ class ChatStore:
     def _migrate(self) -> None:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{self.path} was written by a newer KV Studio "
-                f"(schema {version} > {SCHEMA_VERSION})"
-            )
+            raise NewerChatsError(self.path, "is from a newer version of KV Studio")
         for step in range(version, SCHEMA_VERSION):
             log.info("chat store: migrating schema %d -> %d", step, step + 1)
             self._db.executescript(
                 f"BEGIN; {_MIGRATIONS[step]} PRAGMA user_version = {step + 1}; COMMIT;"
             )
+
+    def _check_tables(self) -> None:
+        for table, columns in TABLE_COLUMNS.items():
+            have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if not have:
+                raise DamagedChatsError(self.path, f"is missing its {table} table")
+            if not set(columns) <= have:
+                raise DamagedChatsError(self.path, f"has a damaged {table} table")
 
     @property
     def schema_version(self) -> int:
@@ -331,6 +397,24 @@ class StreamingReply:
 
     def finish(self, status: str, **stats: Any) -> Message:
         return self._store.finish_message(self.message_id, self.text, status, **stats)
+
+
+def damage_kind(path: Path) -> str:
+    """'is cut short' when the file is shorter than its header says, else 'is damaged'."""
+    try:
+        with path.open("rb") as f:
+            header = f.read(100)
+        size = path.stat().st_size
+    except OSError:
+        return "is damaged"
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return "is cut short" if len(header) < 100 else "is damaged"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if page_size and (size % page_size or size < pages * page_size):
+        return "is cut short"
+    return "is damaged"
 
 
 def _row_id(cur: sqlite3.Cursor) -> int:

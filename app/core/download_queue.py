@@ -18,25 +18,34 @@ from __future__ import annotations
 import enum
 import json
 import logging
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from app.core.atomic_write import write_atomically
 from app.core.errors import AppError, DownloadError
 from app.core.hub import GgufEntry, bytes_on_disk, download_entry, partial_paths
 from app.core.hub.transfer import DownloadCancelled, DownloadControl, DownloadPaused
 from app.core.library import SOURCE_FOLDER, SOURCE_HF_CACHE, LibraryModel, model_at
 from app.core.model_folders import ModelFolders
+from app.core.state_files import (
+    DOWNLOADS_FILE,
+    DOWNLOADS_VERSION,
+    Damage,
+    damage_notice,
+    read_json_state,
+    set_aside,
+)
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_PARALLEL = 2
 SPEED_WINDOW_S = 3.0  # speed is the average over about this long
-QUEUE_FILE = "downloads.json"
+QUEUE_FILE = DOWNLOADS_FILE
 
 
 class DownloadState(enum.Enum):
@@ -257,13 +266,23 @@ class DownloadQueue:
         the others come back paused. Returns the keys that came back."""
         if self.state_file is None or not self.state_file.exists():
             return []
-        try:
-            records = list(json.loads(self.state_file.read_text(encoding="utf-8"))["downloads"])
-        except (OSError, ValueError, KeyError, TypeError):
+        read = read_json_state(self.state_file, DOWNLOADS_VERSION)
+        saved = read.value.get("downloads") if isinstance(read.value, dict) else None
+        if read.damage is not None or not isinstance(saved, list):
+            # Set aside rather than overwritten by the next save: the user may want it back.
+            damage = read.damage or Damage.UNREADABLE
+            try:
+                backup = set_aside(self.state_file)
+            except OSError:
+                log.warning(
+                    "download queue %s is %s; starting empty", self.state_file, damage.value
+                )
+                return []
             log.warning(
-                "download queue %s unreadable; starting empty", self.state_file, exc_info=True
+                "%s", damage_notice("download queue", damage, backup, "the queue starts empty")
             )
             return []
+        records: list[Any] = saved
         restored: list[str] = []
         with self._cond:
             for record in records:
@@ -419,11 +438,10 @@ class DownloadQueue:
         ]
         try:
             self.state_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.state_file.with_name(self.state_file.name + ".tmp")
-            tmp.write_text(
-                json.dumps({"version": 1, "downloads": records}, indent=1), encoding="utf-8"
+            write_atomically(
+                self.state_file,
+                json.dumps({"version": DOWNLOADS_VERSION, "downloads": records}, indent=1),
             )
-            os.replace(tmp, self.state_file)
         except OSError:
             log.warning("could not save the download queue to %s", self.state_file, exc_info=True)
 

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from app.core.errors import UnknownKvTypeError
-
-# The cache types llama.cpp's `--cache-type-k/-v` accept (common/arg.cpp kv_cache_types).
-_SUPPORTED = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+from app.core.kv_type_names import KV_TYPE_NAMES as _SUPPORTED
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,18 @@ and the CLI (`kvstudio ls`, `pull --folder`) alike:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from app.core.atomic_write import write_atomically
 from app.core.paths import data_dir
+from app.core.state_files import damage_notice, read_json_state, set_aside
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +56,23 @@ class ModelFolders:
         return cls(data_dir())
 
     def read(self) -> FolderChoices:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return self._legacy([])
-        except (OSError, ValueError):
-            log.warning("%s is unreadable; no model folders", self.path, exc_info=True)
+        read = read_json_state(self.path, VERSION)
+        if read.damage is not None:
+            # Set aside, not overwritten by the next change: the user's folder list is in it.
+            with contextlib.suppress(OSError):
+                backup = set_aside(self.path)
+                log.warning(
+                    "%s", damage_notice("model folders", read.damage, backup, "none are listed")
+                )
             return FolderChoices()
+        raw = read.value
+        if raw is None:
+            return self._legacy([])
         if isinstance(raw, list):  # an older release's list of the user's folders
             return self._legacy(raw)
-        to = raw.get("download_to") if isinstance(raw, dict) else None
+        if not isinstance(raw, dict):
+            return FolderChoices()
+        to = raw.get("download_to")
         return FolderChoices(
             _paths(raw.get("folders")),
             _paths(raw.get("download_folders")),
@@ -103,9 +112,7 @@ class ModelFolders:
                 "download_to": str(choices.download_to) if choices.download_to else None,
             }
             self.data_folder.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-            os.replace(tmp, self.path)
+            write_atomically(self.path, json.dumps(data, indent=1))
 
     def _legacy(self, user_folders: list[object]) -> FolderChoices:
         """What older releases kept: the user's folders (GUI), download folders (CLI, in

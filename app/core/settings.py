@@ -1,26 +1,33 @@
 """One typed, versioned settings object, stored as JSON in the data folder.
 
-A file from a newer (or unknown) version of the app is not guessed at: it is copied
-aside as settings.json.bak-<time> and the defaults are used, with a notice for the user.
+A file that cannot be used is not guessed at. Unreadable, cut short or from a newer version: it is
+set aside as settings.json.bak-<time> and the defaults are used. Readable but with values of the
+wrong type or out of range (GPU layers, threads, last model...): those fields alone are reset,
+the original is kept the same way, and the repaired file is written. Either way the notice says
+which it was.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from app.core.kv_types import KV_TYPES
+from app.core.atomic_write import write_atomically
+from app.core.kv_type_names import KV_TYPE_NAMES
 from app.core.paths import settings_path
+from app.core.state_files import Damage, damage_notice, read_json_state, set_aside
 
 log = logging.getLogger(__name__)
 
 SETTINGS_VERSION = 1
 MAX_RECENT_MODELS = 10
+MAX_THREADS = 4096
+MAX_CONTEXT = 1 << 24  # far above any model's trained context; a bigger number is a typo
+MAX_PATH_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -45,56 +52,85 @@ class Settings:
 @dataclass(frozen=True)
 class LoadedSettings:
     settings: Settings
-    notice: str | None  # a sentence for the user when the file had to be reset
+    notice: str | None  # a sentence for the user when the file had to be reset or repaired
 
 
-def _validated(raw: dict[str, Any]) -> Settings:
-    known = {f.name for f in fields(Settings)}
-    values = {k: v for k, v in raw.items() if k in known}
+def _is_int(value: object, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _is_path(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_PATH_CHARS and "\x00" not in value
+
+
+def _is_path_list(value: object) -> bool:
+    return isinstance(value, list) and len(value) <= MAX_RECENT_MODELS and all(map(_is_path, value))
+
+
+# Each field the file may hold: its name in the user's words, and what a good value is.
+_CHECKS: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "type_k": ("K cache type", lambda v: v in KV_TYPE_NAMES),
+    "type_v": ("V cache type", lambda v: v in KV_TYPE_NAMES),
+    "n_ctx": ("context length", lambda v: _is_int(v, 1, MAX_CONTEXT)),
+    "n_threads": ("threads", lambda v: v is None or _is_int(v, 1, MAX_THREADS)),
+    "n_gpu_layers": ("GPU layers", lambda v: _is_int(v, -1, 1 << 20)),
+    "last_model": ("last model", lambda v: v is None or _is_path(v)),
+    "recent_models": ("recent models", _is_path_list),
+    "backend": ("backend", lambda v: isinstance(v, str) and 0 < len(v) <= 200),
+    "first_run_done": ("first-run flag", lambda v: isinstance(v, bool)),
+}
+
+
+def _checked(raw: dict[str, Any]) -> tuple[Settings, list[str]]:
+    """The settings in `raw`, each bad field reset to its default; and the bad fields' names."""
+    values: dict[str, Any] = {}
+    bad = []
+    for f in fields(Settings):
+        if f.name == "version" or f.name not in raw:
+            continue
+        label, good = _CHECKS[f.name]
+        if good(raw[f.name]):
+            values[f.name] = raw[f.name]
+        else:
+            bad.append(label)
     if "recent_models" in values:
-        values["recent_models"] = tuple(str(p) for p in values["recent_models"])
-    settings = Settings(**values)
-    if settings.type_k not in KV_TYPES or settings.type_v not in KV_TYPES:
-        raise ValueError(f"unknown KV types {settings.type_k}/{settings.type_v}")
-    if not isinstance(settings.n_ctx, int) or settings.n_ctx <= 0:
-        raise ValueError(f"bad n_ctx {settings.n_ctx!r}")
-    if not isinstance(settings.backend, str) or not settings.backend:
-        raise ValueError(f"bad backend {settings.backend!r}")
-    if not isinstance(settings.first_run_done, bool):
-        raise ValueError(f"bad first_run_done {settings.first_run_done!r}")
-    return settings
+        values["recent_models"] = tuple(values["recent_models"])
+    return Settings(**values), bad
 
 
 def load_settings(folder: Path) -> LoadedSettings:
-    """Read settings.json from `folder`; defaults when it is missing."""
+    """Read settings.json from `folder`; defaults when it is missing. A damaged file is set aside
+    (and a repaired one written) with a notice; this never raises for what the file holds."""
     path = settings_path(folder)
-    if not path.exists():
+    read = read_json_state(path, SETTINGS_VERSION)
+    if read.damage is None and read.value is None:
         return LoadedSettings(Settings(), None)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(raw, dict) or raw.get("version") != SETTINGS_VERSION:
-            version = raw.get("version") if isinstance(raw, dict) else None
-            raise ValueError(f"settings version {version!r}, this app reads {SETTINGS_VERSION}")
-        return LoadedSettings(_validated(raw), None)
-    except (ValueError, TypeError, OSError) as error:
-        backup = path.with_name(f"{path.name}.bak-{time.strftime('%Y%m%d-%H%M%S')}")
-        os.replace(path, backup)
-        log.warning("settings reset (%s); old file kept as %s", error, backup)
+    if read.damage is None and isinstance(read.value, dict):
+        settings, bad = _checked(read.value)
+        if not bad:
+            return LoadedSettings(settings, None)
+        backup = set_aside(path)
+        save_settings(folder, settings)
+        log.info("settings: reset %s; the old file is kept as %s", ", ".join(bad), backup)
         return LoadedSettings(
-            Settings(),
-            f"Your settings were from another version of KV Studio; they were reset "
-            f"and the old file was kept as {backup.name}.",
+            settings,
+            f"Your settings file held a wrong value for {', '.join(bad)}; "
+            f"{'that was' if len(bad) == 1 else 'those were'} reset to the default and the "
+            f"old file was kept as {backup.name}.",
         )
+    damage = read.damage or Damage.UNREADABLE  # a bare list is no settings file
+    backup = set_aside(path)
+    log.info("settings reset (the file was %s); old file kept as %s", damage.value, backup)
+    return LoadedSettings(
+        Settings(), damage_notice("settings", damage, backup, "the defaults are used")
+    )
 
 
 def save_settings(folder: Path, settings: Settings) -> None:
-    """Write atomically (temp file + rename) so a crash never leaves half a file."""
-    path = settings_path(folder)
-    tmp = path.with_name(path.name + ".tmp")
+    """Write atomically so a crash never leaves half a file."""
     data = asdict(settings)
     data["recent_models"] = list(settings.recent_models)
-    tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomically(settings_path(folder), json.dumps(data, indent=2))
 
 
 class SettingsFile:

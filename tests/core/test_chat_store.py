@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from app.core.chat_store import DONE, INTERRUPTED, STREAMING, ChatStore, StreamingReply
+from app.core.chat_store import (
+    DONE,
+    INTERRUPTED,
+    STREAMING,
+    ChatStore,
+    NewerChatsError,
+    StreamingReply,
+)
 from app.core.settings import Settings, load_settings, save_settings
 
 
@@ -34,7 +41,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "x.sqlite3")
     db.execute("PRAGMA user_version = 99")
     db.close()
-    with pytest.raises(RuntimeError, match="newer KV Studio"):
+    with pytest.raises(NewerChatsError, match="newer version of KV Studio"):
         ChatStore(tmp_path / "x.sqlite3")
 
 
@@ -192,7 +199,7 @@ def test_settings_roundtrip_and_reset(tmp_path: Path) -> None:
     (tmp_path / "settings.json").write_text(json.dumps({"version": 7, "n_ctx": 1}))
     reset = load_settings(tmp_path)
     assert reset.settings == Settings()
-    assert reset.notice and "reset" in reset.notice
+    assert reset.notice and "from a newer version" in reset.notice
     assert list(tmp_path.glob("settings.json.bak-*"))
     assert not (tmp_path / "settings.json").exists()
 
