@@ -1,22 +1,30 @@
 """Chat templates: the GGUF's own `tokenizer.chat_template`, or one chosen by architecture.
 
-Templates are Jinja run in jinja2's ImmutableSandboxedEnvironment, as llama-cpp-python's
-Jinja2ChatFormatter does: a template comes from a downloaded file and must not reach
-Python objects. Pure Python (no llama_cpp) so it is tested without a model.
+Templates are Jinja run in a sandbox with limits (app.engine.template_sandbox): a template
+comes from a downloaded file and must not reach Python objects, run for ever or fill memory.
+A GGUF template that breaks a limit on a sample conversation is not used: the one chosen by
+architecture is, with a notice saying why. Pure Python (no llama_cpp): tested without a model.
 """
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from jinja2 import BaseLoader, Template
-from jinja2.exceptions import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2 import Template
 
 from app.core.errors import BadInputError
 from app.engine.messages import ChatMessage
+from app.engine.template_sandbox import (
+    ChatTemplateError,
+    RenderLimits,
+    RenderStopped,
+    TemplateRefused,
+    compile_template,
+    render_template,
+)
+
+__all__ = ["ChatTemplate", "ChatTemplateError", "RenderStopped", "TemplateRefused"]
 
 # Gemma has no system role: the system prompt goes in front of the first user turn.
 GEMMA_TEMPLATE = (
@@ -61,8 +69,12 @@ _TURN_MARKERS = ("<end_of_turn>", "<|eot_id|>", "<|im_end|>", "<|end|>", "<|endo
 _GEMMA_ARCHS = ("gemma", "gemma2", "gemma3", "gemma3n", "gemma-embedding")
 
 
-class ChatTemplateError(BadInputError):
-    """The model's chat template could not render the conversation."""
+# What a GGUF template is tried on before it is used.
+_SAMPLE = (
+    ChatMessage("user", "Hi"),
+    ChatMessage("assistant", "Hello!"),
+    ChatMessage("user", "Name a colour."),
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +82,8 @@ class ChatTemplate:
     source: str  # "gguf", or the fallback's name: "gemma", "llama-3", "chatml"
     template: str
     stop: tuple[str, ...]
+    notice: str = ""  # why the GGUF's own template is not the one used, when it is not
+    fallback: ChatTemplate | None = None  # what to use if the GGUF's template is refused
 
     def render(
         self,
@@ -77,17 +91,24 @@ class ChatTemplate:
         bos_token: str = "",
         eos_token: str = "",
         add_generation_prompt: bool = True,
+        stopped: Callable[[], bool] | None = None,
+        limits: RenderLimits | None = None,
     ) -> str:
-        """The prompt text for `messages`, ending where the assistant's reply begins."""
-        try:
-            return _compile(self.template).render(
-                messages=[{"role": m.role, "content": m.content} for m in messages],
-                bos_token=bos_token,
-                eos_token=eos_token,
-                add_generation_prompt=add_generation_prompt,
-            )
-        except TemplateError as error:
-            raise ChatTemplateError(f"The model's chat template failed: {error}.") from error
+        """The prompt text for `messages`, ending where the assistant's reply begins.
+
+        Raises TemplateRefused when the template breaks a limit, RenderStopped when
+        `stopped()` turns true, ChatTemplateError when the template raises an error."""
+        return render_template(
+            _compile(self.template),
+            {
+                "messages": [{"role": m.role, "content": m.content} for m in messages],
+                "bos_token": bos_token,
+                "eos_token": eos_token,
+                "add_generation_prompt": add_generation_prompt,
+            },
+            limits,
+            stopped,
+        )
 
 
 def choose_template(
@@ -106,9 +127,32 @@ def choose_template(
                 f"Unknown chat format '{override}'; use gguf, {', '.join(FALLBACKS)}."
             )
         return _fallback(override)
+    plain = _by_architecture(architecture, has_special_token)
     if gguf_template and gguf_template.strip():
         stops = tuple(marker for marker in _TURN_MARKERS if marker in gguf_template)
-        return ChatTemplate("gguf", gguf_template, stops)
+        own = ChatTemplate("gguf", gguf_template, stops, fallback=plain)
+        try:  # a real template renders this in milliseconds: a second is generous
+            own.render(_SAMPLE, bos_token="<s>", eos_token="</s>", limits=RenderLimits(seconds=1))
+        except ChatTemplateError as error:
+            reason = (
+                error.reason
+                if isinstance(error, TemplateRefused)
+                else f"it failed on a short sample conversation ({error.__cause__ or error})"
+            )
+            return ChatTemplate(
+                plain.source,
+                plain.template,
+                plain.stop,
+                notice=f"The model's own chat template is not used: {reason.rstrip('.')}. "
+                f"Using the plain {plain.source} template.",
+            )
+        return own
+    return plain
+
+
+def _by_architecture(
+    architecture: str, has_special_token: Callable[[str], bool] | None
+) -> ChatTemplate:
     arch = (architecture or "").lower()
     if arch in _GEMMA_ARCHS:
         return _fallback("gemma")
@@ -122,30 +166,14 @@ def _fallback(name: str) -> ChatTemplate:
     return ChatTemplate(name, template, stop)
 
 
-def _raise_exception(message: str) -> None:
-    raise TemplateError(message)
-
-
-def _strftime_now(fmt: str) -> str:
-    return datetime.datetime.now().strftime(fmt)
-
-
 _COMPILED: dict[str, Template] = {}
 
 
 def _compile(template: str) -> Template:
     compiled = _COMPILED.get(template)
     if compiled is None:
-        env = ImmutableSandboxedEnvironment(
-            loader=BaseLoader(), trim_blocks=True, lstrip_blocks=True
-        )
-        env.globals["raise_exception"] = _raise_exception
-        env.globals["strftime_now"] = _strftime_now
-        try:
-            compiled = env.from_string(template)
-        except TemplateError as error:
-            raise ChatTemplateError(
-                f"The model's chat template is not valid Jinja: {error}."
-            ) from error
+        compiled = compile_template(template)
+        if len(_COMPILED) > 16:  # one per model loaded, a few at most; never grows for ever
+            _COMPILED.clear()
         _COMPILED[template] = compiled
     return compiled

@@ -55,12 +55,18 @@ def test_override_and_unknown_override():
 
 
 def test_template_cannot_reach_python_internals():
+    # Refused when chosen (tried on a sample conversation): the plain template is used instead.
     evil = "{{ messages.__class__.__mro__[1].__subclasses__() }}"
-    with pytest.raises(ChatTemplateError):
-        choose_template(evil, "llama").render(CONVERSATION)
+    chosen = choose_template(evil, "llama")
+    assert chosen.source == "chatml" and "Python internals" in chosen.notice
 
 
 def test_template_raise_exception_becomes_a_sentence():
-    template = choose_template("{{ raise_exception('System role not supported') }}", "llama")
+    gguf = (
+        "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}"
+        "{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}"
+    )
+    template = choose_template(gguf, "llama")
+    assert template.source == "gguf"
     with pytest.raises(ChatTemplateError, match="System role not supported"):
         template.render(CONVERSATION)
