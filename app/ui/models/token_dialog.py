@@ -1,7 +1,7 @@
 """Paste a Hugging Face access token for gated or private repos.
 
-The token goes straight to the core tokens module (a 0600 file where huggingface_hub
-keeps it); the dialog shows only a masked form of a saved token, never the token.
+The token goes straight to the core tokens module (the system keyring, or a 0600 file where
+huggingface_hub keeps it); the dialog shows only a masked form of a saved token, never the token.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class TokenDialog(QDialog):
         self,
         reason: str = "",
         parent: QWidget | None = None,
-        save_fn: Callable[[str], Path] = tokens.save_token,
+        save_fn: Callable[[str], Path | None] = tokens.save_token,
         describe_fn: Callable[[], str | None] = tokens.describe_token,
     ) -> None:
         super().__init__(parent)
