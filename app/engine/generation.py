@@ -22,13 +22,14 @@ import llama_cpp
 
 from app.core.errors import EngineFailedError
 from app.engine.cancel import native_abort_callback
-from app.engine.chat_template import ChatTemplate
+from app.engine.chat_template import ChatTemplate, RenderStopped, TemplateRefused
 from app.engine.messages import (
     ChatMessage,
     ContextTrimmed,
     Finished,
     Generate,
     PromptStarted,
+    TemplateFallback,
     Token,
 )
 
@@ -75,7 +76,22 @@ def run_generation(
     s = command.sampling
     n_ctx = llm.n_ctx()
     reserve = min(s.max_tokens if s.max_tokens > 0 else n_ctx // 4, n_ctx // 2)
-    tokens, dropped = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1))
+    try:
+        tokens, dropped = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1), cancel)
+    except TemplateRefused as refused:
+        if template.fallback is None:
+            raise
+        template = template.fallback
+        emit(
+            TemplateFallback(
+                template.source,
+                f"The model's own chat template is not used: {refused.reason}. "
+                f"Using the plain {template.source} template.",
+            )
+        )
+        tokens, dropped = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1), cancel)
+    except RenderStopped:
+        return _finished(command, "", 0, 0, started, 0.0, 0.0, "cancelled", 0)
     room = n_ctx - len(tokens)
     if room <= 0:
         raise EngineFailedError(
@@ -186,7 +202,7 @@ def _finished(
 
 
 def _prompt_tokens(
-    llm: Any, command: Generate, template: ChatTemplate, budget: int
+    llm: Any, command: Generate, template: ChatTemplate, budget: int, cancel: Any
 ) -> tuple[list[int], int]:
     """The prompt's tokens, and how many of the oldest chat messages were dropped to fit
     `budget` (system messages and the last message are always kept)."""
@@ -198,7 +214,7 @@ def _prompt_tokens(
         return list(tokens), 0
     messages = list(command.messages)
     while True:
-        tokens = _chat_tokens(llm, template, messages)
+        tokens = _chat_tokens(llm, template, messages, cancel)
         droppable = [i for i, m in enumerate(messages) if m.role != "system"][:-1]
         if len(tokens) <= budget or not droppable:
             return tokens, len(command.messages) - len(messages)
@@ -208,11 +224,13 @@ def _prompt_tokens(
         del messages[droppable[0]]
 
 
-def _chat_tokens(llm: Any, template: ChatTemplate, messages: list[ChatMessage]) -> list[int]:
+def _chat_tokens(
+    llm: Any, template: ChatTemplate, messages: list[ChatMessage], cancel: Any
+) -> list[int]:
     bos_id, eos_id = llm.token_bos(), llm.token_eos()
     bos = llm.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
     eos = llm.detokenize([eos_id], special=True).decode("utf-8", "replace") if eos_id >= 0 else ""
-    text = template.render(messages, bos_token=bos, eos_token=eos)
+    text = template.render(messages, bos_token=bos, eos_token=eos, stopped=cancel.is_set)
     tokens = list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
     add_bos = llama_cpp.llama_vocab_get_add_bos(llm._model.vocab)
     if add_bos and bos_id >= 0 and tokens[:1] != [bos_id]:

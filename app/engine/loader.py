@@ -6,9 +6,12 @@ Runs only in the engine process, after llama_cpp has been imported (see worker.m
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.llama_log import LlamaLogRouter
 from app.engine.log_parse import parse_log
 from app.engine.messages import Loaded, LoadOptions
+from app.engine.template_sandbox import RenderLimits
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +69,8 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
         kwargs["n_threads"] = options.n_threads
         kwargs["n_threads_batch"] = options.n_threads
     try:
-        llm = llama_cpp.Llama(**kwargs)
+        with _templates_left_to_us():
+            llm = llama_cpp.Llama(**kwargs)
     except AppError:
         raise
     except Exception as error:  # llama-cpp-python raises ValueError/RuntimeError
@@ -83,7 +88,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
     metadata = dict(llm.metadata or {})
     architecture = metadata.get("general.architecture", "")
     template = choose_template(
-        metadata.get("tokenizer.chat_template"),
+        _chat_template(llm),
         architecture,
         has_special_token=lambda text: _is_one_token(llm, text),
         override=options.chat_format,
@@ -96,6 +101,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
         n_ctx_train=llm._model.n_ctx_train(),
         architecture=architecture,
         chat_format=template.source,
+        chat_template_notice=template.notice,
         kv_caches=tuple(parsed.kv_caches),
         compute_buffers=tuple(parsed.compute_buffers),
         warnings=tuple(parsed.warnings),
@@ -104,6 +110,43 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
     )
     log.info("loaded %s in %.2f s (pid %d)", path.name, seconds, os.getpid())
     return LoadedModel(llm, loaded, template)
+
+
+_TEMPLATE_KEY = "tokenizer.chat_template"
+
+
+@contextmanager
+def _templates_left_to_us() -> Iterator[None]:
+    """While inside, llama_cpp.Llama reads the model's metadata without its chat templates.
+
+    Llama.__init__ compiles every `tokenizer.chat_template*` it finds with jinja2, outside
+    any limit: a template that does not parse fails the load (even of a model used for raw
+    prompts), and constant folding runs parts of it (a "x" * 10**9 took gigabytes). We never
+    use its chat handlers; our own renderer has the limits (app.engine.template_sandbox)."""
+    model_class = llama_cpp.llama.internals.LlamaModel
+    read_all = model_class.metadata
+
+    def without_templates(model: Any) -> dict[str, str]:
+        return {k: v for k, v in read_all(model).items() if not k.startswith(_TEMPLATE_KEY)}
+
+    model_class.metadata = without_templates  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        model_class.metadata = read_all  # type: ignore[method-assign]
+
+
+def _chat_template(llm: Any) -> str | None:
+    """The GGUF's chat template, read through llama.cpp once the model is loaded; one over
+    the renderer's size limit only up to just past it (it is refused for its length)."""
+    key = _TEMPLATE_KEY.encode()
+    size = int(llama_cpp.llama_model_meta_val_str(llm._model.model, key, None, 0))
+    if size < 0:
+        return None
+    size = min(size, RenderLimits().max_source_chars * 4 + 4)  # UTF-8: up to 4 bytes a char
+    buffer = ctypes.create_string_buffer(size + 1)
+    llama_cpp.llama_model_meta_val_str(llm._model.model, key, buffer, size + 1)
+    return buffer.value.decode("utf-8", "replace")
 
 
 def _is_one_token(llm: Any, text: str) -> bool:

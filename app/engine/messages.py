@@ -196,6 +196,16 @@ class Loaded:
     warnings: tuple[KernelWarning, ...]
     system_info: str
     at: float  # engine time.monotonic() when the model was ready
+    chat_template_notice: str = ""  # why the GGUF's own chat template is not used, if not
+
+
+@dataclass(frozen=True)
+class TemplateFallback:
+    """The GGUF's chat template broke a limit on this conversation: this reply and the
+    ones after it use the plain template `chat_format` (no request_id: it is about the model)."""
+
+    chat_format: str
+    notice: str
 
 
 @dataclass(frozen=True)

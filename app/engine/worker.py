@@ -101,10 +101,18 @@ class Engine:
             self.emit(Failed("No model is loaded.", request_id=command.request_id))
             return
         finished = run_generation(
-            self.model.llm, command, self.model.template, self.cancel, self.emit
+            self.model.llm, command, self.model.template, self.cancel, self._emit_generation
         )
         self._send_new_warnings()
         self.emit(finished)
+
+    def _emit_generation(self, event: object) -> None:
+        from app.engine.messages import TemplateFallback
+
+        if isinstance(event, TemplateFallback) and self.model.template.fallback is not None:
+            # a template that broke a limit once is not tried again on every message
+            self.model.template = self.model.template.fallback
+        self.emit(event)
 
     def _measure(self, command: Evaluate | Bench) -> None:
         """Evaluate (app.engine.quality) and Bench (app.engine.bench), written elsewhere
