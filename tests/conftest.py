@@ -7,9 +7,14 @@ for docs/reliability.md) from tests/reliability_record.py."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# A token a test saves stays in the file the test names, never in the keyring of the machine
+# running the tests (tests/core/test_token_keyring.py lifts this for itself).
+os.environ.setdefault("KVSTUDIO_NO_KEYRING", "1")
 
 pytest_plugins = [
     "tests.hub_fixtures",
