@@ -12,6 +12,10 @@ STORED_TOKEN = "hf_CanaryFromTheStore3Vb8Kp1Wz6Yd"
 
 keyring = pytest.importorskip("keyring")
 
+# Asked before MemoryKeyring exists: keyring picks its default among every backend class
+# defined so far, and this one would win (the tests restore this default after them).
+DEFAULT_BACKEND = keyring.get_keyring()
+
 
 class MemoryKeyring(keyring.backend.KeyringBackend):
     """A keyring backend that keeps secrets in memory: the OS keyring's place in a test, used
@@ -36,11 +40,10 @@ class MemoryKeyring(keyring.backend.KeyringBackend):
 @pytest.fixture
 def os_keyring(hub_env, monkeypatch):
     monkeypatch.delenv("KVSTUDIO_NO_KEYRING")
-    before = keyring.get_keyring()
     backend = MemoryKeyring()
     keyring.set_keyring(backend)
     yield backend
-    keyring.set_keyring(before)
+    keyring.set_keyring(DEFAULT_BACKEND)
 
 
 def test_the_token_goes_to_the_system_keyring_when_there_is_one(os_keyring) -> None:
@@ -57,7 +60,6 @@ def test_a_keyring_that_keeps_nothing_means_the_0600_file(hub_env, monkeypatch) 
     from keyring.backends import fail, null
 
     monkeypatch.delenv("KVSTUDIO_NO_KEYRING")
-    before = keyring.get_keyring()
     try:
         for backend in (fail.Keyring(), null.Keyring()):
             keyring.set_keyring(backend)
@@ -65,4 +67,4 @@ def test_a_keyring_that_keeps_nothing_means_the_0600_file(hub_env, monkeypatch) 
             assert path is not None and path.stat().st_mode & 0o777 == 0o600
             assert tokens.load_token() == STORED_TOKEN
     finally:
-        keyring.set_keyring(before)
+        keyring.set_keyring(DEFAULT_BACKEND)
