@@ -156,10 +156,23 @@ def _is_one_token(llm: Any, text: str) -> bool:
         return False
 
 
+# llama.cpp ends a refused load with these; the line before them says why.
+_GENERIC_FAILURES = ("failed to load model", "failed to load model from file")
+_REASON_PREFIXES = ("error loading model: ", "error loading model architecture: ")
+_MAX_REASON_CHARS = 300  # the reason can quote the file's own strings (an architecture name)
+
+
 def _failure_reason(lines: list[str]) -> str:
-    """The most telling error line llama.cpp logged during a failed load."""
+    """The most telling error line llama.cpp logged during a failed load ('unknown model
+    architecture: 'x''), not its closing 'failed to load model'."""
     for line in reversed(lines):
         lower = line.lower()
         if "error" in lower or "failed" in lower or "cannot" in lower or "out of memory" in lower:
-            return line.split(": ", 1)[-1].strip().rstrip(".")
+            reason = line.split(": ", 1)[-1].strip().rstrip(".")
+            if reason.lower() in _GENERIC_FAILURES:
+                continue
+            for prefix in _REASON_PREFIXES:
+                reason = reason.removeprefix(prefix)
+            reason = "".join(c if c.isprintable() else " " for c in reason)
+            return reason[:_MAX_REASON_CHARS]
     return ""

@@ -7,8 +7,9 @@
     proc.stop()
 
 The child is started with multiprocessing 'spawn' (a clean interpreter: no Qt, no
-inherited threads) and talks over two one-way pipes. Its fd 2 goes to a temp file, so
-when llama.cpp aborts the crash report carries the last lines it wrote. It runs the backend
+inherited threads) and talks over two one-way pipes. Its fds 1 and 2 go to a temp file, so
+when llama.cpp aborts the crash report carries the line it wrote (app.engine.crash_report) and
+nothing the engine prints reaches the CLI's stdout. It runs the backend
 chosen in the data folder (app.core.backends): llama-cpp-python reads LLAMA_CPP_LIB_PATH when
 it is imported, so that variable is in the environment the child is spawned with.
 """
@@ -19,7 +20,6 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import signal
 import tempfile
 import threading
 import time
@@ -30,6 +30,7 @@ from typing import Any, Self
 from app.core.backends import BUILT_IN, BackendStore, library_env
 from app.core.errors import EngineCrashedError, EngineFailedError
 from app.engine.cancel import CancelFlag
+from app.engine.crash_report import crash_sentence
 from app.engine.messages import Shutdown
 
 log = logging.getLogger(__name__)
@@ -152,8 +153,13 @@ class EngineProcess:
     # ---- messages -------------------------------------------------------------------
 
     def send(self, command: object) -> None:
-        """Send a command from app.engine.messages, starting a fresh engine if needed."""
+        """Send a command from app.engine.messages, starting a fresh engine if none runs.
+        Raises EngineCrashedError when the engine died and recv() has not said so yet."""
         if not self.is_alive():
+            if self._events is not None:
+                # A reader blocked in recv() is about to report this death with its reason;
+                # a fresh engine started here would take over the pipes and hide it.
+                raise EngineCrashedError("The engine stopped before it got the command.")
             self.start()
         if getattr(command, "request_id", None) is not None:
             # Work that can be cancelled (Generate, Evaluate, Bench) starts uncancelled;
@@ -208,21 +214,11 @@ class EngineProcess:
         if process is not None:
             process.join(1.0)
         code = process.exitcode if process is not None else None
-        if code is not None and code < 0:
-            try:
-                how = f"was killed by signal {signal.Signals(-code).name}"
-            except ValueError:
-                how = f"was killed by signal {-code}"
-        elif code is not None:
-            how = f"exited with code {code}"
-        else:
-            how = "stopped answering"
-        tail = self.stderr_tail()
-        message = f"The engine process {how}; the next request starts a fresh one."
-        if tail:
-            message += f" Last lines of its output:\n{tail}"
+        message = crash_sentence(code, self.stderr_tail())
         self._close_pipes()
-        log.warning("%s", message)
+        # Info, not warning: the caller shows the message (the CLI prints it once, the GUI
+        # logs and shows it); a warning here printed it twice on the CLI's stderr.
+        log.info("%s", message)
         return EngineCrashedError(message)
 
     def _close_pipes(self) -> None:

@@ -23,7 +23,11 @@ log = logging.getLogger(__name__)
 
 def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: int) -> None:
     """Entry point of the engine process: read commands until Shutdown or EOF."""
-    _redirect_stderr(stderr_path)
+    _redirect_output(stderr_path)
+    # ggml's abort handler otherwise forks gdb onto this process and writes ~85 lines of
+    # backtrace (to stdout, where a CLI's --json goes), burying the assert line; it reads
+    # this variable when it aborts (ggml.c, ggml_print_backtrace).
+    os.environ["GGML_NO_BACKTRACE"] = "1"
     # Ctrl+C in a terminal reaches the whole process group: the client decides what it
     # means (cancel the reply), the engine must not die of it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -168,8 +172,11 @@ def _sentence(command: object, error: Exception) -> str:
     return f"{action} failed: {error}."
 
 
-def _redirect_stderr(path: str) -> None:
-    """Point fd 2 (where llama.cpp's aborts and asserts write) at the crash-report file."""
+def _redirect_output(path: str) -> None:
+    """Point fds 2 (where llama.cpp's aborts and asserts write) and 1 at the crash-report
+    file: the engine shares the parent's stdout otherwise, and anything native code prints
+    there would land in the middle of `kvstudio run`'s output."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.dup2(fd, 2)
+    os.dup2(fd, 1)
     os.close(fd)

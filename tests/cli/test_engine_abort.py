@@ -1,0 +1,107 @@
+"""When llama.cpp gives up, `kvstudio run --json` prints nothing on stdout and one line on
+stderr that quotes the assert; a file llama.cpp refuses gets its reason, not only "failed to
+load model".
+
+Before: ggml's abort handler attached gdb and ~85 lines of backtrace reached the CLI's stdout
+(the engine shared it), the crash report's tail held only backtrace, and the message was on
+stderr twice (a log warning and the CLI's line)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import gguf
+import numpy as np
+
+from app.engine.process import EngineProcess
+from tests import abort_engine
+from tests.cli_runner import ROOT, kvstudio
+from tests.gguf_factory import write_tiny_gguf
+
+AREA = "Kills and crashes"
+# `kvstudio ARGS` whose engine aborts on Load (tests/abort_engine.py): the real CLI, with only
+# the engine's entry point wrapped.
+DRIVER = """
+import sys
+import app.engine.process as process
+from app.cli import main
+from tests import abort_engine
+
+real_init = process.EngineProcess.__init__
+def aborting_init(self, target=None, backends=None):
+    real_init(self, abort_engine.main, backends)
+process.EngineProcess.__init__ = aborting_init
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_run_json_when_llama_cpp_aborts_prints_one_line_and_nothing_on_stdout(
+    tmp_path, reliability
+) -> None:
+    model = write_tiny_gguf(tmp_path / "tiny.gguf")
+    result = subprocess.run(
+        [sys.executable, "-c", DRIVER, "run", str(model), "-p", "hi", "--json", "--ctx", "256"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert result.returncode == 1, result
+    assert result.stdout == ""  # nothing from the engine or its debugger
+    assert result.stderr.splitlines() == [
+        f"kvstudio: The engine stopped (killed by signal 6, SIGABRT): llama.cpp gave up at "
+        f"{abort_engine.SAID}."
+    ]
+    reliability.record(AREA, "llama.cpp aborts (SIGABRT) through `run --json`", 1)
+    reliability.record(
+        AREA, "after an abort", "stdout empty, one stderr line quoting the assert, exit 1"
+    )
+
+
+def test_crash_report_names_the_assert_and_holds_no_backtrace(tmp_path, capfd) -> None:
+    proc = EngineProcess(target=abort_engine.main)
+    try:
+        from app.core.errors import EngineCrashedError
+        from app.engine.messages import Load, LoadOptions
+
+        proc.send(Load(LoadOptions(model_path=str(write_tiny_gguf(tmp_path / "t.gguf")))))
+        try:
+            while True:
+                proc.recv(timeout=60)
+        except EngineCrashedError as crash:
+            message = str(crash)
+        tail = proc.stderr_tail(lines=200)
+    finally:
+        proc.stop()
+    assert message.count("GGML_ASSERT") == 1 and "\n" not in message
+    assert abort_engine.SAID in tail
+    assert "gdb" not in tail and "#0 " not in tail  # ggml's debugger backtrace is off
+    out, _ = capfd.readouterr()
+    assert out == ""  # the engine's fd 1 is not this process's stdout
+
+
+def test_a_file_llama_cpp_refuses_gets_its_reason(tmp_path) -> None:
+    model = tmp_path / "strange.gguf"
+    writer = gguf.GGUFWriter(model, "strangearch")
+    # Everything the app's fit check reads is there and sane; only the architecture is not
+    # one llama.cpp knows.
+    writer.add_block_count(1)
+    writer.add_context_length(4096)
+    writer.add_embedding_length(64)
+    writer.add_head_count(1)
+    writer.add_head_count_kv(1)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 64), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    result = kvstudio("run", str(model), "-p", "hi", "--ctx", "256")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "kvstudio: llama.cpp could not load strange.gguf: "
+        "unknown model architecture: 'strangearch'."
+    ]
