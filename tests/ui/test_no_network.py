@@ -56,6 +56,7 @@ def test_using_the_app_without_asking_for_the_network_reaches_nothing(
     window, engine, page = chat_app.window, chat_app.engine, chat_app.window.chat
     with qtbot.waitSignal(engine.model_loaded, timeout=LOAD_TIMEOUT_MS):
         page.offer_button.click()  # the starter model, as a first-time user loads it
+    page.session.new_conversation()  # settings belong to a conversation: without one they are lost
     page.session.set_conversation_settings("", {"max_tokens": 8, "temperature": 0.0})
     with qtbot.waitSignal(engine.reply_finished, timeout=REPLY_TIMEOUT_MS):
         page.input.setPlainText("Hello")
