@@ -364,8 +364,15 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             return
         cut = faults.take(faults.cut_after, f.path)
         stall = faults.take(faults.stall_after, f.path)
+        hold = faults.take(faults.hold_after, f.path)
         rate = faults.rate_limit.get(f.path)
         to_send = announced if cut is None else min(announced, cut)
+        if hold is not None:
+            self._send_body(f.source, start, min(hold, to_send), rate, entry)
+            self.wfile.flush()
+            faults.held.set()
+            faults.release.wait(60)  # the test kills the client meanwhile; this request ends
+            return
         if stall is not None:
             self._send_body(f.source, start, min(stall, to_send), rate, entry)
             self.wfile.flush()

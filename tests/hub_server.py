@@ -29,6 +29,8 @@ Fault knobs (`hub.faults`, keyed by file path in the repo; lists are consumed on
     wrong_sha256(path)             the tree (and X-Linked-Etag) report a wrong sha256
     rate_limit[path] = bytes/s     slow the body down (for pause / cancel tests)
     stall_after[path] = [n, ...]   send n body bytes, then nothing for 30 s (a stalled server)
+    hold_after[path] = [n, ...]    send n body bytes, set `faults.held`, wait for
+                                   `faults.release` (or 60 s) and end the request
     overlong[path] = [n, ...]      the body goes on for n bytes past the file, with no
                                    Content-Length (ended by closing the connection)
     overlong_announced[path] = [n, ...]  the same, announced: Content-Length counts the n bytes
@@ -111,6 +113,9 @@ class Faults:
     overlong: dict[str, list[int]] = field(default_factory=dict)
     overlong_announced: dict[str, list[int]] = field(default_factory=dict)
     redirect_get: dict[str, str] = field(default_factory=dict)
+    hold_after: dict[str, list[int]] = field(default_factory=dict)
+    held: threading.Event = field(default_factory=threading.Event, repr=False)
+    release: threading.Event = field(default_factory=threading.Event, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def ignore_range(self, path: str) -> None:
@@ -136,6 +141,7 @@ class Faults:
                 self.truncate,
                 self.rate_limit,
                 self.stall_after,
+                self.hold_after,
                 self.overlong,
                 self.overlong_announced,
             ):
