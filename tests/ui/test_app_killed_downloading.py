@@ -15,7 +15,6 @@ import json
 import os
 import select
 import signal
-import struct
 import subprocess
 import sys
 import threading
