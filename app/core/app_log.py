@@ -15,6 +15,7 @@ from pathlib import Path
 
 from app import __version__
 from app.core.backends import BackendStore
+from app.core.redact import RedactingFormatter
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ def start_log_file(
         )
         return None
     file_handler.setLevel(logging.INFO)
-    file_handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    file_handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     # The app's INFO records must reach the file, but stderr must keep showing what it showed
     # (warnings; everything with -v): so the handlers already there keep the root's level, and
     # only the "app" loggers are opened up to INFO. The root itself stays as it was, because

@@ -29,6 +29,7 @@ import psutil
 
 from app import __version__
 from app.core.app_log import LOGS_FOLDER
+from app.core.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,7 @@ class CrashReporter:
         return self.report_text(summary_of(error), where, text)
 
     def report_text(self, summary: str, where: str, details: str) -> Path | None:
+        summary, details = redact(summary), redact(details)  # a report may be sent to us
         log.info("crash report: %s: %s", where, summary)  # the user is told by on_report
         path = self._write(summary, where, details)
         if self.on_report is not None:
@@ -150,6 +152,7 @@ class CrashReporter:
             f"where: {where}\n"
             f"what: {summary}\n\n{details}"
         )
+        body = redact(body)  # every path to a report file passes here, earlier faults included
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             path.write_text(body, encoding="utf-8")

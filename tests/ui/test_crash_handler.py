@@ -168,3 +168,35 @@ def test_the_cli_says_one_sentence_and_keeps_a_report_for_an_unexpected_error(
     ]
     assert "in run" in report.read_text(encoding="utf-8")
     reliability.record(AREA, "CLI unexpected exception", "one line on stderr + report, exit 1")
+
+
+def test_a_token_in_an_error_never_reaches_the_report_the_dialog_or_the_log(
+    qtbot, app_parts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reliability
+) -> None:
+    """An error whose message carries the Hugging Face token (a URL with it, a header echoed by a
+    server) is reported with the token hidden: users attach these files to bug reports."""
+    token = "hf_CanaryCanaryCanaryCanaryCanary1234"
+    odd_token = "my-own-endpoint-secret-42"  # a private endpoint's token of another shape
+    monkeypatch.setenv("HF_TOKEN", odd_token)
+    import logging
+
+    from app.core.app_log import start_log_file
+
+    log_file = start_log_file(tmp_path)
+    assert log_file is not None
+
+    def on_timer_timeout() -> None:
+        logging.getLogger("app.test").warning("calling the Hub with %s", token)
+        raise ValueError(f"401 for https://hub/?token={token}&other={odd_token}")
+
+    with qtbot.waitSignal(app_parts.crash.report_written, timeout=5000) as written:
+        QTimer.singleShot(0, on_timer_timeout)
+    report = Path(written.args[0]).read_text(encoding="utf-8")
+    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=5000)
+    box = app_parts.crash.last_box
+    for text in (report, box.text(), box.informativeText(), log_file.read_text(encoding="utf-8")):
+        assert token not in text and odd_token not in text
+    assert "hf_…(hidden)" in report
+    reliability.record(
+        AREA, "token in a crash's message", "hidden in the report, the dialog and the log file"
+    )
