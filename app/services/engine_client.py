@@ -31,6 +31,10 @@ from app.engine.messages import (
 
 log = logging.getLogger(__name__)
 
+# An engine that dies this many times in a row on one model is not started for it again until
+# the user loads a model: a file llama.cpp aborts on would otherwise crash it on every message.
+CRASHES_BEFORE_GIVING_UP = 3
+
 
 def _default_process() -> Any:
     from app.engine.process import EngineProcess  # spawns a child; imported only when used
@@ -57,8 +61,11 @@ class EngineClient(QObject):
         reply_finished(Finished): the reply ended (stop_reason "stop", "length" or
             "cancelled"), with token counts, time to first token and tokens/s.
         reply_failed(str): the reply could not be generated (or the engine died during it).
-        engine_crashed(str): the engine process died; words plus the tail of its stderr.
-            Nothing else is lost: the next request starts a fresh engine.
+        engine_crashed(str): the engine process died; one sentence (how it ended, the line
+            llama.cpp wrote when it gave up) or words plus the tail of its stderr. Nothing
+            else is lost: the next request starts a fresh engine and reloads the model,
+            unless it died CRASHES_BEFORE_GIVING_UP times in a row on that model
+            (`gave_up_on` then names it and `last_options` is None).
         kernel_warnings_changed(tuple): every KernelWarning of the current model, as
             objects: llama.cpp said the int8-K kernel is not what runs (K/V pair not
             compiled, converted to f16, Flash Attention off, attention on the CPU). Set
@@ -70,7 +77,7 @@ class EngineClient(QObject):
 
     Methods: load(options), generate(Generate), stop(), unload(), request(command),
     shutdown(); properties `loaded` (the last Loaded or None), `kernel_warnings`,
-    `engine_pid`, `busy`.
+    `engine_pid`, `busy`, `crashes_in_a_row`, `gave_up_on`.
     """
 
     loading_started = Signal(object)
@@ -111,6 +118,8 @@ class EngineClient(QObject):
         self._queued: Generate | None = None
         self._requests: set[str] = set()
         self._busy = False
+        self._crashed_model: str | None = None  # the model the last crashes happened with
+        self._crashes_in_a_row = 0
         self._event_arrived.connect(self._on_reader_event)
         self._reader_crashed.connect(self._on_reader_crashed)
 
@@ -141,6 +150,19 @@ class EngineClient(QObject):
         return self._busy
 
     @property
+    def crashes_in_a_row(self) -> int:
+        """Engine deaths since the last finished reply or model chosen by the user."""
+        return self._crashes_in_a_row
+
+    @property
+    def gave_up_on(self) -> str | None:
+        """The model path the engine died on CRASHES_BEFORE_GIVING_UP times in a row, so it
+        is not reloaded by itself; None otherwise."""
+        if self._crashes_in_a_row >= CRASHES_BEFORE_GIVING_UP:
+            return self._crashed_model
+        return None
+
+    @property
     def generating(self) -> str | None:
         """The request_id of the reply being generated, or None."""
         return self._generating
@@ -152,6 +174,7 @@ class EngineClient(QObject):
         proc = self._ensure_process()
         if proc is None:
             return
+        self._crashes_in_a_row = 0  # the user chose a model: it gets its tries again
         if self._generating is not None:
             self._queued = None
             proc.cancel()
@@ -312,6 +335,7 @@ class EngineClient(QObject):
     def _forget_process(self, message: str) -> None:
         was_loading, was_generating = self._loading is not None, self._generating is not None
         had_model = self._loaded is not None
+        self._count_crash()
         self._reader_stop.set()
         proc, self._proc = self._proc, None
         if proc is not None:
@@ -336,6 +360,22 @@ class EngineClient(QObject):
             self.model_unloaded.emit()
         self._update_busy()
 
+    def _count_crash(self) -> None:
+        options = self._loading or self._last_options
+        model = options.model_path if options is not None else None
+        if model is None:
+            return
+        if model != self._crashed_model:
+            self._crashed_model, self._crashes_in_a_row = model, 0
+        self._crashes_in_a_row += 1
+        if self._crashes_in_a_row >= CRASHES_BEFORE_GIVING_UP:
+            log.error(
+                "the engine died %d times in a row with %s; not reloading it",
+                self._crashes_in_a_row,
+                model,
+            )
+            self._last_options = None
+
     # ---- events (GUI thread) ----------------------------------------------------------
 
     def _on_reader_crashed(self, message: str, generation: int) -> None:
@@ -357,6 +397,7 @@ class EngineClient(QObject):
         elif isinstance(event, Finished):
             if event.request_id == self._generating:
                 self._generating = None
+                self._crashes_in_a_row = 0  # the model works: only crashes in a row count
                 self.reply_finished.emit(event)
                 self._start_queued()
         elif isinstance(event, Loaded):

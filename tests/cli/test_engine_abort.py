@@ -105,3 +105,31 @@ def test_a_file_llama_cpp_refuses_gets_its_reason(tmp_path) -> None:
         "kvstudio: llama.cpp could not load strange.gguf: "
         "unknown model architecture: 'strangearch'."
     ]
+
+
+def test_a_context_llama_cpp_cannot_allocate_is_reported_in_words(
+    starter_model_path, reliability
+) -> None:
+    # --force passes the fit check, and a 3 GiB address-space cap (RLIMIT_AS, what a small
+    # machine's memory would do) makes llama.cpp's allocation of a million-token context fail.
+    # This already held when written (the loader's reason line); it guards the engine's words.
+    def cap_memory() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "run", str(starter_model_path), "-p", "hi", "--json"]
+        + ["--ctx", "1000000", "--force", "--threads", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        preexec_fn=cap_memory,
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("kvstudio: llama.cpp could not load gemma-3-270m") and "alloc" in line
+    reliability.record(AREA, "a context llama.cpp cannot allocate (3 GiB cap, --force)", line)

@@ -78,6 +78,7 @@ class ChatPage(QWidget):
         self.session = ChatSession(store, engine, self)
         self._editing: int | None = None
         self._pending_ref: str | None = None
+        self._last_crash: str | None = None  # its load_failed / reply_failed say it again
         self._resolving = False
         self.load_refusal: QMessageBox | None = None  # the open "Load anyway?" box
 
@@ -419,6 +420,7 @@ class ChatPage(QWidget):
         self.status.set_speed(finished.tokens_per_second)
 
     def _on_engine_loading_started(self, options: LoadOptions) -> None:
+        self._last_crash = None
         self.status.show_loading(options)
         self.picker.show_model(options.model_path, loading=True)
         self._update_offer()
@@ -440,23 +442,50 @@ class ChatPage(QWidget):
 
     def _on_engine_load_failed(self, message: str) -> None:
         self._pending_ref = None
+        if message == self._last_crash:  # the crash box already said it
+            self.status.show_unloaded(self._crash_status())
+            self._update_offer()
+            return
         self.status.show_unloaded()
         self._show_current_model()
         self.bridge.error(f"Could not load the model: {message}")
         self._update_offer()
 
     def _on_engine_model_unloaded(self) -> None:
-        self.status.show_unloaded()
+        if self._last_crash:
+            self.status.show_unloaded(self._crash_status())
+        else:
+            self.status.show_unloaded()
         self._show_current_model()
         self._update_offer()
 
     def _on_engine_crashed(self, message: str) -> None:
-        self.status.show_unloaded("Engine stopped (restarts on the next message)")
+        self._last_crash = message
+        self.status.show_unloaded(self._crash_status())
         self._show_current_model()
-        self.bridge.error(message)
+        sentence, _, details = message.partition("\n")
+        given_up = self.engine.gave_up_on
+        if given_up is not None:
+            after = (
+                f"It stopped {self.engine.crashes_in_a_row} times in a row with "
+                f"{Path(given_up).name}, so that model is not loaded again by itself; "
+                "choose it in the model picker to try again. Your conversation is saved."
+            )
+        elif self.engine.last_options is not None:
+            after = "Your conversation is saved; the model reloads when you send a message."
+        else:
+            after = "Your conversation is saved."
+        self.bridge.error(f"{sentence} {after}" + (f"\n{details}" if details else ""))
         self._update_offer()
 
+    def _crash_status(self) -> str:
+        if self.engine.gave_up_on is not None:
+            return f"Engine stopped ({self.engine.crashes_in_a_row} crashes in a row)"
+        return "Engine stopped (restarts on the next message)"
+
     def _on_engine_reply_failed(self, message: str) -> None:
+        if message == self._last_crash:  # the crash box already said it
+            return
         self.bridge.warning(f"The reply failed: {message}")
 
     # ---- view state -------------------------------------------------------------------
