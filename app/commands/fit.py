@@ -165,6 +165,7 @@ def _mib(n: int) -> str:
 
 
 def _text(r: dict[str, Any]) -> str:
+    from app.core.safe_text import safe_text
     from app.core.text_table import aligned_rows
 
     m = r["model"]
@@ -172,10 +173,12 @@ def _text(r: dict[str, Any]) -> str:
     trained = f"{m['context_length']:,}" if m["context_length"] else "?"
     lines = [
         (
-            f"{m['name'] or 'model'}  ({m['architecture']}, {m['quantization'] or '?'}, "
+            # the name, architecture and path are the file author's text
+            f"{safe_text(m['name'] or 'model', 120)}  ({safe_text(m['architecture'], 40)}, "
+            f"{safe_text(m['quantization'] or '?', 20)}, "
             f"{params / 1e9:.2f}B parameters, trained context {trained})"
         ),
-        f"  {m['path']}",
+        f"  {safe_text(m['path'], 300)}",
         (
             f"Budget {_size(r['budget_bytes'])} ({r['budget_source']}); "
             f"verdicts keep {r['margin']:.0%} spare."

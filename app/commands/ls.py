@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.core.library import list_models
+    from app.core.safe_text import safe_text
     from app.core.text_table import aligned_rows
     from app.core.units import parameters, size
 
@@ -35,16 +36,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [("NAME", "REPO", "ARCH", "PARAMS", "QUANT", "CONTEXT", "SIZE", "PATH")]
     for m in models:
+        # file names and metadata are the file author's text: no escapes, no megabyte names
         rows.append(
             (
-                m.name,
-                m.repo_id or "-",
-                m.architecture or "?",
+                safe_text(m.name, 80),
+                safe_text(m.repo_id or "-", 80),
+                safe_text(m.architecture or "?", 30),
                 parameters(m.parameter_count),
-                m.quantization or "?",
+                safe_text(m.quantization or "?", 20),
                 f"{m.context_length:,}" if m.context_length else "?",
                 size(m.file_size),
-                str(m.path) + (f"  ({m.error})" if m.error else ""),
+                safe_text(m.path, 300) + (f"  ({safe_text(m.error, 300)})" if m.error else ""),
             )
         )
     print("\n".join(aligned_rows(rows)))

@@ -107,16 +107,18 @@ def pull(
     A `folder` joins the app's model folders, so `kvstudio ls` and the GUI list it."""
     from app.core.hub import download_entry, list_gguf_files, parse_model_spec
     from app.core.model_folders import ModelFolders
+    from app.core.safe_text import safe_text
 
     repo_id, selector = parse_model_spec(spec)
     entry = list_gguf_files(repo_id, revision=revision).pick(selector)
     parts = f" ({entry.n_parts} parts)" if entry.is_split else ""
     if not quiet:
         print(
-            f"Pulling {repo_id} {entry.first_file}{parts}, {size(entry.total_size)}",
+            f"Pulling {safe_text(repo_id)} {safe_text(entry.first_file)}{parts}, "
+            f"{size(entry.total_size)}",
             file=sys.stderr,
         )
-    line = _ProgressLine(entry.name, quiet)
+    line = _ProgressLine(safe_text(entry.name, 60), quiet)  # a name from the Hub's listing
     try:
         path = download_entry(entry, revision=revision, folder=folder, on_progress=line)
     finally:

@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
         box = QMessageBox(
             QMessageBox.Icon.Warning, "KV Studio", first_line, QMessageBox.StandardButton.Ok, self
         )
+        box.setTextFormat(Qt.TextFormat.PlainText)  # errors may quote a file's own text
         if "\n" in text:
             box.setDetailedText(text)
         box.setWindowModality(Qt.WindowModality.WindowModal)

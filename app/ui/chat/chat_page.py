@@ -29,7 +29,7 @@ from app.core.load_check import check_model_load
 from app.core.model_ref import resolve_model
 from app.core.settings import Settings, SettingsFile
 from app.engine.build_info import BackendPairs, parse_system_info
-from app.engine.messages import Finished, Loaded, LoadOptions
+from app.engine.messages import Finished, Loaded, LoadOptions, TemplateFallback
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.ui.chat.conversation_list import ConversationList
@@ -217,6 +217,7 @@ class ChatPage(QWidget):
         e.engine_crashed.connect(self._on_engine_crashed)
         e.reply_failed.connect(self._on_engine_reply_failed)
         e.kernel_warnings_changed.connect(self.status.set_warnings)
+        e.event_received.connect(self._on_engine_event_received)
         e.busy_changed.connect(lambda _b: self._update_buttons())
 
     # ---- user actions -----------------------------------------------------------------
@@ -433,12 +434,19 @@ class ChatPage(QWidget):
         self._pending_ref = None
         self.settings.remember_model(ref)
         self.picker.settings = self.settings.settings
+        if loaded.chat_template_notice:
+            self.bridge.warning(loaded.chat_template_notice)
         if loaded.warnings:
             self.bridge.warning(
                 "The int8-K kernel is not running as asked: "
                 + "; ".join(w.text for w in loaded.warnings[:3])
             )
         self._update_offer()
+
+    def _on_engine_event_received(self, event: object) -> None:
+        if isinstance(event, TemplateFallback):
+            self.status.show_template(event.chat_format, event.notice)
+            self.bridge.warning(event.notice)
 
     def _on_engine_load_failed(self, message: str) -> None:
         self._pending_ref = None

@@ -8,6 +8,7 @@ import time
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
+from app.core.safe_text import safe_text
 from app.engine.messages import (
     ContextTrimmed,
     KernelWarning,
@@ -15,6 +16,7 @@ from app.engine.messages import (
     Loaded,
     LoadOptions,
 )
+from app.ui.plain_text import plain_label, plain_tooltip
 
 _WARNING_TEXT: dict[KernelWarningKind, str] = {
     "pair_not_compiled": "K/V pair not compiled: the int8-K kernel is not used (slow f16 path)",
@@ -38,8 +40,11 @@ class ChatStatus(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("chatStatus")
-        self.model_label = QLabel("No model loaded")
+        self.model_label = plain_label(QLabel("No model loaded"))
         self.model_label.setObjectName("statusModel")
+        self.template_label = plain_label(QLabel(""))
+        self.template_label.setObjectName("statusTemplate")
+        self.template_label.hide()
         self.kv_label = QLabel("")
         self.kv_label.setObjectName("statusKv")
         self.speed_label = QLabel("")
@@ -63,7 +68,7 @@ class ChatStatus(QWidget):
         self.busy_bar.setFixedWidth(110)
         self.busy_bar.setTextVisible(False)
         self.busy_bar.hide()
-        self.busy_label = QLabel("")
+        self.busy_label = plain_label(QLabel(""))
         self.busy_label.setMinimumWidth(220)
         self.busy_label.hide()
         layout = QHBoxLayout(self)
@@ -74,6 +79,7 @@ class ChatStatus(QWidget):
             self.busy_label,
             self.warning_label,
             self.model_label,
+            self.template_label,
             self.kv_label,
             self.speed_label,
             self.trimmed_label,
@@ -93,7 +99,7 @@ class ChatStatus(QWidget):
 
     def show_loading(self, options: LoadOptions) -> None:
         self._load_started = time.monotonic()
-        self._load_name = model_name(options.model_path)
+        self._load_name = safe_text(model_name(options.model_path), 80)
         self.model_label.setText("")
         self.busy_bar.show()
         self.busy_label.show()
@@ -112,10 +118,12 @@ class ChatStatus(QWidget):
 
     def show_loaded(self, loaded: Loaded) -> None:
         self.hide_loading()
-        self.model_label.setText(model_name(loaded.model_path))
+        self.model_label.setText(safe_text(model_name(loaded.model_path), 80))
         self.model_label.setToolTip(
-            f"{loaded.model_path}\n{loaded.architecture}, trained context {loaded.n_ctx_train:,}, "
-            f"loaded in {loaded.load_seconds:.1f} s"
+            plain_tooltip(
+                f"{safe_text(loaded.model_path, 500)}\n{safe_text(loaded.architecture, 40)}, "
+                f"trained context {loaded.n_ctx_train:,}, loaded in {loaded.load_seconds:.1f} s"
+            )
         )
         opts = loaded.options
         self.kv_label.setText(kv_mode_label(opts.type_k, opts.type_v, opts.flash_attn))
@@ -124,12 +132,34 @@ class ChatStatus(QWidget):
         self._n_ctx = loaded.n_ctx
         self.set_context_used(0)
         self.speed_label.setText("")
+        self.show_template(loaded.chat_format, loaded.chat_template_notice)
+
+    def show_template(self, chat_format: str, notice: str = "") -> None:
+        """Which chat template the replies use; a fallback is marked, with why in the tooltip."""
+        own = chat_format == "gguf"
+        self.template_label.setText(
+            "model's template"
+            if own
+            else f"⚠ {chat_format} template"
+            if notice
+            else f"{chat_format} template"
+        )
+        self.template_label.setToolTip(
+            plain_tooltip(notice)
+            or (
+                "Prompts use the chat template stored in the model file."
+                if own
+                else f"The model file has no chat template: the plain {chat_format} one is used."
+            )
+        )
+        self.template_label.show()
 
     def show_unloaded(self, text: str = "No model loaded") -> None:
         self.hide_loading()
         self.model_label.setText(text)
         self.model_label.setToolTip("")
         self.kv_label.setText("")
+        self.template_label.hide()
         self.speed_label.setText("")
         self._n_ctx = 0
         self.set_context_used(0)

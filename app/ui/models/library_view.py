@@ -27,6 +27,7 @@ from app.core.library import SOURCE_STARTER, LibraryModel, library_order
 from app.services.tasks import TaskRunner, user_message
 from app.ui.models.flat_table import Index, ListTableModel, row_table
 from app.ui.models.starter_offer import StarterOffer
+from app.ui.plain_text import plain_label
 
 
 class LibraryTableModel(ListTableModel[LibraryModel]):
@@ -100,7 +101,7 @@ class LibraryView(QWidget):
         self.delete_button = QPushButton("Delete…")
         self.refresh_button = QPushButton("Refresh")
         self.add_folder_button = QPushButton("Add folder…")
-        self.status_label = QLabel()
+        self.status_label = plain_label(QLabel())  # errors quote files' names and text
         self.status_label.setWordWrap(True)
         self.starter_offer = StarterOffer(parent=self)
         self.starter_offer.hide()  # shown once a listing finds no starter model

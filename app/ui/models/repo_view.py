@@ -36,6 +36,7 @@ from app.core.hub import GgufEntry, RepoFiles
 from app.core.kv_types import COMPARE_MODES
 from app.core.probes import FreeMemory
 from app.services.tasks import TaskRunner
+from app.ui.plain_text import plain_label
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 # Background / text colours per verdict: readable on light and dark palettes.
@@ -99,7 +100,7 @@ class RepoView(QWidget):
         self._entries: dict[str, tuple[GgufEntry, QStandardItem]] = {}  # first_file -> (entry, row)
         self._fits: dict[str, FitEstimate] = {}
 
-        self.title_label = QLabel("Pick a model on the left to see its files.")
+        self.title_label = plain_label(QLabel("Pick a model on the left to see its files."))
         self.title_label.setObjectName("repoTitle")
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.context_spin = QSpinBox()
@@ -108,12 +109,12 @@ class RepoView(QWidget):
         self.context_spin.setValue(DEFAULT_CONTEXT)
         self.context_spin.setSuffix(" tokens")
         self.context_spin.setToolTip("The context length the fit estimate is for")
-        self.status_label = QLabel()
+        self.status_label = plain_label(QLabel())  # repo and file names are the Hub's text
         self.status_label.setWordWrap(True)
         self.budget_label = QLabel()
         self.budget_label.setStyleSheet("color: palette(mid);")
 
-        self.gate_label = QLabel()
+        self.gate_label = plain_label(QLabel())
         self.gate_label.setWordWrap(True)
         self.gate_button = QPushButton("Add token…")
         self.gate_box = QWidget()
@@ -152,7 +153,7 @@ class RepoView(QWidget):
         self.detail.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.detail.setMaximumHeight(130)
         self.detail.hide()  # until a file with an estimate is picked
-        self.detail_label = QLabel()
+        self.detail_label = plain_label(QLabel())
         self.detail_label.setWordWrap(True)
         self.destination_combo = QComboBox()  # filled by the page: HF cache or a folder
         self.destination_combo.setToolTip("Where downloads are saved")
