@@ -28,7 +28,9 @@ from tests.gguf_factory import write_tiny_gguf
 AREA = "Templates and text from files"
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=4)
 HOSTILE_AT_LOAD = {
-    "not valid Jinja (line 3": "{% for m in messages %}\n{{ m.content }}\n{% for x in %}{% endfor %}",
+    "not valid Jinja (line 3": (
+        "{% for m in messages %}\n{{ m.content }}\n{% for x in %}{% endfor %}"
+    ),
     "Python internals": "{{ cycler.__init__.__globals__.os.popen('id').read() }}",
     "characters": "{{ 'x' * 10**9 }}",
     "ran longer than": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}"
