@@ -8,6 +8,7 @@ loads segfault).
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import logging
 import os
@@ -153,6 +154,7 @@ class Engine:
         if self.model is not None:
             llm, self.model = self.model.llm, None
             llm.close()
+            _give_memory_back()
 
 
 _MEASURES = {
@@ -170,6 +172,22 @@ def _sentence(command: object, error: Exception) -> str:
     }
     action = what.get(type(command).__name__, "The engine")
     return f"{action} failed: {error}."
+
+
+def _give_memory_back() -> None:
+    """Return the heap a closed model freed to the system. glibc keeps freed blocks for
+    reuse and its arenas only shrink from the top, so without this an unloaded engine
+    held ~6 MiB more after unloading the tiny test model (measured), and its RSS kept
+    creeping up over load-unload cycles."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # musl and others have no malloc_trim
+        return
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim(0)
 
 
 def _redirect_output(path: str) -> None:
