@@ -19,12 +19,32 @@ class ModelFileMissingError(BadInputError, FileNotFoundError):
     """The model path does not exist."""
 
 
-class NotAGgufError(BadInputError):
+class InvalidGgufError(BadInputError):
+    """The file is not a GGUF model llama.cpp can be given: its header is malformed, hostile
+    or inconsistent (app.core.gguf_validate). One line, never a traceback.
+
+    `kind`: which class of check refused it ('magic', 'version', 'truncated', 'count',
+    'length', 'key', 'value-type', 'value-range', 'tensor', 'offset', 'layout', ...), for logs
+    and the tests' tallies; the message is what a user reads.
+    """
+
+    default_kind = "invalid"
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind or self.default_kind
+
+
+class NotAGgufError(InvalidGgufError):
     """The file is not a GGUF model (wrong magic or unsupported version)."""
 
+    default_kind = "magic"
 
-class TruncatedGgufError(BadInputError):
+
+class TruncatedGgufError(InvalidGgufError):
     """The GGUF file ends before its header, tensor data or declared size."""
+
+    default_kind = "truncated"
 
 
 class UnknownKvTypeError(BadInputError):

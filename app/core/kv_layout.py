@@ -40,7 +40,7 @@ _SWA_RULES: dict[str, _SwaRule] = {
 }
 
 # Architectures whose memory is recurrent or hybrid: their cache is not a plain K/V cache.
-_NOT_PLAIN_KV = {
+NOT_PLAIN_KV = {
     "mamba",
     "mamba2",
     "rwkv6",
@@ -111,7 +111,7 @@ def kv_layout(header: GgufHeader) -> KvLayout:
     n_layer_all = header.block_count
     n_nextn = int(header.arch_get("nextn_predict_layers", 0) or 0)
     n_layer = n_layer_all - n_nextn  # nextn layers are filtered out of the main cache
-    exact = arch not in _NOT_PLAIN_KV
+    exact = arch not in NOT_PLAIN_KV
     notes = []
     if not exact:
         notes.append(

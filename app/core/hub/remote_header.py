@@ -3,6 +3,8 @@
 Starts with the first 4 MiB; when the header is longer (big vocabularies), the parser
 says how many bytes it needs and only the missing range is fetched. A server that
 ignores Range still costs no more than what is read: the stream is closed early.
+The header is validated as it is parsed (app.core.gguf_validate), with the same caps as a
+local file's: a hostile header is refused in one line before any fit is computed from it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from huggingface_hub.utils import build_hf_headers, get_session
 
 from app.core.errors import DownloadError, HubUnreachableError, NotAGgufError, TruncatedGgufError
 from app.core.gguf_header import GgufHeader, GgufHeaderIncompleteError, parse_gguf_header
+from app.core.gguf_validate import MAX_HEADER_BYTES
 from app.core.hub.env import hub_endpoint, is_offline
 from app.core.hub.hub_errors import gated_message, translate
 from app.core.hub.safe_paths import check_relative_name
@@ -25,7 +28,6 @@ from app.core.hub.transfer import same_origin
 log = logging.getLogger(__name__)
 
 FIRST_READ = 4 * 1024 * 1024
-MAX_HEADER_BYTES = 96 * 1024 * 1024
 _CACHE_SIZE = 64
 _cache: OrderedDict[tuple[str, str, str, str], GgufHeader] = OrderedDict()
 _cache_lock = threading.Lock()
