@@ -1,8 +1,10 @@
 """Paints one message: role header, bubble with Markdown (QTextDocument), stats footer.
 
-Rendered documents and row heights are cached per (message id, version, width), so a
-token that changes the last row re-renders that row only; the other 1,999 rows keep
-their cached height and, when painted, their cached document.
+Row sizes are cached per row version (the model's counter: a new one whenever a row's text
+or state changes) at the current width, and documents per message, so a token that changes
+the last row re-renders that row only; the other 1,999 rows keep their cached height and,
+when painted, their cached document. A message keeps one entry of each: its older versions
+are dropped when a new one is measured, as they will never be shown again.
 """
 
 from __future__ import annotations
@@ -35,10 +37,21 @@ from PySide6.QtGui import (
     QTextDocument,
     QTextFormat,
 )
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
+from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QWidget,
+)
 
 from app.core.chat_store import DONE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
-from app.ui.chat.message_model import IsLastAssistantRole, MessageRole, VersionRole
+from app.ui.chat.message_model import (
+    IsLastAssistantRole,
+    MessageListModel,
+    MessageRole,
+    VersionRole,
+)
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +104,27 @@ class MessageDelegate(QStyledItemDelegate):
         self._small_font.setPointSizeF(self._font.pointSizeF() - 1.5)
         self._header_h = QFontMetrics(self._header_font).height() + 4
         self._footer_h = QFontMetrics(self._small_font).height() + 4
-        self._docs: OrderedDict[tuple[int, int, int], QTextDocument] = OrderedDict()
-        self._heights: dict[tuple[int, int, int], tuple[int, int]] = {}
+        # message id -> (version, column width, its document), least recently painted first
+        self._docs: OrderedDict[int, tuple[int, int, QTextDocument]] = OrderedDict()
+        # row version -> (document height, document width) at _heights_width
+        self._heights: dict[int, tuple[int, int]] = {}
         self._heights_width = -1
+        # row version -> the row's size at _sizes_width (a viewport width): QListView asks
+        # for every row's size at each re-layout (5,000 times when older messages come in
+        # front), so a known size is returned without reading the message
+        self._sizes: dict[int, QSize] = {}
+        self._sizes_width = -1
+        self._measured_version: dict[int, int] = {}  # message id -> its version in the caches
+        self.measurements = 0  # sizes worked out from a message (for tests and stats)
+        self._viewport = view.viewport() if isinstance(view, QAbstractScrollArea) else None
+        self._model: MessageListModel | None = None
         self.documents_built: dict[int, int] = {}  # message id -> count (for tests and stats)
         self.model_name = ""  # shown in assistant headers
+
+    def read_versions_from(self, model: MessageListModel) -> None:
+        """Take row versions straight from `model`, the view's: a Python call where Qt's
+        data() is a round trip through C++, for each of a re-layout's thousands of sizes."""
+        self._model = model
 
     # ---- geometry ---------------------------------------------------------------------
 
@@ -114,15 +143,24 @@ class MessageDelegate(QStyledItemDelegate):
         if column_width != self._heights_width:
             self._heights.clear()
             self._heights_width = column_width
-        key = (message.id, version, column_width)
-        cached = self._heights.get(key)
+        cached = self._heights.get(version)
         if cached is None:
-            if len(self._heights) > 50_000:  # streamed versions pile up; start over
-                self._heights.clear()
+            self._forget_older_version(message.id, version)
             doc = self._document(message, version, column_width)
             cached = (int(doc.size().height() + 0.999), int(doc.textWidth()))
-            self._heights[key] = cached
+            self._heights[version] = cached
         return cached
+
+    def _forget_older_version(self, message_id: int, version: int) -> None:
+        if len(self._measured_version) > 50_000:  # a long session's browsing; start over
+            self._measured_version.clear()
+            self._heights.clear()
+            self._sizes.clear()
+        older = self._measured_version.get(message_id)
+        if older is not None and older != version:
+            self._heights.pop(older, None)
+            self._sizes.pop(older, None)
+        self._measured_version[message_id] = version
 
     def _layout(self, rect: QRect, message: Message, version: int, is_last_reply: bool) -> _Layout:
         column = self._column(rect)
@@ -158,26 +196,38 @@ class MessageDelegate(QStyledItemDelegate):
     def sizeHint(
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> QSize:
-        message: Message = index.data(MessageRole)
-        version: int = index.data(VersionRole)
-        width = (
-            self._view.viewport().width()
-            if hasattr(self._view, "viewport")
-            else option.rect.width()
+        width = self._viewport.width() if self._viewport is not None else option.rect.width()
+        version = (
+            self._model.version_at(index.row())
+            if self._model is not None
+            else int(index.data(VersionRole))
         )
-        column = self._column(QRect(0, 0, width, 0))
-        doc_h, _ = self._measure(message, version, column.width())
-        footer = self._footer_h if message.role == "assistant" else 0
-        return QSize(width, ROW_GAP + self._header_h + doc_h + 2 * PAD_V + footer + 2)
+        if width != self._sizes_width:
+            self._sizes.clear()
+            self._sizes_width = width
+        size = self._sizes.get(version)
+        if size is None:
+            message: Message = index.data(MessageRole)
+            column = self._column(QRect(0, 0, width, 0))
+            doc_h, _ = self._measure(message, version, column.width())
+            footer = self._footer_h if message.role == "assistant" else 0
+            size = QSize(width, ROW_GAP + self._header_h + doc_h + 2 * PAD_V + footer + 2)
+            self._sizes[version] = size
+            self.measurements += 1
+        return size
+
+    @property
+    def documents_held(self) -> int:
+        """Rendered documents kept for painting (at most one per message)."""
+        return len(self._docs)
 
     # ---- documents --------------------------------------------------------------------
 
     def _document(self, message: Message, version: int, column_width: int) -> QTextDocument:
-        key = (message.id, version, column_width)
-        doc = self._docs.get(key)
-        if doc is not None:
-            self._docs.move_to_end(key)
-            return doc
+        cached = self._docs.get(message.id)
+        if cached is not None and cached[:2] == (version, column_width):
+            self._docs.move_to_end(message.id)
+            return cached[2]
         doc = QTextDocument()
         doc.setDocumentMargin(0)
         doc.setDefaultFont(self._font)
@@ -195,7 +245,8 @@ class MessageDelegate(QStyledItemDelegate):
         doc.setTextWidth(max_width)
         if message.role == "user":  # shrink the bubble to the text
             doc.setTextWidth(min(max_width, max(24.0, doc.idealWidth() + 1)))
-        self._docs[key] = doc
+        self._docs[message.id] = (version, column_width, doc)  # replaces an older version's
+        self._docs.move_to_end(message.id)
         if len(self._docs) > DOC_CACHE_SIZE:
             self._docs.popitem(last=False)
         self.documents_built[message.id] = self.documents_built.get(message.id, 0) + 1

@@ -166,6 +166,10 @@ class MessageListModel(QAbstractListModel):
     def message_at(self, row: int) -> Message:
         return self._rows[row].message
 
+    def version_at(self, row: int) -> int:
+        """The row's version: a new one whenever its text or state changes."""
+        return self._rows[row].version
+
     def messages(self) -> list[Message]:
         return [r.message for r in self._rows]
 

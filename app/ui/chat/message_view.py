@@ -28,6 +28,7 @@ class MessageView(QListView):
         self.delegate = MessageDelegate(self)
         self.setItemDelegate(self.delegate)
         self.setModel(model)
+        self.delegate.read_versions_from(model)
         self._model = model
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.verticalScrollBar().setSingleStep(24)
