@@ -92,6 +92,8 @@ def hidden_imports(collect_submodules: Callable[..., list[str]]) -> list[str]:
         *collect_submodules("app"),  # commands are imported by name (app/cli.py)
         *collect_submodules("kernels"),  # `backend verify` counts the int8 instructions
         *collect_submodules("llama_cpp"),  # imported only in the engine process
+        # uvicorn picks its HTTP protocol and event loop by name at run time (the local server)
+        *collect_submodules("uvicorn"),
         # pyqtgraph picks its Qt bindings and widgets at run time.
         # (Filtered while collecting: importing pyqtgraph.examples aborts without a display.)
         *collect_submodules("pyqtgraph", filter=lambda m: not m.startswith(_PYQTGRAPH_SKIPPED)),

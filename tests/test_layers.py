@@ -1,6 +1,6 @@
 """The layering rule of docs/architecture.md, checked on the source: imports only point down.
 
-app/core and app/engine never import Qt (so the CLI, the engine process and the GPU bench run
+app/core, app/engine and app/server never import Qt (so the CLI, the engine process and the GPU bench run
 without PySide6); app/core never imports app/engine, app/services or app/ui; app/services never
 imports app/ui; the CLI's command modules never import app/ui, and Qt only inside functions (the
 lazy --plot path); every module in app/ui imports Qt (logic that runs without Qt lives below).
@@ -39,6 +39,7 @@ def _files(package: str) -> list[Path]:
         ("app/core", QT + ("app.engine", "app.services", "app.ui", "app.commands")),
         ("app/engine", QT + ("app.services", "app.ui", "app.commands")),
         ("app/services", ("app.ui",)),
+        ("app/server", QT + ("app.services", "app.ui", "app.commands")),
         ("kernels", QT + ("app.services", "app.ui")),
     ],
 )

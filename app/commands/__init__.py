@@ -6,4 +6,15 @@ inside `run`, so `kvstudio --help` and bad-input errors answer at once.
 """
 
 # The order `kvstudio --help` lists them in.
-COMMAND_MODULES = ("run", "doctor", "fit", "bench", "pull", "ls", "rm", "backend", "selftest")
+COMMAND_MODULES = (
+    "run",
+    "serve",
+    "doctor",
+    "fit",
+    "bench",
+    "pull",
+    "ls",
+    "rm",
+    "backend",
+    "selftest",
+)

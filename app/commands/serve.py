@@ -1,0 +1,125 @@
+"""`kvstudio serve MODEL`: the OpenAI-compatible server on one engine, until Ctrl+C."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from app.core.errors import BadInputError
+
+NAME = "serve"
+HELP = (
+    "serve MODEL over an OpenAI-compatible HTTP API on this machine (MODEL: a .gguf or 'starter')"
+)
+
+INTERRUPTED_EXIT = 130
+LOAD_TIMEOUT_S = 600.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from app.server.options import DEFAULT_PORT, LOOPBACK
+
+    parser.add_argument("model", metavar="MODEL", help="a .gguf file or the word 'starter'")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--host",
+        default=LOOPBACK,
+        help=f"address to listen on (default {LOOPBACK}; any other needs --api-key)",
+    )
+    parser.add_argument(
+        "--api-key", default="", help="the key clients must send (Authorization: Bearer KEY)"
+    )
+    parser.add_argument(
+        "--ctx", type=int, default=4096, help="context size in tokens (default 4096)"
+    )
+    parser.add_argument("--kv", default="q8_0/f16", help="KV cache types K/V (default q8_0/f16)")
+    parser.add_argument(
+        "--max-tokens", type=int, default=4096, help="the most tokens one request may ask for"
+    )
+    parser.add_argument(
+        "--cors", action="append", default=[], metavar="ORIGIN", help="allow this browser origin"
+    )
+    parser.add_argument(
+        "--log-requests",
+        action="store_true",
+        help="also log the start of each prompt (never the key)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)"
+    )
+    parser.add_argument(
+        "--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)"
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="load even beyond the trained context or the free memory the device reports",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.core.kv_types import KvMode
+    from app.core.load_check import check_context_size, check_model_load
+    from app.core.model_ref import resolve_model
+    from app.server.options import ServerOptions, check_options
+
+    # Every bad input is refused here, before an engine process is spawned.
+    options = ServerOptions(
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key,
+        max_tokens_limit=args.max_tokens,
+        cors_origins=tuple(args.cors),
+        log_prompts=args.log_requests,
+    )
+    check_options(options)
+    check_context_size(args.ctx, "--ctx")
+    if args.max_tokens <= 0:
+        raise BadInputError(f"--max-tokens must be positive, not {args.max_tokens}.")
+    if args.threads is not None and args.threads <= 0:
+        raise BadInputError(f"--threads must be positive, not {args.threads}.")
+    mode = KvMode.parse(args.kv)
+    path = resolve_model(args.model)
+
+    from app.engine.messages import Load, LoadOptions
+    from app.engine.process import EngineProcess, until
+    from app.server.process_gateway import ProcessGateway
+    from app.server.server_runner import LocalServer
+
+    load = LoadOptions(
+        model_path=str(path),
+        n_ctx=args.ctx,
+        n_gpu_layers=args.gpu_layers,
+        type_k=mode.k.name,
+        type_v=mode.v.name,
+        n_threads=args.threads,
+    )
+    check_model_load(path, load, force=args.force)
+    proc = EngineProcess()
+    gateway = None
+    server = None
+    interrupted = False
+    try:
+        proc.send(Load(load))
+        loaded = until(proc, "Loaded", LOAD_TIMEOUT_S)
+        for warning in loaded.warnings:
+            print(f"kvstudio: warning: {warning.text}", file=sys.stderr)
+        gateway = ProcessGateway(proc, loaded)
+        server = LocalServer(gateway, options)
+        server.requests.listen(lambda record: print(record.line(), file=sys.stderr, flush=True))
+        model = gateway.model()
+        assert model is not None
+        print(f"Serving {model.id} (KV {mode.label}) at {server.base_url}", flush=True)
+        print("Press Ctrl+C to stop.", file=sys.stderr, flush=True)
+        server.serve()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if gateway is not None:
+            gateway.close()
+        proc.stop()
+    if server is not None:
+        print(f"kvstudio: stopped; {server.requests.summary()}.", file=sys.stderr)
+    return INTERRUPTED_EXIT if interrupted else 0

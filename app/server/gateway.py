@@ -1,0 +1,57 @@
+"""The engine as the server sees it: what is loaded, and a queue to generate through.
+
+Two implementations: process_gateway.ProcessGateway over an EngineProcess (`kvstudio serve`)
+and app/services/server_gateway.ClientGateway over the app's EngineClient (the chat's queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from app.engine.messages import Generate, Loaded
+
+# Called from any thread with the request's PromptStarted, Token, and last its one Finished
+# or Failed (app.engine.messages).
+EventSink = Callable[[object], None]
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The loaded model as GET /v1/models names it."""
+
+    id: str  # the file's name without .gguf
+    path: str
+    n_ctx: int
+    kv_mode: str  # "q8_0/f16"
+    kv_bytes: int  # what llama.cpp allocated for the KV cache
+    created: int  # unix time of the load
+
+    @classmethod
+    def from_loaded(cls, loaded: Loaded, created: int) -> ModelInfo:
+        return cls(
+            id=Path(loaded.model_path).name.removesuffix(".gguf"),
+            path=loaded.model_path,
+            n_ctx=loaded.n_ctx,
+            kv_mode=f"{loaded.options.type_k}/{loaded.options.type_v}",
+            kv_bytes=sum(cache.total_bytes for cache in loaded.kv_caches),
+            created=created,
+        )
+
+
+class EngineGateway(Protocol):
+    def model(self) -> ModelInfo | None:
+        """The model loaded now (None: none). Safe from any thread."""
+        ...
+
+    def submit(self, command: Generate, sink: EventSink) -> None:
+        """Generate after every request submitted before it (arrival order); `sink` gets
+        its events from any thread, ending with exactly one Finished or Failed."""
+        ...
+
+    def cancel(self, request_id: str) -> None:
+        """Stop that request (the engine's cancel flag when it runs, dropped when it waits);
+        its Finished says 'cancelled'. Safe from any thread; unknown ids are ignored."""
+        ...

@@ -1,0 +1,220 @@
+"""OpenAI request bodies checked and turned into the engine's Generate command.
+
+Unknown fields are ignored, as OpenAI's API does; a field of the wrong type or out of range
+raises ApiError(400) naming it, with OpenAI's error shape (openai_shapes.error_body).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from app.engine.messages import ChatMessage, Generate, SamplingSettings
+
+MAX_STOP_STRINGS = 4  # as OpenAI
+MAX_STOP_CHARS = 200
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+
+class ApiError(Exception):
+    """A request refused with an HTTP status and OpenAI's error fields."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        kind: str = "invalid_request_error",
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code, self.kind = (
+            status,
+            message,
+            param,
+            code,
+            kind,
+        )
+
+
+@dataclass(frozen=True)
+class ParsedRequest:
+    command: Generate
+    stream: bool
+    include_usage: bool
+    model: str  # the name the client asked for (any name is served by the loaded model)
+
+
+def parse_chat(body: object, request_id: str, max_tokens_limit: int) -> ParsedRequest:
+    fields = _object(body)
+    messages = fields.get("messages")
+    if messages is None:
+        raise _invalid("you must provide a 'messages' parameter.", "messages", "missing")
+    if not isinstance(messages, list) or not messages:
+        raise _invalid("'messages' must be a non-empty array of messages.", "messages")
+    chat = tuple(_message(m, i) for i, m in enumerate(messages))
+    return _parsed(fields, request_id, max_tokens_limit, messages=chat)
+
+
+def parse_completion(body: object, request_id: str, max_tokens_limit: int) -> ParsedRequest:
+    fields = _object(body)
+    prompt = fields.get("prompt")
+    if prompt is None:
+        raise _invalid("you must provide a 'prompt' parameter.", "prompt", "missing")
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]  # a batch of one, as some clients send it
+    if not isinstance(prompt, str):
+        raise _invalid("'prompt' must be a string (one prompt per request here).", "prompt")
+    if not prompt:
+        raise _invalid("'prompt' must not be empty.", "prompt")
+    return _parsed(fields, request_id, max_tokens_limit, prompt=prompt)
+
+
+def _parsed(
+    fields: dict[str, Any],
+    request_id: str,
+    max_tokens_limit: int,
+    messages: tuple[ChatMessage, ...] = (),
+    prompt: str | None = None,
+) -> ParsedRequest:
+    model = fields.get("model")
+    if model is None:
+        raise _invalid("you must provide a model parameter.", "model", "missing")
+    if not isinstance(model, str) or not model.strip():
+        raise _invalid("'model' must be a non-empty string.", "model")
+    n = _integer(fields, "n", 1, 1)
+    if n != 1:
+        raise _invalid("only n=1 is supported: one choice per request.", "n")
+    stream = _boolean(fields, "stream", False)
+    stream_options = fields.get("stream_options")
+    include_usage = False
+    if stream_options is not None:
+        if not isinstance(stream_options, dict):
+            raise _invalid("'stream_options' must be an object.", "stream_options")
+        include_usage = _boolean(stream_options, "include_usage", False, "stream_options.")
+    sampling = _sampling(fields, max_tokens_limit)
+    command = Generate(request_id, sampling, messages=messages, prompt=prompt)
+    return ParsedRequest(command, stream, include_usage, model)
+
+
+def _sampling(fields: dict[str, Any], max_tokens_limit: int) -> SamplingSettings:
+    base = SamplingSettings(max_tokens=max_tokens_limit)
+    name = "max_completion_tokens" if "max_completion_tokens" in fields else "max_tokens"
+    max_tokens = _integer(fields, name, base.max_tokens, 1)
+    if max_tokens > max_tokens_limit:
+        raise _invalid(
+            f"'{name}' is {max_tokens}; this server allows at most {max_tokens_limit}.", name
+        )
+    seed = fields.get("seed")
+    if seed is not None:
+        seed = _integer(fields, "seed", 0, 0)
+    return replace(
+        base,
+        max_tokens=max_tokens,
+        temperature=_number(fields, "temperature", base.temperature, 0.0, 2.0),
+        top_p=_number(fields, "top_p", base.top_p, 0.0, 1.0),
+        top_k=_integer(fields, "top_k", base.top_k, 0),
+        min_p=_number(fields, "min_p", base.min_p, 0.0, 1.0),
+        repeat_penalty=_number(fields, "repeat_penalty", base.repeat_penalty, 0.0, 10.0),
+        stop=_stop(fields.get("stop")),
+        seed=seed,
+    )
+
+
+def _message(item: object, index: int) -> ChatMessage:
+    where = f"messages[{index}]"
+    if not isinstance(item, dict):
+        raise _invalid(f"'{where}' must be an object with 'role' and 'content'.", where)
+    role = item.get("role")
+    if role not in ROLES:
+        raise _invalid(
+            f"'{where}.role' must be one of system, developer, user or assistant, "
+            f"not {_shown(role)}.",
+            f"{where}.role",
+        )
+    return ChatMessage(ROLES[role], _content(item.get("content"), f"{where}.content"))
+
+
+def _content(content: object, where: str) -> str:
+    """A string, or OpenAI's array of content parts of which only text parts are served."""
+    if content is None:
+        return ""  # an assistant turn that only called tools
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text":
+                raise _invalid(f"'{where}' may only hold text parts here.", where)
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise _invalid(f"'{where}' has a text part without a string 'text'.", where)
+            parts.append(text)
+        return "".join(parts)
+    raise _invalid(f"'{where}' must be a string or an array of text parts.", where)
+
+
+def _stop(stop: object) -> tuple[str, ...]:
+    if stop is None:
+        return ()
+    stops = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stops, list) or not all(isinstance(s, str) for s in stops):
+        raise _invalid("'stop' must be a string or an array of strings.", "stop")
+    if len(stops) > MAX_STOP_STRINGS or any(len(s) > MAX_STOP_CHARS for s in stops):
+        raise _invalid(
+            f"'stop' may hold at most {MAX_STOP_STRINGS} strings of at most "
+            f"{MAX_STOP_CHARS} characters.",
+            "stop",
+        )
+    return tuple(s for s in stops if s)
+
+
+def _object(body: object) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise _invalid("The request body must be a JSON object.", None)
+    return body
+
+
+def _number(fields: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
+    value = fields.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _invalid(f"'{name}' must be a number, not {_shown(value)}.", name)
+    if not low <= value <= high:
+        raise _invalid(f"'{name}' must be between {low:g} and {high:g}, not {value}.", name)
+    return float(value)
+
+
+def _integer(fields: dict[str, Any], name: str, default: int, low: int) -> int:
+    value = fields.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid(f"'{name}' must be an integer, not {_shown(value)}.", name)
+    if value < low:
+        raise _invalid(f"'{name}' must be at least {low}, not {value}.", name)
+    return value
+
+
+def _boolean(fields: dict[str, Any], name: str, default: bool, prefix: str = "") -> bool:
+    value = fields.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _invalid(f"'{prefix}{name}' must be true or false, not {_shown(value)}.", name)
+    return value
+
+
+def _shown(value: object) -> str:
+    """A value in an error message: its JSON type, never the client's text itself (an error
+    body is logged, and a prompt could be in it)."""
+    kinds = {str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    kinds.update({list: "an array", dict: "an object", type(None): "null"})
+    return kinds.get(type(value), "another type")
+
+
+def _invalid(message: str, param: str | None, code: str | None = None) -> ApiError:
+    return ApiError(400, message, param=param, code=code)
