@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from app.engine.messages import Load, LoadOptions
     from app.engine.process import EngineProcess, until
     from app.server.process_gateway import ProcessGateway
-    from app.server.server_runner import LocalServer
+    from app.server.server_runner import LocalServer, bind
 
     load = LoadOptions(
         model_path=str(path),
@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         n_threads=args.threads,
     )
     check_model_load(path, load, force=args.force)
+    sock = bind(options)  # a port in use is said before the model loads
     proc = EngineProcess()
     gateway = None
     server = None
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         for warning in loaded.warnings:
             print(f"kvstudio: warning: {warning.text}", file=sys.stderr)
         gateway = ProcessGateway(proc, loaded)
-        server = LocalServer(gateway, options)
+        server = LocalServer(gateway, options, sock=sock)
         server.requests.listen(lambda record: print(record.line(), file=sys.stderr, flush=True))
         model = gateway.model()
         assert model is not None
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         if gateway is not None:
             gateway.close()
         proc.stop()
+        sock.close()
     if server is not None:
         print(f"kvstudio: stopped; {server.requests.summary()}.", file=sys.stderr)
     return INTERRUPTED_EXIT if interrupted else 0

@@ -31,11 +31,16 @@ class LocalServer:
     """Listens from construction on; `base_url` has the real port (also when 0 was asked)."""
 
     def __init__(
-        self, gateway: EngineGateway, options: ServerOptions, requests: RequestLog | None = None
+        self,
+        gateway: EngineGateway,
+        options: ServerOptions,
+        requests: RequestLog | None = None,
+        sock: socket.socket | None = None,
     ) -> None:
+        """`sock`: from bind(options), when the port was taken before the engine was ready."""
         check_options(options)
         self.requests = requests or RequestLog()
-        self._socket = _bind(options.host, options.port)
+        self._socket = sock or bind(options)
         port = int(self._socket.getsockname()[1])
         self.options = ServerOptions(**{**options.__dict__, "port": port})
         config = uvicorn.Config(
@@ -76,7 +81,10 @@ class LocalServer:
             self._socket.close()
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(options: ServerOptions) -> socket.socket:
+    """The listening socket; a port in use or an address not of this machine is refused in
+    one sentence (BadInputError)."""
+    host, port = options.host, options.port
     try:
         family, kind, proto, _name, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM
