@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from app import __version__
-from app.commands import COMMAND_MODULES
+from app.commands import COMMAND_MODULES, print_error
 from app.core.crash_report import CrashReporter
 from app.core.errors import AppError, BadInputError
 from app.core.paths import data_dir
@@ -28,7 +28,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line on stderr (exit 2), no usage dump."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(BAD_INPUT_EXIT, f"kvstudio: {message}\n")
+        print_error(message)  # it may quote an argument: a file name pasted with its escapes
+        self.exit(BAD_INPUT_EXIT)
 
 
 def _command_modules() -> dict[str, ModuleType]:
@@ -104,13 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         _check_state_files()
         return int(modules[args.command].run(args) or 0)
     except BadInputError as error:
-        print(f"kvstudio: {error}", file=sys.stderr)
+        print_error(error)
         return BAD_INPUT_EXIT
     except AppError as error:
-        print(f"kvstudio: {error}", file=sys.stderr)
+        print_error(error)
         return 1
     except KeyboardInterrupt:
-        print("kvstudio: interrupted", file=sys.stderr)
+        print_error("interrupted")
         return 130
     except Exception as error:  # a bug: one sentence and a report, never only a traceback
         reporter.report(error, f"kvstudio {args.command or 'gui'}")
@@ -124,7 +125,7 @@ def _report_crashes() -> CrashReporter:
 
     def tell(path: Path | None, summary: str) -> None:
         where = f"a report was saved to {path}" if path else "no report could be saved"
-        print(f"kvstudio: unexpected error ({summary}); {where}.", file=sys.stderr)
+        print_error(f"unexpected error ({summary}); {where}.")
 
     try:
         folder = data_dir()
@@ -144,4 +145,4 @@ def _check_state_files() -> None:
         log.warning("could not check the data folder's files (%s)", error)
         return
     for notice in notices:
-        print(f"kvstudio: {notice}", file=sys.stderr)
+        print_error(notice)

@@ -9,7 +9,6 @@ stays in use (exit 2).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +16,7 @@ if TYPE_CHECKING:
     from app.core.backends import BackendStore
 
 NAME = "backend"
+LINE_LIMIT = 300
 HELP = "list, add, switch and verify llama.cpp backends (CPU, ROCm, CUDA, Vulkan packages)"
 
 
@@ -39,9 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.commands import print_error
     from app.core.backends import BackendStore
     from app.core.errors import AppError
     from app.core.paths import data_dir
+    from app.core.safe_text import safe_text
     from app.engine.backend_probe import probe
 
     store = BackendStore(data_dir())
@@ -66,15 +68,17 @@ def run(args: argparse.Namespace) -> int:
             from app.engine.backend_verify import instruction_counter, verify
 
             result = verify(store, args.name or store.chosen_name(), instruction_counter())
-            print("\n".join(result.lines()))
+            # the manifest's words (its note, versions, targets) are the package author's text
+            print("\n".join(safe_text(line, LINE_LIMIT) for line in result.lines()))
             return 0 if result.ok else 1
     except AppError as error:
-        print(f"kvstudio: {error}", file=sys.stderr)
+        print_error(error)
         return 2
     return 0
 
 
 def _list(store: BackendStore) -> None:
+    from app.core.safe_text import safe_text
     from app.core.text_table import aligned_rows
 
     chosen = store.chosen_name()
@@ -84,11 +88,11 @@ def _list(store: BackendStore) -> None:
         if backend.folder is None:
             what, targets, pairs = "llama-cpp-python's own build", "-", "-"
         elif manifest is None:
-            what, targets, pairs = f"damaged: {backend.problem}", "-", "-"
-        else:
-            what = manifest.summary
-            targets = ",".join(manifest.gpu_targets) or "-"
-            pairs = ",".join(manifest.fa_pairs) or "all"
+            what, targets, pairs = f"damaged: {safe_text(backend.problem, LINE_LIMIT)}", "-", "-"
+        else:  # a manifest is the package author's text: no escapes, no megabyte summary
+            what = safe_text(manifest.summary, 120)
+            targets = safe_text(",".join(manifest.gpu_targets), 80) or "-"
+            pairs = safe_text(",".join(manifest.fa_pairs), 80) or "all"
         mark = "*" if backend.name == chosen else " "
         rows.append([f"{mark} {backend.name}", targets, pairs, what])
     print("\n".join(aligned_rows(rows)))

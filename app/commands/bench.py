@@ -170,7 +170,10 @@ def _from_results(args: argparse.Namespace) -> int:
 
 
 def _title(data: dict[str, Any]) -> str:
-    model = Path(str(data.get("model", ""))).name
+    from app.core.safe_text import safe_text
+
+    # a saved result is a file like any other: its model name is shown cleaned
+    model = safe_text(Path(str(data.get("model", ""))).name, 120)
     return (
         f"{model} - n_ctx {data.get('n_ctx')}, depth {data.get('depth')} - "
         f"{data.get('device') or data.get('probe')}"
@@ -223,14 +226,17 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
+        from app.core.safe_text import safe_text
+
         print(
-            f"{path.name}: n_ctx {args.ctx}, depth {args.depth}; memory from {result.probe}"
+            f"{safe_text(path.name, 120)}: n_ctx {args.ctx}, depth {args.depth}; "
+            f"memory from {result.probe}"
             f"{' (' + result.device + ')' if result.device else ''}"
         )
         print(result.table())
         for mode in result.modes:
             for warning in mode.warnings:
-                print(f"warning ({mode.mode}): {warning}")
+                print(f"warning ({mode.mode}): {safe_text(warning, 300)}")
         for note in result.notes():
             print(f"note: {note}")
     if args.plot:

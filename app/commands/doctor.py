@@ -120,4 +120,8 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"  {d['name']:<10} {d['kind']:<14} {d['description']} ({memory})")
     if not report["devices"]:
         lines.append("  (this build does not list its devices)")
-    return "\n".join(lines)
+    # Device names, the backend's notice (a package's problem, quoting its files) and paths are
+    # other programs' and files' text: shown cleaned, each line at most a screenful.
+    from app.core.safe_text import safe_text
+
+    return "\n".join(safe_text(line, 1000) for line in lines)

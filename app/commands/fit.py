@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from app.core.errors import BadInputError
+from app.core.safe_text import clip
 from app.core.units import size as _size
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ HELP = "show the KV cache per K/V mode and the largest context that fits a memor
 
 DEFAULT_CTX = 4096  # the app's default context (LoadOptions.n_ctx)
 MIB = 1024 * 1024
+JSON_TEXT_LIMIT = 1000  # characters of a file's own text in --json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,8 +143,11 @@ def _report(
     return {
         "model": {
             "path": str(path),
-            "name": header.name,
-            "architecture": header.architecture,
+            # The file's own words, cut (JSON escaping already keeps escapes off the terminal):
+            # a 300 KB "name" is no name, and one such line floods a terminal like any other.
+            # The path stays whole: a script opens it, and the system bounds its length.
+            "name": clip(header.name, JSON_TEXT_LIMIT) if header.name else header.name,
+            "architecture": clip(header.architecture, JSON_TEXT_LIMIT),
             "quantization": header.quantization,
             "parameters": header.parameter_count,
             "context_length": header.context_length,

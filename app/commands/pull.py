@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from app.commands import print_error
 from app.core.errors import AppError, BadInputError
 from app.core.units import size
 from app.core.units import speed as rate
@@ -167,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     except (AppError, OSError) as error:
         # Any failure is exit code 2 with one sentence (cli.py maps only BadInputError to 2);
         # an OSError here is the target folder (permissions, a file in the way).
-        print(f"kvstudio: {_sentence(error)}", file=sys.stderr)
+        print_error(_sentence(error))
         return 2
     except KeyboardInterrupt:
         print("kvstudio: interrupted; run the same pull again to resume.", file=sys.stderr)

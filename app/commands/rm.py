@@ -6,7 +6,6 @@ No question asked; ambiguous names are refused.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 NAME = "rm"
@@ -25,8 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.commands import print_error
     from app.core.errors import AppError, ModelNotFoundError
     from app.core.library import delete_model, find_model
+    from app.core.safe_text import safe_text
     from app.core.units import size
 
     try:
@@ -40,9 +41,10 @@ def run(args: argparse.Namespace) -> int:
             raise
         delete_model(model)
     except AppError as error:
-        print(f"kvstudio: {error}", file=sys.stderr)
+        print_error(error)
         return 2
-    print(f"Deleted {model.name} ({size(model.file_size)}) from {model.path}")
+    name, where = safe_text(model.name, 120), safe_text(model.path, 300)
+    print(f"Deleted {name} ({size(model.file_size)}) from {where}")
     return 0
 
 

@@ -8,7 +8,9 @@ import signal
 import sys
 from typing import Any
 
+from app.commands import print_error
 from app.core.errors import BadInputError, EngineFailedError
+from app.core.safe_text import safe_stream
 
 NAME = "run"
 HELP = "generate once from a prompt, streamed to stdout (MODEL: a .gguf path or 'starter')"
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         loaded = until(proc, "Loaded", LOAD_TIMEOUT_S)
         if not args.json:
             for warning in loaded.warnings:
-                print(f"kvstudio: warning: {warning.text}", file=sys.stderr)
+                print_error(f"warning: {warning.text}")
         proc.send(Generate("run", sampling, prompt=args.prompt))
         finished, interrupted = _stream(proc, echo=not args.json)
     finally:
@@ -123,10 +125,13 @@ def _stream_events(proc: Any, echo: bool) -> Any:
         if event is None:
             raise EngineFailedError(f"The engine sent nothing for {TOKEN_TIMEOUT_S:.0f} seconds.")
         if name == "Token" and echo:
-            sys.stdout.write(event.text)
+            # A model can write escape sequences (colours, a new window title, a cleared
+            # screen): the reply reaches the terminal as text only. --json escapes them itself.
+            sys.stdout.write(safe_stream(event.text))
             sys.stdout.flush()
         elif name == "KernelWarning" and echo:
-            print(f"\nkvstudio: warning: {event.text}", file=sys.stderr)
+            print(file=sys.stderr)
+            print_error(f"warning: {event.text}")
         elif name == "Finished":
             return event
         elif name == "Failed":

@@ -28,11 +28,16 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.backends import BUILT_IN, BackendStore, InstalledBackend
+from app.core.safe_text import safe_text
 from app.engine.backend_probe import probe
 from app.engine.backend_verify import VerifyResult, instruction_counter, verify
 from app.services.tasks import TaskRunner
+from app.ui.plain_text import plain_label
 
 COLUMNS = ("", "Backend", "GPU targets", "FA pairs", "What")
+# A package is a file from outside: its manifest's summary, note, targets and versions are its
+# author's text, and reach this page cleaned and cut (a line of details, a cell).
+LINE_LIMIT = 300
 
 
 def manifest_lines(backend: InstalledBackend) -> list[str]:
@@ -78,7 +83,7 @@ class BackendsPage(QWidget):
         title = QLabel("Backends")
         title.setObjectName("pageTitle")
         title.setStyleSheet("font-size: 18px; font-weight: 600;")
-        self.in_use = QLabel()
+        self.in_use = plain_label(QLabel())  # its notice quotes a package's problem
         self.in_use.setWordWrap(True)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
@@ -139,12 +144,13 @@ class BackendsPage(QWidget):
                 )
             mark = "● in use" if backend.name == chosen else ""
             for column, text in enumerate((mark, backend.name, *cells)):
-                self.table.setItem(row, column, QTableWidgetItem(text))
+                self.table.setItem(row, column, QTableWidgetItem(safe_text(text, LINE_LIMIT)))
         names = [b.name for b in backends]
         self.table.selectRow(names.index(selected) if selected in names else names.index(chosen))
         engine_runs, notice = self.store.for_engine()
         self.in_use.setText(
-            f"The engine runs the {engine_runs.name} backend." + (f" {notice}" if notice else "")
+            f"The engine runs the {engine_runs.name} backend."
+            + (f" {safe_text(notice, 1000)}" if notice else "")
         )
 
     def selected(self) -> str:
@@ -162,7 +168,7 @@ class BackendsPage(QWidget):
         lines = manifest_lines(backend)
         if self.last_verify is not None and self.last_verify.backend.name == name:
             lines += ["", *self.last_verify.lines()]
-        self.details.setPlainText("\n".join(lines))
+        self.details.setPlainText("\n".join(safe_text(line, LINE_LIMIT) for line in lines))
         self.remove_button.setEnabled(backend.folder is not None and not self.tasks.is_busy())
 
     def _on_busy_changed(self, busy: bool) -> None:
@@ -172,7 +178,7 @@ class BackendsPage(QWidget):
             self._on_selection_changed()
 
     def _say(self, text: str) -> None:
-        self.message.setText(text)
+        self.message.setText(safe_text(text, 1000))
         self.refresh()
         self._on_selection_changed()
         self.task_finished.emit(text)

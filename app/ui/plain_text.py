@@ -3,16 +3,21 @@
 QLabel, QMessageBox and tooltips guess: text that looks like HTML is rendered as HTML, so a
 model named `<img src=...>` would load an image and `<b>` would restyle the window. Labels
 that may show such text are set to plain text; tooltips (which have no such switch) get
-their text escaped."""
+their text escaped. Item views draw their text plainly but draw control characters and
+megabytes too: their models hand out text through `shown`."""
 
 from __future__ import annotations
 
 import html
+from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QLabel
 
 from app.core.safe_text import safe_text
+
+CELL_LIMIT = 300  # characters in one cell: a long path's worth, never a 300 KB "name"
 
 
 def plain_label(label: QLabel) -> QLabel:
@@ -27,3 +32,24 @@ def plain_tooltip(text: str, limit: int = 2000) -> str:
         return ""
     escaped = html.escape(safe_text(text, limit, keep_newlines=True))
     return f"<p style='white-space:pre-wrap'>{escaped}</p>"
+
+
+def shown(value: Any, role: int) -> Any:
+    """What an item model's data() gives its view for `role`: text cleaned and cut for a
+    cell, escaped for a tooltip; anything else as it is. Every model whose rows carry a
+    file's or the Hub's words answers through this, at its one data()."""
+    if isinstance(value, str):
+        if role == Qt.ItemDataRole.DisplayRole:
+            return safe_text(value, CELL_LIMIT)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return plain_tooltip(value)
+    return value
+
+
+class PlainItemModel(QStandardItemModel):
+    """A QStandardItemModel whose items' text and tooltips are given out through `shown`."""
+
+    def data(
+        self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        return shown(super().data(index, role), role)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.core.safe_text import safe_text
+from app.core.safe_text import safe_stream, safe_text
 
 
 def test_escape_sequences_and_c1_controls_are_made_visible_not_run():
@@ -23,3 +23,9 @@ def test_long_text_is_cut_with_an_ellipsis_and_lines_joined():
 def test_markup_stays_as_the_literal_words():
     # HTML is only dangerous to widgets that read it: they are set to plain text (app/ui).
     assert safe_text("<b>bold</b><img src=x>") == "<b>bold</b><img src=x>"
+
+
+def test_a_streamed_reply_keeps_its_lines_and_tabs_and_drops_every_escape():
+    pieces = ["a\x1b", "[2Jb\tc\n", "\u202ed\x9b1m\r\x07e"]
+    shown = "".join(safe_stream(p) for p in pieces)
+    assert shown == "a[2Jb\tc\nd1me" == safe_stream("".join(pieces))

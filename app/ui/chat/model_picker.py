@@ -28,9 +28,11 @@ from PySide6.QtWidgets import (
 
 from app.core import starter
 from app.core.kv_types import KV_TYPES
+from app.core.safe_text import safe_text
 from app.core.settings import Settings
 from app.engine.build_info import BackendPairs
 from app.ui.chat.status_bar import model_name
+from app.ui.plain_text import plain_tooltip
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,13 @@ STARTER = "starter"
 # What the load dialog offers when the chosen K/V pair has no Flash Attention kernel in the
 # running GPU backend: int8 K and V (in llama.cpp's default pair list), or plain f16.
 ALTERNATIVE_PAIRS = (("q8_0", "q8_0"), ("f16", "f16"))
+NAME_LIMIT = 80  # characters of a model's name in the menu and on the button
+
+
+def _entry(name: str) -> str:
+    """A model's name (the file's, the author's text) as a menu entry or button text: cleaned,
+    cut, and with '&' doubled so Qt shows it instead of taking it for a shortcut mark."""
+    return safe_text(name, NAME_LIMIT).replace("&", "&&")
 
 
 def _library_models() -> list[tuple[str, str]]:
@@ -78,8 +87,8 @@ class ModelPicker(QToolButton):
         if path is None:
             self.setText("Select a model to load  ▾")
         else:
-            self.setText(f"{'Loading ' if loading else ''}{model_name(path)}  ▾")
-        self.setToolTip(path or "")
+            self.setText(f"{'Loading ' if loading else ''}{_entry(model_name(path))}  ▾")
+        self.setToolTip(plain_tooltip(path or ""))
 
     def _fill_menu(self) -> None:
         menu = self._menu
@@ -92,12 +101,12 @@ class ModelPicker(QToolButton):
         if library:
             menu.addSection("Library")
             for label, ref in library[:30]:
-                menu.addAction(label, partial(self.model_chosen.emit, ref))
+                menu.addAction(_entry(label), partial(self.model_chosen.emit, ref))
         recent = [p for p in self.settings.recent_models if p != STARTER and os.path.exists(p)]
         if recent:
             menu.addSection("Recent files")
             for path in recent:
-                menu.addAction(model_name(path), partial(self.model_chosen.emit, path))
+                menu.addAction(_entry(model_name(path)), partial(self.model_chosen.emit, path))
         menu.addSeparator()
         menu.addAction("Open GGUF file…", self.open_file)
         menu.addAction("Load options…", lambda: self.options_requested.emit())

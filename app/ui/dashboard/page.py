@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import AppError
 from app.core.recording import Recording
+from app.core.safe_text import safe_text
 from app.engine.messages import (
     Finished,
     KernelWarning,
@@ -62,6 +63,12 @@ WARNING_WORDS: dict[KernelWarningKind, str] = {
     "fa_disabled": "Flash Attention is off",
     "attention_on_cpu": "attention runs on the CPU, not on the GPU kernel",
 }
+
+
+def _model_name(path: object) -> str:
+    """The model's file name as the dashboard shows it: a file's (or a recording's) text,
+    cleaned and cut."""
+    return safe_text(Path(str(path)).name, 120)
 
 
 def _section(title: str) -> QLabel:
@@ -255,7 +262,7 @@ class DashboardPage(QWidget):
         elif rec is not None:
             meta = rec.metadata
             what = "Compare run" if meta.get("source") == "compare" else "Recording"
-            model = Path(str(meta.get("model", ""))).name
+            model = html.escape(_model_name(meta.get("model", "")))  # this label is rich text
             details = ", ".join(
                 x
                 for x in (
@@ -265,11 +272,16 @@ class DashboardPage(QWidget):
                 )
                 if x
             )
+            # A recording is a file the user opened: each of its words escaped for this label.
+            started, probe_name, device, limits = (
+                html.escape(safe_text(v)) if v else ""
+                for v in (rec.started_at, rec.probe_name, rec.device_name, rec.probe_limits)
+            )
             text = (
-                f"<b>{what}</b> of {rec.started_at or 'an unknown time'}: {details}. "
-                f"Memory from <b>{rec.probe_name or 'an unknown probe'}</b>"
-                f"{' (' + rec.device_name + ')' if rec.device_name else ''}. "
-                f"<i>{rec.probe_limits}</i>"
+                f"<b>{what}</b> of {started or 'an unknown time'}: {details}. "
+                f"Memory from <b>{probe_name or 'an unknown probe'}</b>"
+                f"{' (' + device + ')' if device else ''}. "
+                f"<i>{limits}</i>"
             )
         else:
             text = "Nothing recorded yet."
@@ -403,7 +415,7 @@ class DashboardPage(QWidget):
     def _on_compare_finished(self, result: Any) -> None:
         self.compare.set_running(False)
         title = (
-            f"{Path(result.model_path).name} - n_ctx {result.n_ctx:,}, depth {result.depth:,} - "
+            f"{_model_name(result.model_path)} - n_ctx {result.n_ctx:,}, depth {result.depth:,} - "
             f"{result.device or result.probe}"
         )
         self.compare.set_result(result, title)
@@ -417,7 +429,10 @@ class DashboardPage(QWidget):
 
     def _on_compare_failed(self, message: str) -> None:
         self.compare.set_running(False)
-        self.compare.set_status(f"<span style='color:#b91c1c'>{message}</span>")
+        # the status is rich text; the message may quote the model file's name
+        self.compare.set_status(
+            f"<span style='color:#b91c1c'>{html.escape(safe_text(message, 1000))}</span>"
+        )
 
     def _on_compare_cancelled(self) -> None:
         self.compare.set_running(False)
@@ -435,7 +450,7 @@ class DashboardPage(QWidget):
             self.compare.result = None
             self.compare.set_rows(
                 results,
-                f"{Path(str(meta.get('model', ''))).name} - n_ctx "
+                f"{_model_name(meta.get('model', ''))} - n_ctx "
                 f"{meta.get('n_ctx', '?')}, depth {meta.get('depth', '?')} - "
                 f"{recording.device_name or recording.probe_name}",
             )

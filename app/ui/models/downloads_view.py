@@ -7,6 +7,7 @@ is separate and only calls the manager's methods.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QModelIndex, QObject, QRect, Qt
 from PySide6.QtGui import QColor, QPainter
@@ -21,8 +22,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.core import units as fmt
+from app.core.safe_text import safe_text
 from app.services.downloads import Download, DownloadManager, DownloadState
-from app.ui.models.flat_table import FlatTableModel, Index, row_table
+from app.ui.models.flat_table import FlatTableModel, row_table
+from app.ui.plain_text import plain_label
 
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -58,11 +61,8 @@ class DownloadsModel(FlatTableModel):
     def row_count(self) -> int:
         return len(self._keys)
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        item = self._manager.item(self._keys[index.row()])
-        col = index.column()
+    def cell(self, row: int, col: int, role: int) -> Any:
+        item = self._manager.item(self._keys[row])
         if role == KEY_ROLE:
             return item.key
         if role == PROGRESS_ROLE:
@@ -194,7 +194,8 @@ class DownloadsView(QWidget):
         layout.setContentsMargins(0, 8, 0, 0)
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
-        self.detail_label = QLabel()  # the selected download's failure, in full
+        # the selected download's failure, in full: it names the Hub's file
+        self.detail_label = plain_label(QLabel())
         self.detail_label.setWordWrap(True)
         self.detail_label.setStyleSheet("color: #b3261e;")
         self.detail_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -255,5 +256,6 @@ class DownloadsView(QWidget):
             else "No downloads yet. Pick a file in Discover and press Download."
         )
         failed = key is not None and state is DownloadState.FAILED
-        self.detail_label.setText(self.manager.item(key).message if failed and key else "")
+        message = self.manager.item(key).message if failed and key else ""
+        self.detail_label.setText(safe_text(message, 2000))
         self.detail_label.setVisible(failed)

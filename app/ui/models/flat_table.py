@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import (
     QAbstractItemModel,
@@ -15,6 +15,8 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import QAbstractItemView, QTableView
 
+from app.ui.plain_text import shown
+
 Index = QModelIndex | QPersistentModelIndex
 ROOT = QModelIndex()  # the invisible root: these models are flat
 Row = TypeVar("Row")
@@ -22,12 +24,22 @@ Row = TypeVar("Row")
 
 class FlatTableModel(QAbstractTableModel):
     """A table model with `HEADERS` as its columns; subclasses say how many rows with
-    `row_count()` and answer `data()`."""
+    `row_count()` and what a cell holds with `cell()`. Their rows carry file names, a file's
+    metadata and the Hub's words, so text leaves through `shown` (cleaned, cut, tooltips
+    escaped) at this one data()."""
 
     HEADERS: tuple[str, ...] = ()
 
     def row_count(self) -> int:
         raise NotImplementedError
+
+    def cell(self, row: int, column: int, role: int) -> Any:
+        raise NotImplementedError
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        return shown(self.cell(index.row(), index.column(), role), role)
 
     def rowCount(self, parent: Index = ROOT) -> int:
         return 0 if parent.isValid() else self.row_count()

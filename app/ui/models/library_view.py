@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -25,7 +26,7 @@ from PySide6.QtWidgets import (
 from app.core import units as fmt
 from app.core.library import SOURCE_STARTER, LibraryModel, library_order
 from app.services.tasks import TaskRunner, user_message
-from app.ui.models.flat_table import Index, ListTableModel, row_table
+from app.ui.models.flat_table import ListTableModel, row_table
 from app.ui.models.starter_offer import StarterOffer
 from app.ui.plain_text import plain_label
 
@@ -39,10 +40,8 @@ class LibraryTableModel(ListTableModel[LibraryModel]):
     def paths(self) -> list[str]:
         return [str(m.path) for m in self._rows]
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        m = self._rows[index.row()]
+    def cell(self, row: int, column: int, role: int) -> Any:
+        m = self._rows[row]
         if role == Qt.ItemDataRole.DisplayRole:
             return (
                 m.name,
@@ -52,10 +51,10 @@ class LibraryTableModel(ListTableModel[LibraryModel]):
                 fmt.tokens(m.context_length),
                 fmt.size(m.file_size),
                 _location(m),
-            )[index.column()]
+            )[column]
         if role == Qt.ItemDataRole.ToolTipRole:
             return f"{m.path}\n{m.error}" if m.error else str(m.path)
-        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (2, 4, 5):
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in (2, 4, 5):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 

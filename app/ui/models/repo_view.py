@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
+from PySide6.QtGui import QBrush, QColor, QStandardItem
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -35,8 +35,9 @@ from app.core.fit_estimator import FitEstimator
 from app.core.hub import GgufEntry, RepoFiles
 from app.core.kv_types import COMPARE_MODES
 from app.core.probes import FreeMemory
+from app.core.safe_text import safe_text
 from app.services.tasks import TaskRunner
-from app.ui.plain_text import plain_label
+from app.ui.plain_text import PlainItemModel, plain_label
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 # Background / text colours per verdict: readable on light and dark palettes.
@@ -125,7 +126,7 @@ class RepoView(QWidget):
         self.gate_box.setStyleSheet("background: #fff1c7; color: #5c3d00; border-radius: 4px;")
         self.gate_box.hide()
 
-        self.model = QStandardItemModel(0, len(self.HEADERS), self)
+        self.model = PlainItemModel(0, len(self.HEADERS), self)  # the Hub's file names
         self.model.setHorizontalHeaderLabels(list(self.HEADERS))
         self.tree = QTreeView()
         self.tree.setModel(self.model)
@@ -379,7 +380,9 @@ class RepoView(QWidget):
         fit = self._fits.get(entry.first_file)
         parts = f" in {entry.n_parts} parts" if entry.is_split else ""
         if fit is None:
-            self.detail_label.setText(f"{entry.name}: {fmt.size(entry.total_size)}{parts}.")
+            self.detail_label.setText(
+                f"{safe_text(entry.name)}: {fmt.size(entry.total_size)}{parts}."
+            )
             self.detail.setRowCount(0)
             self.detail.hide()
             return
@@ -387,7 +390,7 @@ class RepoView(QWidget):
         trained = f", trained for {fit.n_ctx_train:,} tokens" if fit.n_ctx_train else ""
         note = f" {fit.note}" if fit.note else ""
         self.detail_label.setText(
-            f"<b>{entry.name}</b>: {fmt.size(entry.total_size)}{parts}; weights take "
+            f"{safe_text(entry.name)}: {fmt.size(entry.total_size)}{parts}; weights take "
             f"{fmt.size(fit.weights_bytes)}{trained}.{note}"
         )
         self.detail.setRowCount(len(fit.modes))

@@ -7,6 +7,7 @@ sentence when it fails (offline, HTTP error).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
@@ -23,7 +24,8 @@ from PySide6.QtWidgets import (
 from app.core import units as fmt
 from app.core.hub import RepoSummary
 from app.services.tasks import TaskRunner
-from app.ui.models.flat_table import Index, ListTableModel, row_table
+from app.ui.models.flat_table import ListTableModel, row_table
+from app.ui.plain_text import plain_label
 
 # (label shown, sort key passed to the search function)
 SORTS = (
@@ -42,11 +44,8 @@ class SearchResultsModel(ListTableModel[RepoSummary]):
 
     HEADERS = ("Model", "Author", "Downloads", "Likes", "Updated")
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        repo = self._rows[index.row()]
-        col = index.column()
+    def cell(self, row: int, col: int, role: int) -> Any:
+        repo = self._rows[row]
         if role == Qt.ItemDataRole.DisplayRole:
             name = repo.repo_id.split("/", 1)[-1]
             return (
@@ -88,7 +87,7 @@ class SearchView(QWidget):
         self.search_button = QPushButton("Search")
         # The Hub is asked nothing until the user searches (no network call the user did not
         # ask for, issue 10), so the table starts empty with this line instead of a front page.
-        self.status_label = QLabel(IDLE_HINT)
+        self.status_label = plain_label(QLabel(IDLE_HINT))  # quotes the query and errors
         self.status_label.setWordWrap(True)
         self.status_label.setObjectName("searchStatus")
 
