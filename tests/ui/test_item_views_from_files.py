@@ -156,7 +156,9 @@ def test_my_models_and_the_model_picker_show_a_hostile_file_name_cleaned(
     assert_clean(picker.text(), max_lines=1, max_chars=200)
     _assert_tooltips_literal([picker.toolTip()])
     reliability.record(
-        AREA, "GUI: My models and the model picker's menu with a hostile file name", SHOWN
+        AREA,
+        "GUI: My models and the model picker's menu with a hostile file name",
+        f"one line of {len(SHOWN) + 3} characters, markup shown as written, controls as '?'",
     )
 
 
