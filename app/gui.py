@@ -22,6 +22,7 @@ from app.core.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
 from app.core.settings import SettingsFile
 from app.core.state_files import check_state_files
 from app.services.engine_client import EngineClient
+from app.services.local_server import LocalServerService
 from app.services.message_bridge import MessageBridge
 from app.ui.backends_page import BackendsPage
 from app.ui.crash_dialog import CrashDialogs
@@ -30,6 +31,7 @@ from app.ui.first_run import Detect, FirstRunDialog, offer_first_run
 from app.ui.main_window import ASSETS, MainWindow, app_icon
 from app.ui.models.page import ModelsPage
 from app.ui.screenshot import save_when_ready
+from app.ui.server_page import ServerPage
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,10 @@ class AppParts:
     notices: tuple[str, ...] = ()  # what the start had to tell the user (shown as messages)
 
     def close(self) -> None:
-        """Stop the engine and close the database (after the window has closed)."""
+        """Stop the server, the engine and close the database (after the window has closed)."""
+        server = self.window.findChild(LocalServerService)
+        if server is not None:
+            server.stop()
         self.engine.shutdown()
         self.store.close()
         if self.instance is not None:
@@ -100,6 +105,8 @@ def _add_pages(
     backends = BackendsPage(BackendStore(folder, window.chat.settings))
     backends.backend_switched.connect(lambda _name: engine.restart_engine())
     window.add_page("Backends", backends)
+    # API requests go through the chat's EngineClient: one queue, one engine
+    window.add_page("Server", ServerPage(LocalServerService(engine, window)))
 
 
 def offer_first_run_dialog(parts: AppParts, detect: Detect = detect_gpus) -> FirstRunDialog | None:

@@ -6,16 +6,22 @@ and app/services/server_gateway.ClientGateway over the app's EngineClient (the c
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from app.engine.messages import Generate, Loaded
+from app.engine.messages import Finished, Generate, Loaded
 
 # Called from any thread with the request's PromptStarted, Token, and last its one Finished
 # or Failed (app.engine.messages).
 EventSink = Callable[[object], None]
+
+
+def cancelled_before_start(request_id: str) -> Finished:
+    """The Finished of a request dropped before the engine ran it: nothing was generated."""
+    return Finished(request_id, "", 0, 0, 0.0, 0.0, "cancelled", 0, time.monotonic())
 
 
 @dataclass(frozen=True)

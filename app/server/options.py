@@ -49,7 +49,7 @@ def check_options(options: ServerOptions) -> None:
     if not is_loopback(options.host) and not key:
         raise BadInputError(
             f"Listening on {options.host} lets other machines use the model, so it needs an "
-            "API key (--api-key); without one the server listens on 127.0.0.1 only."
+            "API key; without one the server listens on 127.0.0.1 only."
         )
     for origin in options.cors_origins:
         if origin == "*" or not origin.startswith(("http://", "https://")):

@@ -21,18 +21,13 @@ from app.engine.messages import (
     Token,
 )
 from app.engine.process import EngineProcess, until
-from app.server.gateway import EventSink, ModelInfo
+from app.server.gateway import EventSink, ModelInfo, cancelled_before_start
 
 log = logging.getLogger(__name__)
 
 LOAD_TIMEOUT_S = 600.0
 EVENT_TIMEOUT_S = 600.0
 _REQUEST_EVENTS = (PromptStarted, ContextTrimmed, Token)
-
-
-def cancelled_before_start(request_id: str) -> Finished:
-    """The Finished of a request dropped while it waited: nothing was generated."""
-    return Finished(request_id, "", 0, 0, 0.0, 0.0, "cancelled", 0, time.monotonic())
 
 
 @dataclass

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +63,8 @@ class EngineClient(QObject):
         reply_finished(Finished): the reply ended (stop_reason "stop", "length" or
             "cancelled"), with token counts, time to first token and tokens/s.
         reply_failed(str): the reply could not be generated (or the engine died during it).
+        request_failed(str, str): the same with the request_id (first) of the reply that
+            failed, also for a reply that was waiting its turn when the engine died.
         engine_crashed(str): the engine process died; one sentence (how it ended, the line
             llama.cpp wrote when it gave up) or words plus the tail of its stderr. Nothing
             else is lost: the next request starts a fresh engine and reloads the model,
@@ -75,7 +79,10 @@ class EngineClient(QObject):
         event_received(object): any other event (Evaluated, BenchDone, a Failed for a
             request sent with request()), unchanged.
 
-    Methods: load(options), generate(Generate), stop(), unload(), request(command),
+    Replies run one at a time in the order asked for (the chat's and the local server's):
+    each generate() ends in one reply_finished or request_failed with its request_id.
+
+    Methods: load(options), generate(Generate), stop([request_id]), unload(), request(command),
     shutdown(); properties `loaded` (the last Loaded or None), `kernel_warnings`,
     `engine_pid`, `busy`, `crashes_in_a_row`, `gave_up_on`.
     """
@@ -89,6 +96,7 @@ class EngineClient(QObject):
     token_received = Signal(object)
     reply_finished = Signal(object)
     reply_failed = Signal(str)
+    request_failed = Signal(str, str)
     engine_crashed = Signal(str)
     kernel_warnings_changed = Signal(object)  # tuple[KernelWarning, ...]
     busy_changed = Signal(bool)
@@ -115,7 +123,7 @@ class EngineClient(QObject):
         self._last_options: LoadOptions | None = None
         self._loading: LoadOptions | None = None
         self._generating: str | None = None
-        self._queued: Generate | None = None
+        self._waiting: deque[Generate] = deque()  # replies asked for while one runs
         self._requests: set[str] = set()
         self._busy = False
         self._crashed_model: str | None = None  # the model the last crashes happened with
@@ -175,17 +183,15 @@ class EngineClient(QObject):
         if proc is None:
             return
         self._crashes_in_a_row = 0  # the user chose a model: it gets its tries again
-        if self._generating is not None:
-            self._queued = None
-            proc.cancel()
+        if self._generating is not None or self._waiting:
+            self.stop()
         self._send_load(proc, options)
 
     def generate(self, command: Generate) -> None:
-        """Stream a reply. While another reply runs, that one is stopped and this one
-        starts after it. After a crash the last model is reloaded first."""
+        """Stream a reply. While another reply runs, this one waits its turn (replies never
+        interleave). After a crash the last model is reloaded first."""
         if self._generating is not None and self._proc is not None:
-            self._queued = command
-            self._proc.cancel()
+            self._waiting.append(command)
             return
         fresh = self._proc is None or not self._proc.is_alive()
         if (
@@ -193,10 +199,11 @@ class EngineClient(QObject):
             and self._loading is None
             and (self._last_options is None or not fresh)
         ):
-            self.reply_failed.emit("No model is loaded: load a model first.")
+            self._fail(command.request_id, "No model is loaded: load a model first.")
             return
         proc = self._ensure_process()
         if proc is None:
+            self.request_failed.emit(command.request_id, "The engine process could not start.")
             return
         if self._loaded is None and self._loading is None and self._last_options is not None:
             self._send_load(proc, self._last_options)
@@ -204,11 +211,18 @@ class EngineClient(QObject):
         self._send(proc, command)
         self._update_busy()
 
-    def stop(self) -> None:
-        """Stop the reply being generated (llama.cpp aborts its current decode);
-        reply_finished follows with stop_reason 'cancelled'."""
-        self._queued = None
-        if self._generating is not None and self._proc is not None:
+    def stop(self, request_id: str | None = None) -> None:
+        """Stop the reply `request_id` (running: llama.cpp aborts its current decode; waiting:
+        dropped), or without one the running reply and every waiting one. reply_finished
+        follows for each with stop_reason 'cancelled'."""
+        dropped = [c for c in self._waiting if request_id in (None, c.request_id)]
+        self._waiting = deque(c for c in self._waiting if c not in dropped)
+        for command in dropped:
+            self.reply_finished.emit(
+                Finished(command.request_id, "", 0, 0, 0.0, 0.0, "cancelled", 0, time.monotonic())
+            )
+        running = self._generating is not None and request_id in (None, self._generating)
+        if running and self._proc is not None:
             self._proc.cancel()
 
     def unload(self) -> None:
@@ -251,7 +265,7 @@ class EngineClient(QObject):
 
     def shutdown(self) -> None:
         """Stop the engine process and the reader thread (window closing)."""
-        self._queued = None
+        self.stop()
         proc, self._proc = self._proc, None
         self._reader_stop.set()
         if self._reader is not None:  # first, so it never reads the engine's exit as a crash
@@ -333,7 +347,8 @@ class EngineClient(QObject):
         self.loading_started.emit(options)
 
     def _forget_process(self, message: str) -> None:
-        was_loading, was_generating = self._loading is not None, self._generating is not None
+        was_loading, generating = self._loading is not None, self._generating
+        waiting, self._waiting = list(self._waiting), deque()
         had_model = self._loaded is not None
         self._count_crash()
         self._reader_stop.set()
@@ -347,15 +362,16 @@ class EngineClient(QObject):
         self._loaded = None
         self._loading = None
         self._generating = None
-        self._queued = None
         self._requests.clear()
         self._set_kernel_warnings(())
         log.error("engine crashed: %s", message)
         self.engine_crashed.emit(message)
         if was_loading:
             self.load_failed.emit(message)
-        if was_generating:
-            self.reply_failed.emit(message)
+        if generating is not None:
+            self._fail(generating, message)
+        for command in waiting:
+            self.request_failed.emit(command.request_id, message)
         if had_model:
             self.model_unloaded.emit()
         self._update_busy()
@@ -430,7 +446,7 @@ class EngineClient(QObject):
             log.warning("engine failure detail: %s", event.detail)
         if event.request_id is not None and event.request_id == self._generating:
             self._generating = None
-            self.reply_failed.emit(event.message)
+            self._fail(event.request_id, event.message)
             self._start_queued()
         elif event.request_id is None and self._loading is not None:
             self._loading = None
@@ -443,9 +459,12 @@ class EngineClient(QObject):
             self.event_received.emit(event)
 
     def _start_queued(self) -> None:
-        command, self._queued = self._queued, None
-        if command is not None:
-            self.generate(command)
+        if self._waiting:
+            self.generate(self._waiting.popleft())
+
+    def _fail(self, request_id: str, message: str) -> None:
+        self.reply_failed.emit(message)
+        self.request_failed.emit(request_id, message)
 
     def _set_kernel_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
         warnings = tuple(dict.fromkeys(warnings))  # a line logged twice is one warning

@@ -82,7 +82,7 @@ class ChatSession(QObject):
         engine.context_trimmed.connect(self._on_engine_context_trimmed)
         engine.token_received.connect(self._on_engine_token)
         engine.reply_finished.connect(self._on_engine_finished)
-        engine.reply_failed.connect(self._on_engine_failed)
+        engine.request_failed.connect(self._on_engine_failed)
         engine.engine_crashed.connect(self._on_engine_crashed)
 
     @property
@@ -187,8 +187,8 @@ class ChatSession(QObject):
         return True
 
     def stop(self) -> None:
-        if self.generating:
-            self.engine.stop()
+        if self._request_id is not None:  # only this chat's reply: API requests run on
+            self.engine.stop(self._request_id)
 
     def _history(self) -> tuple[ChatMessage, ...]:
         assert self.conversation is not None
@@ -253,7 +253,7 @@ class ChatSession(QObject):
     def close(self) -> None:
         """The window is closing: stop a running reply and keep it as 'stopped'."""
         if self._reply is not None:
-            self.engine.stop()
+            self.engine.stop(self._request_id)
             self._end_reply(STOPPED)
 
     def _on_save_timer(self) -> None:
@@ -284,8 +284,8 @@ class ChatSession(QObject):
         if self._request_id is not None:
             self._end_reply(INTERRUPTED)
 
-    def _on_engine_failed(self, message: str) -> None:
-        if self._request_id is None:
+    def _on_engine_failed(self, request_id: str, message: str) -> None:
+        if request_id != self._request_id:
             return
         log.warning("reply failed: %s", message)
         self._end_reply(FAILED)
