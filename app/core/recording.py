@@ -77,6 +77,31 @@ def point_from_sample(sample: Any, t: float, device_fallback: bool = True) -> Me
     )
 
 
+# The last hour keeps every sample (the live dashboard takes 10 a second); older samples are kept
+# as one point per THINNED_SECONDS, the highest of that stretch. A session left open for days then
+# holds an hour of full detail plus 8,640 points a day, and never loses a peak.
+MAX_POINTS = 36_000
+THINNING_SLACK = 600  # thin once per minute of samples, not at every sample
+FULL_DETAIL_SECONDS = 3600.0
+THINNED_SECONDS = 10.0
+
+
+def _higher(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _merge(a: MemoryPoint, b: MemoryPoint) -> MemoryPoint:
+    """One point for two neighbours: at the time of the higher one, every value the higher."""
+    top = a if a.used_bytes >= b.used_bytes else b
+    return MemoryPoint(
+        top.t,
+        top.used_bytes,
+        top.total_bytes,
+        _higher(a.process_bytes, b.process_bytes),
+        _higher(a.device_used_bytes, b.device_used_bytes),
+    )
+
+
 @dataclass
 class Recording:
     probe_name: str
@@ -88,6 +113,7 @@ class Recording:
     probe_limits: str = ""  # what the probe can and cannot see, in words
     _t0: float = field(default_factory=time.monotonic, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _thinned: int = field(default=0, repr=False, compare=False)  # points[:_thinned] are thinned
 
     @classmethod
     def new(
@@ -111,6 +137,25 @@ class Recording:
     def add_point(self, point: MemoryPoint) -> None:
         with self._lock:
             self.points.append(point)
+            if len(self.points) - self._thinned > MAX_POINTS + THINNING_SLACK:
+                self._thin_older_than_an_hour()
+
+    def _thin_older_than_an_hour(self) -> None:
+        """Points before the last hour not yet thinned become one per THINNED_SECONDS."""
+        cutoff = self.points[-1].t - FULL_DETAIL_SECONDS
+        end = self._thinned
+        while end < len(self.points) and self.points[end].t < cutoff:
+            end += 1
+        start = self._thinned
+        if start and end > start:  # the last thinned stretch may go on in the new points
+            start -= 1
+        buckets: dict[int, MemoryPoint] = {}
+        for p in self.points[start:end]:
+            key = int(p.t // THINNED_SECONDS)
+            buckets[key] = _merge(buckets[key], p) if key in buckets else p
+        thinned = [buckets[k] for k in sorted(buckets)]
+        self.points[start:end] = thinned
+        self._thinned = start + len(thinned)
 
     def mark(self, kind: str, label: str = "", t: float | None = None) -> Marker:
         """Add a marker at `t` seconds (now when None); markers stay sorted by time."""
