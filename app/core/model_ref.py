@@ -35,12 +35,26 @@ def resolve_model(
         path = starter.starter_path()
     else:
         path = Path(text).expanduser()
-        if not path.exists():
+        if not _exists(path):
             path = _from_library_or_hub(text, allow_pull, on_progress) or path
     check_gguf(path)
     # Absolute, but symlinks kept: an HF cache snapshot link must not become blobs/<sha256>,
     # or llama.cpp cannot find a split model's other parts next to the first.
     return Path(os.path.abspath(path))
+
+
+def _exists(path: Path) -> bool:
+    """Whether `path` exists; a path the system cannot even look up (a name longer than the
+    file system allows, a loop of links) is bad input in one sentence, not a crash."""
+    try:
+        return path.exists()
+    except OSError as error:
+        from app.core.errors import BadInputError
+        from app.core.safe_text import safe_text
+
+        raise BadInputError(
+            f"{safe_text(str(path), 200)} cannot be opened: {error.strerror or error}."
+        ) from None
 
 
 def _from_library_or_hub(
