@@ -34,6 +34,13 @@ def plain_tooltip(text: str, limit: int = 2000) -> str:
     return f"<p style='white-space:pre-wrap'>{escaped}</p>"
 
 
+def literal_text(text: str, limit: int = 2000) -> str:
+    """For a static QMessageBox.question/information call, which has no plain-text switch: rich
+    text that shows `text` literally (cleaned, cut, every tag escaped)."""
+    escaped = html.escape(safe_text(text, limit, keep_newlines=True)).replace("\n", "<br>")
+    return f"<qt>{escaped}</qt>"
+
+
 def shown(value: Any, role: int) -> Any:
     """What an item model's data() gives its view for `role`: text cleaned and cut for a
     cell, escaped for a tooltip; anything else as it is. Every model whose rows carry a

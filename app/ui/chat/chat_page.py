@@ -316,6 +316,7 @@ class ChatPage(QWidget):
             QMessageBox.StandardButton.Cancel,
             self,
         )
+        box.setTextFormat(Qt.TextFormat.PlainText)  # the sentence names the model's file
         anyway = box.addButton("Load anyway", QMessageBox.ButtonRole.AcceptRole)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
 

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.chat_store import ChatStore, Conversation
+from app.ui.plain_text import literal_text
 
 
 class ConversationList(QWidget):
@@ -106,7 +107,9 @@ class ConversationList(QWidget):
         answer = QMessageBox.question(
             self,
             "Delete chat",
-            f"Delete “{conversation.title}” and all its messages? This cannot be undone.",
+            literal_text(  # a title is the first message's text, which may look like HTML
+                f"Delete “{conversation.title}” and all its messages? This cannot be undone."
+            ),
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
             QMessageBox.StandardButton.Cancel,
         )

@@ -28,7 +28,7 @@ from app.core.library import SOURCE_STARTER, LibraryModel, library_order
 from app.services.tasks import TaskRunner, user_message
 from app.ui.models.flat_table import ListTableModel, row_table
 from app.ui.models.starter_offer import StarterOffer
-from app.ui.plain_text import plain_label
+from app.ui.plain_text import literal_text, plain_label
 
 
 class LibraryTableModel(ListTableModel[LibraryModel]):
@@ -201,8 +201,10 @@ class LibraryView(QWidget):
         answer = QMessageBox.question(
             self,
             "Delete model",
-            f"Delete {model.name} ({fmt.size(model.file_size)}) from this computer?"
-            f"\n\n{model.path}",
+            literal_text(  # the name is the file's own
+                f"Delete {model.name} ({fmt.size(model.file_size)}) from this computer?"
+                f"\n\n{model.path}"
+            ),
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
             QMessageBox.StandardButton.No,
         )
