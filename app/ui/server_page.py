@@ -36,7 +36,7 @@ from app.server.options import DEFAULT_PORT, LOOPBACK, ServerOptions
 from app.server.request_log import RequestRecord
 from app.services.local_server import LocalServerService
 
-COLUMNS = ("Time", "Client", "Request", "Status", "Tokens", "Tokens/s", "Result")
+COLUMNS = ("Time", "Client", "Request", "Status", "Prompt + reply", "Tokens/s", "Result")
 LOG_ROWS = 200  # the newest requests kept in the table
 ALL_INTERFACES = "0.0.0.0"
 
@@ -70,9 +70,13 @@ class ServerPage(QWidget):
         self.key.setEchoMode(QLineEdit.EchoMode.PasswordEchoOnEdit)
         self.new_key_button = QPushButton("New key")
         key_row = QHBoxLayout()
-        key_row.addWidget(self.key, 1)
+        key_row.addWidget(self.key)
         key_row.addWidget(self.new_key_button)
+        key_row.addStretch(1)
         self.log_prompts = QCheckBox("Show the start of each prompt in the log")
+        for field, width in ((self.address, 220), (self.port, 140)):
+            field.setMaximumWidth(width)
+        self.key.setMinimumWidth(320)
         form = QFormLayout()
         form.addRow("Address", self.address)
         form.addRow("Port", self.port)
@@ -95,7 +99,7 @@ class ServerPage(QWidget):
         url_row.addWidget(self.copy_url_button)
         self.example = QPlainTextEdit()
         self.example.setReadOnly(True)
-        self.example.setMaximumHeight(90)
+        self.example.setMaximumHeight(72)
         self.copy_example_button = QPushButton("Copy curl example")
         self.log = QTableWidget(0, len(COLUMNS))
         self.log.setHorizontalHeaderLabels(COLUMNS)
