@@ -22,6 +22,7 @@ from app.core.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
 from app.core.settings import SettingsFile
 from app.core.state_files import check_state_files
 from app.services.engine_client import EngineClient
+from app.services.gui_garbage import GuiThreadGarbageCollector
 from app.services.local_server import LocalServerService
 from app.services.message_bridge import MessageBridge
 from app.ui.backends_page import BackendsPage
@@ -46,23 +47,31 @@ class AppParts:
     crash: CrashDialogs | None = None
     instance: InstanceLock | None = None
     notices: tuple[str, ...] = ()  # what the start had to tell the user (shown as messages)
+    garbage: GuiThreadGarbageCollector | None = None
 
     def close(self) -> None:
-        """Stop the server, the engine and close the database (after the window has closed)."""
+        """Stop the server, the dashboard's sampling, the engine and close the database (after
+        the window has closed)."""
         server = self.window.findChild(LocalServerService)
         if server is not None:
             server.stop()
+        dashboard = self.window.findChild(DashboardPage)
+        if dashboard is not None:
+            dashboard.shutdown()  # its sampler thread would outlive the window
         self.engine.shutdown()
         self.store.close()
         if self.instance is not None:
             self.instance.release()
         if self.crash is not None:
             self.crash.uninstall()
+        if self.garbage is not None:
+            self.garbage.stop()
 
 
 def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     """The main window and what it runs on, for the data folder `folder`. Damaged state files
     and a damaged or locked conversations file never stop it: each costs one message."""
+    garbage = GuiThreadGarbageCollector()
     crash = CrashDialogs(folder)
     crash.install()
     notices = check_state_files(folder)
@@ -88,7 +97,10 @@ def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     _add_pages(window, engine, bridge, folder)
     for notice in notices:
         QTimer.singleShot(0, partial(bridge.error, notice))
-    return AppParts(window, engine, store, settings, bridge, crash, instance, tuple(notices))
+    garbage.setParent(window)
+    return AppParts(
+        window, engine, store, settings, bridge, crash, instance, tuple(notices), garbage
+    )
 
 
 def _add_pages(
