@@ -1,9 +1,10 @@
 """The layering rule of docs/architecture.md, checked on the source: imports only point down.
 
 app/core, app/engine and app/server never import Qt (so the CLI, the engine process and the GPU
-bench run without PySide6); app/core never imports app/engine, app/services or app/ui; app/services never
-imports app/ui; the CLI's command modules never import app/ui, and Qt only inside functions (the
-lazy --plot path); every module in app/ui imports Qt (logic that runs without Qt lives below).
+bench run without PySide6); app/core never imports app/engine, app/services or app/ui;
+app/services never imports app/ui; the CLI's command modules never import app/ui, and Qt only
+inside functions (the lazy --plot path); every module in app/ui imports Qt (logic that runs
+without Qt lives below).
 """
 
 from __future__ import annotations
