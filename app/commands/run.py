@@ -49,31 +49,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.core.kv_types import KvMode
-    from app.core.load_check import check_context_size, check_model_load
-    from app.core.model_ref import resolve_model
+    from app.commands.model_load import checked_load_options
 
     # Every bad input is refused here, before an engine process is spawned.
-    check_context_size(args.ctx, "--ctx")
     if args.max_tokens <= 0:
         raise BadInputError(f"-n must be a positive number of tokens, not {args.max_tokens}.")
-    if args.threads is not None and args.threads <= 0:
-        raise BadInputError(f"--threads must be positive, not {args.threads}.")
-    mode = KvMode.parse(args.kv)
-    path = resolve_model(args.model)
+    options, mode = checked_load_options(args)
 
-    from app.engine.messages import Generate, Load, LoadOptions, SamplingSettings
+    from app.engine.messages import Generate, Load, SamplingSettings
     from app.engine.process import EngineProcess, until
 
-    options = LoadOptions(
-        model_path=str(path),
-        n_ctx=args.ctx,
-        n_gpu_layers=args.gpu_layers,
-        type_k=mode.k.name,
-        type_v=mode.v.name,
-        n_threads=args.threads,
-    )
-    check_model_load(path, options, force=args.force)
     sampling = SamplingSettings(temperature=args.temp, max_tokens=args.max_tokens, seed=args.seed)
     proc = EngineProcess()
     try:

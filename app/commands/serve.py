@@ -60,9 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.core.kv_types import KvMode
-    from app.core.load_check import check_context_size, check_model_load
-    from app.core.model_ref import resolve_model
+    from app.commands.model_load import checked_load_options
     from app.server.options import ServerOptions, check_options
 
     # Every bad input is refused here, before an engine process is spawned.
@@ -75,28 +73,15 @@ def run(args: argparse.Namespace) -> int:
         log_prompts=args.log_requests,
     )
     check_options(options)
-    check_context_size(args.ctx, "--ctx")
     if args.max_tokens <= 0:
         raise BadInputError(f"--max-tokens must be positive, not {args.max_tokens}.")
-    if args.threads is not None and args.threads <= 0:
-        raise BadInputError(f"--threads must be positive, not {args.threads}.")
-    mode = KvMode.parse(args.kv)
-    path = resolve_model(args.model)
+    load, mode = checked_load_options(args)
 
-    from app.engine.messages import Load, LoadOptions
+    from app.engine.messages import Load
     from app.engine.process import EngineProcess, until
     from app.server.process_gateway import ProcessGateway
     from app.server.server_runner import LocalServer, bind
 
-    load = LoadOptions(
-        model_path=str(path),
-        n_ctx=args.ctx,
-        n_gpu_layers=args.gpu_layers,
-        type_k=mode.k.name,
-        type_v=mode.v.name,
-        n_threads=args.threads,
-    )
-    check_model_load(path, load, force=args.force)
     sock = bind(options)  # a port in use is said before the model loads
     proc = EngineProcess()
     gateway = None
