@@ -210,12 +210,13 @@ class ChatPage(QWidget):
         QShortcut(QKeySequence.StandardKey.Find, self, self.conversations.search_box.setFocus)
         QShortcut(QKeySequence("Ctrl+."), self, self.stop)
         self._model_resolved.connect(self._on_model_resolved)
+        # Only this chat's replies: the local server's requests share the engine.
+        self.session.reply_failed.connect(self._on_chat_reply_failed)
         e.loading_started.connect(self._on_engine_loading_started)
         e.model_loaded.connect(self._on_engine_model_loaded)
         e.load_failed.connect(self._on_engine_load_failed)
         e.model_unloaded.connect(self._on_engine_model_unloaded)
         e.engine_crashed.connect(self._on_engine_crashed)
-        e.reply_failed.connect(self._on_engine_reply_failed)
         e.kernel_warnings_changed.connect(self.status.set_warnings)
         e.event_received.connect(self._on_engine_event_received)
         e.busy_changed.connect(lambda _b: self._update_buttons())
@@ -492,7 +493,7 @@ class ChatPage(QWidget):
             return f"Engine stopped ({self.engine.crashes_in_a_row} crashes in a row)"
         return "Engine stopped (restarts on the next message)"
 
-    def _on_engine_reply_failed(self, message: str) -> None:
+    def _on_chat_reply_failed(self, message: str) -> None:
         if message == self._last_crash:  # the crash box already said it
             return
         self.bridge.warning(f"The reply failed: {message}")

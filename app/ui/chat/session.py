@@ -56,6 +56,7 @@ class ChatSession(QObject):
     reply_stats(Finished): the last reply's numbers (tokens/s for the status bar).
     context_trimmed(ContextTrimmed): the reply being generated left out the conversation's
         oldest messages to fit the context.
+    reply_failed(str): this chat's reply failed, and why (an API request's failure is not one).
     """
 
     conversation_opened = Signal(object)
@@ -64,6 +65,7 @@ class ChatSession(QObject):
     context_used = Signal(int)
     reply_stats = Signal(object)
     context_trimmed = Signal(object)
+    reply_failed = Signal(str)
 
     def __init__(
         self, store: ChatStore, engine: EngineClient, parent: QObject | None = None
@@ -289,6 +291,7 @@ class ChatSession(QObject):
             return
         log.warning("reply failed: %s", message)
         self._end_reply(FAILED)
+        self.reply_failed.emit(message)
 
 
 def _title_from(text: str) -> str:
