@@ -11,6 +11,7 @@ from __future__ import annotations
 COMMAND_MODULES = (
     "run",
     "serve",
+    "worker",
     "doctor",
     "fit",
     "bench",

@@ -6,6 +6,7 @@ import argparse
 import json
 import signal
 import sys
+from dataclasses import replace
 from typing import Any
 
 from app.commands import print_error
@@ -42,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print one JSON object at the end instead"
     )
     parser.add_argument(
+        "--rpc",
+        metavar="HOST:PORT[,...]",
+        help="split the model across these workers ('kvstudio worker' on each machine)",
+    )
+    parser.add_argument(
         "--force",
         action="store_true",
         help="load even beyond the trained context or the free memory the device reports",
@@ -55,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     if args.max_tokens <= 0:
         raise BadInputError(f"-n must be a positive number of tokens, not {args.max_tokens}.")
     options, mode = checked_load_options(args)
+    if args.rpc is not None:
+        options = replace(options, rpc_workers=_checked_workers(args.rpc))
 
     from app.engine.messages import Generate, Load, SamplingSettings
     from app.engine.process import EngineProcess, until
@@ -82,6 +90,25 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return INTERRUPTED_EXIT if interrupted else 0
+
+
+def _checked_workers(text: str) -> tuple[str, ...]:
+    """The --rpc workers, refused with one sentence unless the chosen backend has RPC and every
+    worker answers (llama.cpp aborts the engine on a worker it cannot reach)."""
+    from app.core.backends import BackendStore
+    from app.core.paths import data_dir
+    from app.core.rpc_workers import check_reachable, parse_workers
+
+    workers = parse_workers(text)
+    backend, notice = BackendStore(data_dir()).for_engine()
+    if backend.folder is None or not (backend.folder / "libggml-rpc.so").is_file():
+        raise BadInputError(
+            (f"{notice} " if notice else "")
+            + f"The {backend.name} backend has no RPC support: choose a backend package "
+            "(kvstudio backend use cpu, or your GPU's) to load across workers."
+        )
+    check_reachable(workers)
+    return workers
 
 
 def _stream(proc: Any, echo: bool) -> tuple[Any, bool]:

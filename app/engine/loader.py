@@ -20,7 +20,7 @@ import llama_cpp
 
 from app.core.errors import AppError, EngineFailedError
 from app.core.kv_types import kv_type
-from app.engine import devices
+from app.engine import devices, rpc_devices
 from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.llama_log import LlamaLogRouter
 from app.engine.log_parse import parse_log
@@ -46,6 +46,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
     k, v = kv_type(options.type_k), kv_type(options.type_v)
     if options.n_ctx <= 0:
         raise EngineFailedError(f"The context size must be positive, not {options.n_ctx}.")
+    rpc_devices.add_workers(options.rpc_workers)
     router.flush()
     router.take_lines()  # only this load's lines are parsed below
     started = time.perf_counter()

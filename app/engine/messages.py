@@ -36,6 +36,9 @@ class LoadOptions:
     n_ubatch: int = 512
     swa_full: bool = False  # sliding-window cache at full n_ctx (llama.cpp --swa-full)
     chat_format: str | None = None  # None: from the GGUF, or chosen by architecture
+    # llama.cpp RPC workers ("host:port", checked by app.core.rpc_workers): the model is split
+    # across their devices (and this machine's GPUs) by llama.cpp.
+    rpc_workers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from app.core.backends import BUILT_IN, BackendStore, library_env
 from app.core.errors import EngineCrashedError, EngineFailedError
 from app.engine.cancel import CancelFlag
 from app.engine.crash_report import crash_sentence
-from app.engine.messages import Shutdown
+from app.engine.messages import Load, Shutdown
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class EngineProcess:
         self._commands: Any = None  # our sending end
         self._events: Any = None  # our receiving end
         self._stderr_path: Path | None = None
+        self._workers: tuple[str, ...] = ()  # RPC workers the running child was asked to use
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -155,6 +156,8 @@ class EngineProcess:
     def send(self, command: object) -> None:
         """Send a command from app.engine.messages, starting a fresh engine if none runs.
         Raises EngineCrashedError when the engine died and recv() has not said so yet."""
+        if isinstance(command, Load):
+            self._use_workers(command.options.rpc_workers)
         if not self.is_alive():
             if self._events is not None:
                 # A reader blocked in recv() is about to report this death with its reason;
@@ -169,6 +172,14 @@ class EngineProcess:
             self._commands.send(command)
         except (BrokenPipeError, ConnectionResetError, OSError) as error:
             raise self._crashed_error() from error
+
+    def _use_workers(self, workers: tuple[str, ...]) -> None:
+        # llama.cpp keeps a worker's devices registered for the life of the process (and uses
+        # every registered device by default): other workers, or none, need a fresh engine.
+        if self._workers and workers != self._workers and self.is_alive():
+            log.info("workers changed: starting a fresh engine")
+            self.stop()
+        self._workers = workers
 
     def recv(self, timeout: float | None = None) -> object | None:
         """The next event, or None after `timeout` seconds (None: wait forever).
@@ -215,6 +226,16 @@ class EngineProcess:
             process.join(1.0)
         code = process.exitcode if process is not None else None
         message = crash_sentence(code, self.stderr_tail())
+        if self._workers:
+            from app.core.rpc_workers import first_unreachable
+
+            down = first_unreachable(self._workers, timeout=1.0)
+            if down is not None:
+                log.info("%s", message)
+                message = (
+                    f"The worker at {down[0]} stopped answering ({down[1]}), and the engine "
+                    "stopped with it; the next request starts a fresh engine."
+                )
         self._close_pipes()
         # Info, not warning: the caller shows the message (the CLI prints it once, the GUI
         # logs and shows it); a warning here printed it twice on the CLI's stderr.

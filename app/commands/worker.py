@@ -1,0 +1,209 @@
+"""`kvstudio worker`: lend this machine's devices to another KV Studio through llama.cpp's RPC
+backend, by running the chosen backend package's `ggml-rpc-server` until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from app.commands import print_error
+from app.core.errors import AppError, BadInputError
+
+NAME = "worker"
+HELP = "lend this machine's devices to another KV Studio over the network (llama.cpp RPC)"
+
+INTERRUPTED_EXIT = 130
+SERVER_PROGRAM = "ggml-rpc-server"
+_READY_TRIES = 200  # x 25 ms: rpc-server binds within microseconds of its last banner line
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument("--port", type=int, default=50052, help="port (default 50052)")
+    parser.add_argument(
+        "--device", help="comma-separated devices to lend (default: all the backend sees)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="CPU threads for a CPU device (default: all)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.port <= 65535:
+        raise BadInputError(f"--port must be within 1-65535, not {args.port}.")
+    if args.threads is not None and args.threads <= 0:
+        raise BadInputError(f"--threads must be positive, not {args.threads}.")
+    host = args.host.strip()
+    if not host or any(c.isspace() or not c.isprintable() for c in host):
+        raise BadInputError(f"--host must be an address or host name, not '{args.host[:80]}'.")
+    backend_name, program = _server_program()
+    if not is_loopback(host):
+        print_error(
+            f"warning: the worker listens on {host}: anyone who can reach that address can run "
+            "code on this machine's devices and read what it computes, because llama.cpp's RPC "
+            "server has no authentication or encryption. Use it only on a private network you "
+            "trust, or keep the default 127.0.0.1 and reach it through an SSH tunnel "
+            f"(ssh -N -L {args.port}:127.0.0.1:{args.port} this-machine)."
+        )
+    command = [str(program), "--host", host, "--port", str(args.port)]
+    command += ["--threads", str(args.threads or os.cpu_count() or 1)]
+    if args.device:
+        command += ["--device", args.device]
+    return _serve(command, f"{host}:{args.port}", backend_name)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _server_program() -> tuple[str, Path]:
+    from app.core.backends import BackendStore
+    from app.core.paths import data_dir
+
+    backend, notice = BackendStore(data_dir()).for_engine()
+    if backend.folder is None:
+        raise BadInputError(
+            (f"{notice} " if notice else "")
+            + "The built-in backend (llama-cpp-python's own build) has no RPC server: install "
+            "a backend package and choose it (kvstudio backend add "
+            "kvstudio-backend-cpu-*.tar.gz --use, or the package for your GPU) to run a worker."
+        )
+    program = backend.folder / SERVER_PROGRAM
+    if not program.is_file():
+        raise BadInputError(
+            f"The {backend.name} backend has no {SERVER_PROGRAM}; reinstall its package to run "
+            "a worker."
+        )
+    return backend.name, program
+
+
+def _serve(command: list[str], address: str, backend_name: str) -> int:
+    # A terminal for its output: rpc-server writes its banner with printf and, into a pipe, would
+    # hold it in its buffer until it exits. Its own session, so Ctrl-C reaches us, and we stop it.
+    master, slave = os.openpty()
+    try:
+        child = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, start_new_session=True
+        )
+    finally:
+        os.close(slave)
+    lines = _Lines(master)
+    # A service manager's SIGTERM stops the worker as Ctrl-C does, rpc-server included.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        banner = lines.until_banner()
+        if banner is None or not _wait_listening(address, child):
+            child.wait()
+            last = lines.last or "it printed nothing"
+            raise AppError(f"The worker did not start ({last[:200]}).")
+        version, devices = banner
+        print(f"Worker listening at {address} (backend {backend_name}, rpc-server {version})")
+        print("Devices:")
+        for device in devices:
+            print(f"  {device}")
+        print("Stop it with Ctrl-C.", flush=True)
+        lines.drain()
+        code = child.wait()
+        raise AppError(f"The worker at {address} stopped on its own (exit {code}): {lines.last}.")
+    except KeyboardInterrupt:
+        child.terminate()
+        child.wait()
+        print_error(f"worker at {address} stopped.")
+        return INTERRUPTED_EXIT
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(master)
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _wait_listening(address: str, child: subprocess.Popen[bytes]) -> bool:
+    """Whether the server accepts connections. It prints nothing once it listens, so its last
+    banner line is followed by a connection attempt, retried only while the child lives."""
+    host, _, port = address.rpartition(":")
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "[::]") else host.strip("[]")
+    for _ in range(_READY_TRIES):
+        try:
+            with socket.create_connection((host, int(port)), timeout=2.0):
+                return True
+        except OSError:
+            try:
+                child.wait(timeout=0.025)
+                return False
+            except subprocess.TimeoutExpired:
+                continue
+    return False
+
+
+class _Lines:
+    """The child's terminal output, line by line."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = b""
+        self.last = ""
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            while b"\n" not in self._pending:
+                try:
+                    chunk = os.read(self._fd, 4096)
+                except OSError:  # EIO: the child closed its terminal (exited)
+                    chunk = b""
+                if not chunk:
+                    if self._pending.strip():
+                        yield self._keep(self._pending)
+                    self._pending = b""
+                    return
+                self._pending += chunk
+            line, self._pending = self._pending.split(b"\n", 1)
+            yield self._keep(line)
+
+    def _keep(self, raw: bytes) -> str:
+        text = raw.decode("utf-8", "replace").strip()
+        if text:
+            self.last = text
+            log.debug("rpc-server: %s", text)
+        return text
+
+    def until_banner(self) -> tuple[str, list[str]] | None:
+        """(version, device lines) once rpc-server printed its banner; None if it exited."""
+        version, in_devices = "", False
+        devices: list[str] = []
+        for line in self:
+            if line.startswith("Starting RPC server"):
+                version = line.rsplit(" ", 1)[-1]
+            elif line == "Devices:":
+                in_devices = True
+            elif line.startswith("transport"):
+                return version, devices
+            elif in_devices and not line.startswith(("endpoint", "local cache")):
+                devices.append(line)
+        return None
+
+    def drain(self) -> None:
+        for _line in self:
+            pass  # logged with -v; read so the child never blocks on a full terminal

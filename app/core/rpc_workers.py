@@ -1,0 +1,80 @@
+"""Worker addresses for loading across machines (llama.cpp's RPC backend), checked before any
+engine is spawned: `host:port` with a port in range, and reachable over TCP."""
+
+from __future__ import annotations
+
+import socket
+
+from app.core.errors import BadInputError
+
+DEFAULT_PORT = 50052
+MAX_WORKERS = 16  # GGML_RPC_MAX_SERVERS in ggml-rpc.h
+CONNECT_TIMEOUT_S = 3.0
+
+
+class WorkerUnreachableError(BadInputError, ConnectionError):
+    """A worker address that does not answer: nothing listens there, or the host is down."""
+
+
+def parse_workers(text: str) -> tuple[str, ...]:
+    """`HOST:PORT[,HOST:PORT...]` as a tuple of addresses, or BadInputError with one sentence."""
+    workers = tuple(part.strip() for part in text.split(","))
+    if not text.strip() or any(not w for w in workers):
+        raise BadInputError(f"--rpc needs HOST:PORT[,HOST:PORT...], not '{text[:80]}'.")
+    if len(workers) > MAX_WORKERS:
+        raise BadInputError(f"llama.cpp takes at most {MAX_WORKERS} workers, not {len(workers)}.")
+    for worker in workers:
+        check_address(worker)
+    if len(set(workers)) != len(workers):
+        raise BadInputError(f"--rpc names a worker twice: '{text[:80]}'.")
+    return workers
+
+
+def check_address(worker: str) -> tuple[str, int]:
+    """(host, port) of one `host:port` address, or BadInputError."""
+    host, sep, port_text = worker.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:50052
+    if not sep or not host or not port_text.isdigit():
+        raise BadInputError(f"The worker address '{worker[:80]}' is not HOST:PORT.")
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise BadInputError(f"The worker address '{worker[:80]}' has a port outside 1-65535.")
+    if any(c.isspace() or not c.isprintable() for c in host):
+        raise BadInputError(f"The worker address '{worker[:80]}' is not HOST:PORT.")
+    return host, port
+
+
+def first_unreachable(
+    workers: tuple[str, ...], timeout: float = CONNECT_TIMEOUT_S
+) -> tuple[str, str] | None:
+    """(address, why) for the first worker nothing answers at, or None when every one accepts
+    a TCP connection. A worker serving another client still accepts (into its backlog)."""
+    for worker in workers:
+        host, port = check_address(worker)
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                pass
+        except OSError as error:
+            return worker, _why(error)
+    return None
+
+
+def check_reachable(workers: tuple[str, ...]) -> None:
+    """WorkerUnreachableError naming the first worker that does not answer."""
+    down = first_unreachable(workers)
+    if down is not None:
+        worker, why = down
+        raise WorkerUnreachableError(
+            f"The worker at {worker} does not answer ({why}); start it there with "
+            "'kvstudio worker' or leave it out of --rpc."
+        )
+
+
+def _why(error: OSError) -> str:
+    if isinstance(error, ConnectionRefusedError):
+        return "nothing listens on that port"
+    if isinstance(error, socket.timeout | TimeoutError):
+        return f"no reply within {CONNECT_TIMEOUT_S:.0f} seconds"
+    if isinstance(error, socket.gaierror):
+        return "the host name is not known"
+    return error.strerror or type(error).__name__

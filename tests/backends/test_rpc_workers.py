@@ -1,0 +1,145 @@
+"""Several machines on one: `kvstudio worker` processes on 127.0.0.1 running the CPU package's
+rpc-server, and the real starter model split across them by llama.cpp."""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from app.core.backends import BackendStore
+from app.core.errors import EngineCrashedError
+from app.core.model_ref import resolve_model
+from app.engine.backend_probe import probe
+from app.engine.messages import (
+    Failed,
+    Finished,
+    Generate,
+    Load,
+    Loaded,
+    LoadOptions,
+    SamplingSettings,
+    Token,
+)
+from app.engine.process import EngineProcess
+from tests.backends.rpc_worker_fixtures import Worker, free_port, workers
+from tests.cli_runner import assert_bad_input, kvstudio
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "The capital of France is"
+
+
+@pytest.fixture(scope="module")
+def cpu_chosen(cpu_package, tmp_path_factory) -> Path:
+    """A data folder whose chosen backend is the CPU package (it has rpc-server)."""
+    folder = tmp_path_factory.mktemp("rpc-data")
+    store = BackendStore(folder)
+    store.add(cpu_package, probe)
+    store.use("cpu", probe)
+    return folder
+
+
+def greedy_run(folder: Path, *args: str):
+    return kvstudio(
+        "run",
+        "starter",
+        "-p",
+        PROMPT,
+        "-n",
+        "16",
+        "--temp",
+        "0",
+        "--ctx",
+        "512",
+        *args,
+        env={"KVSTUDIO_DATA_DIR": str(folder)},
+    )
+
+
+def test_two_workers_give_the_greedy_text_of_one(cpu_chosen):
+    with workers(cpu_chosen, 2) as (a, b):
+        assert a.banner[0] == f"Worker listening at {a.address} (backend cpu, rpc-server v7.0.0)"
+        assert any(line.strip().startswith("CPU:") for line in a.banner)
+        split = greedy_run(cpu_chosen, "--rpc", f"{a.address},{b.address}")
+        whole = greedy_run(cpu_chosen, "--rpc", a.address)
+    assert split.returncode == 0, split.stderr
+    assert whole.returncode == 0, whole.stderr
+    assert "16 tokens" in split.stderr and split.stdout.strip()
+    assert split.stdout == whole.stdout  # split over two workers, or all on one: same text
+
+
+def test_a_worker_that_is_not_running_is_named_before_the_load(cpu_chosen):
+    address = f"127.0.0.1:{free_port()}"
+    result = greedy_run(cpu_chosen, "--rpc", address)
+    assert_bad_input(result, f"The worker at {address} does not answer")
+
+
+def test_bad_worker_addresses_are_refused(cpu_chosen):
+    assert_bad_input(greedy_run(cpu_chosen, "--rpc", "127.0.0.1:70000"), "outside 1-65535")
+    assert_bad_input(greedy_run(cpu_chosen, "--rpc", "127.0.0.1"), "is not HOST:PORT")
+
+
+def test_a_worker_that_dies_mid_reply_is_named_and_the_engine_goes_on(cpu_chosen):
+    proc = EngineProcess(backends=BackendStore(cpu_chosen))
+    with workers(cpu_chosen, 2) as (a, b):
+        try:
+            options = LoadOptions(
+                model_path=str(resolve_model("starter")),
+                n_ctx=512,
+                rpc_workers=(a.address, b.address),
+            )
+            proc.send(Load(options))
+            assert isinstance(_next(proc, Loaded, Failed), Loaded)
+            proc.send(
+                Generate("long", SamplingSettings(temperature=0, max_tokens=400), prompt=PROMPT)
+            )
+            assert isinstance(_next(proc, Token, Failed), Token)
+            b.stop(signal.SIGTERM)  # the worker stops its rpc-server mid-reply
+            with pytest.raises(EngineCrashedError) as crashed:
+                _next(proc, Finished, Failed)
+            assert str(crashed.value).startswith(f"The worker at {b.address} stopped answering")
+
+            proc.send(Load(replace(options, rpc_workers=(a.address,))))
+            assert isinstance(_next(proc, Loaded, Failed), Loaded)
+            proc.send(
+                Generate("again", SamplingSettings(temperature=0, max_tokens=4), prompt=PROMPT)
+            )
+            finished = _next(proc, Finished, Failed)
+            assert isinstance(finished, Finished) and finished.generated_tokens == 4
+        finally:
+            proc.stop()
+
+
+def _next(proc: EngineProcess, *kinds: type) -> object:
+    while True:
+        event = proc.recv(timeout=120)
+        assert event is not None, "the engine sent nothing for 120 s"
+        if isinstance(event, kinds):
+            return event
+
+
+def test_ctrl_c_stops_the_worker_with_one_line(cpu_chosen):
+    worker = Worker(cpu_chosen)
+    code, err = worker.stop(signal.SIGINT)
+    assert code == 130
+    assert err.strip() == f"kvstudio: worker at {worker.address} stopped."
+
+
+def test_the_built_in_backend_cannot_be_a_worker(tmp_path):
+    result = kvstudio("worker", env={"KVSTUDIO_DATA_DIR": str(tmp_path)})
+    assert_bad_input(result, "The built-in backend (llama-cpp-python's own build) has no RPC")
+    assert "kvstudio backend add" in result.stderr
+
+
+def test_a_worker_facing_the_network_is_warned_about(cpu_chosen):
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: the warning comes first, then
+    # rpc-server fails to bind, so nothing is ever exposed.
+    result = kvstudio("worker", "--host", "192.0.2.1", env={"KVSTUDIO_DATA_DIR": str(cpu_chosen)})
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("kvstudio: warning: the worker listens on 192.0.2.1")
+    assert "no authentication" in lines[0] and "SSH tunnel" in lines[0]
+    assert result.returncode == 1 and lines[1].startswith("kvstudio: The worker did not start")
+    assert "Traceback" not in result.stderr
