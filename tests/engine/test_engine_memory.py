@@ -64,3 +64,14 @@ def test_an_unloaded_model_leaves_the_engine_as_small_as_before_it_loaded(tmp_pa
             assert loaded - unloaded > (loaded - before) / 2
             after_unloads.append(unloaded)
     assert after_unloads[-1] - after_unloads[0] < 2**20  # no creep from cycle to cycle
+
+
+def test_the_engine_runs_with_few_heap_arenas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The soak benchmark's engine crept up 5.8% over 50 load/reply/unload cycles with glibc's
+    default arenas and 2.0% with two: the engine is started with MALLOC_ARENA_MAX=2, unless the
+    user set it."""
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    with EngineProcess() as proc:
+        proc.send(Generate("r", SamplingSettings(max_tokens=1), (ChatMessage("user", "hi"),)))
+        _next(proc, Failed)  # the engine is up
+        assert psutil.Process(proc.pid).environ().get("MALLOC_ARENA_MAX") == "2"
