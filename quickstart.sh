@@ -20,15 +20,32 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
+# Every build has llama.cpp's RPC client, so any install can load across workers and be one
+# (docs/several-machines.md); a GPU build adds the user's CMAKE_ARGS.
+user_cmake_args="${CMAKE_ARGS:-}"
+export CMAKE_ARGS="-DGGML_RPC=ON${user_cmake_args:+ $user_cmake_args}"
 echo "Installing KV Studio ($extras); the first time compiles llama.cpp (about 10 minutes on 2 cores)..." >&2
 .venv/bin/python -m pip install --quiet -e ".[$extras]"
 
-# pip's wheel cache ignores CMAKE_ARGS, so a GPU build is compiled afresh, once per set of args.
+# pip's wheel cache ignores CMAKE_ARGS: a wheel cached by an earlier install may lack RPC, and a
+# GPU build is compiled afresh, once per set of args (kept out of the cache).
+lib_dir="$(.venv/bin/python -c 'from app.core.backends import built_in_folder; print(built_in_folder())')"
 marker=.venv/.llama-cmake-args
-if [ -n "${CMAKE_ARGS:-}" ] && [ "$(cat "$marker" 2>/dev/null)" != "$CMAKE_ARGS" ]; then
+rebuilt=no
+if [ -n "$user_cmake_args" ] && [ "$(cat "$marker" 2>/dev/null)" != "$CMAKE_ARGS" ]; then
   echo "Compiling llama.cpp with CMAKE_ARGS=$CMAKE_ARGS ..." >&2
   .venv/bin/python -m pip install --quiet --no-cache-dir --force-reinstall --no-deps "llama-cpp-python==0.3.36"
   printf '%s' "$CMAKE_ARGS" > "$marker"
+  rebuilt=yes
+elif [ ! -f "$lib_dir/libggml-rpc.so" ]; then
+  echo "The cached llama-cpp-python wheel has no RPC; compiling llama.cpp again with $CMAKE_ARGS ..." >&2
+  .venv/bin/python -m pip cache remove 'llama_cpp_python*' >/dev/null 2>&1 || true
+  .venv/bin/python -m pip install --quiet --force-reinstall --no-deps "llama-cpp-python==0.3.36"
+  rebuilt=yes
+fi
+# llama.cpp's rpc-server beside those libraries, so `kvstudio worker` runs on this build too.
+if [ "$rebuilt" = yes ] || [ ! -x "$lib_dir/ggml-rpc-server" ]; then
+  .venv/bin/python -m kernels rpc-server
 fi
 
 if [ "$mode" = run ]; then

@@ -94,6 +94,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also record the manifest in docs/backend-packages/ and re-render docs/backends.md",
     )
+    rpc = sub.add_parser(
+        "rpc-server",
+        help="compile llama.cpp's ggml-rpc-server for the built-in backend (./quickstart.sh does)",
+        description="From the pinned llama-cpp-python sdist, against the installed libraries "
+        "(built with -DGGML_RPC=ON), into llama_cpp/lib: `kvstudio worker` then runs on the "
+        "built-in backend. Exit status: 0 built; 2 it could not (the reason is printed).",
+    )
+    rpc.add_argument("--sdist", type=Path, help="the llama-cpp-python sdist (default: downloaded)")
     return parser
 
 
@@ -121,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             return _isa_count(args)
         if args.command == "package":
             return _package(args, variant(args.variant))
+        if args.command == "rpc-server":
+            from kernels.rpc_server import build_rpc_server
+
+            build_rpc_server(sdist=args.sdist)
+            return 0
         return _verify(args)
     except ValueError as error:  # includes BadInputError
         print(f"kernels: {error}", file=sys.stderr)

@@ -302,3 +302,21 @@ def _wpm_vocab(rng: np.random.Generator, n_vocab: int) -> tuple[list[str], list[
 
 
 _VOCAB_BUILDERS = {"llama": _spm_vocab, "gpt2": _bpe_vocab, "bert": _wpm_vocab}
+
+
+def write_unknown_arch_gguf(path: str | Path, arch: str = "strangearch") -> Path:
+    """A valid GGUF whose architecture llama.cpp does not know (everything the app's fit check
+    reads is there and sane), so llama.cpp refuses it: 'unknown model architecture'."""
+    path = Path(path)
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_block_count(1)
+    writer.add_context_length(4096)
+    writer.add_embedding_length(64)
+    writer.add_head_count(1)
+    writer.add_head_count_kv(1)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 64), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

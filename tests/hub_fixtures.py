@@ -1,5 +1,6 @@
 """pytest fixtures around tests/hub_server.py, registered for every test by tests/conftest.py
-(pytest_plugins), so a test only names them: hub, hub_env, tiny_gguf, small_fs.
+(pytest_plugins), so a test only names them: hub, hub_env, silent_hub_url, closed_hub_url,
+tiny_gguf, small_fs.
 
 `hub_env` points HF_ENDPOINT at the fake Hub and HF_HUB_CACHE, HF_HOME, HF_TOKEN_PATH and
 KVSTUDIO_DATA_DIR at fresh folders under tmp_path (and clears HF_TOKEN / HF_HUB_OFFLINE),
@@ -41,6 +42,29 @@ def hub_env(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     return hub
+
+
+@pytest.fixture
+def silent_hub_url() -> Iterator[str]:
+    """The URL of a server that accepts connections and never answers (a hung Hub): a
+    listening socket nobody accepts on; the kernel completes the handshake by itself."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.fixture
+def closed_hub_url() -> str:
+    """The URL of a port nothing listens on (a connection there is refused at once)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

@@ -165,6 +165,7 @@ class HubRequestHandler(BaseHTTPRequestHandler):
             "gated": "manual" if repo.gated else False,
             "private": repo.private,
             "tags": list(repo.tags),
+            "pipeline_tag": repo.pipeline_tag,
             "library_name": "gguf",
             "createdAt": _iso(repo.last_modified),
         }

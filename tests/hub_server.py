@@ -94,6 +94,7 @@ class HubRepo:
     likes: int = 0
     last_modified: datetime = field(default_factory=lambda: datetime(2025, 1, 1, tzinfo=UTC))
     tags: tuple[str, ...] = ("gguf",)
+    pipeline_tag: str | None = None
 
     @property
     def author(self) -> str:
@@ -228,9 +229,12 @@ class HubServer:
         last_modified: datetime | None = None,
         sha256: dict[str, str] | None = None,
         lfs: bool = True,
+        tags: tuple[str, ...] = ("gguf",),
+        pipeline_tag: str | None = None,
     ) -> HubRepo:
         """Publish a repo. Values are bytes or a path (served from where it is, not copied).
-        `sha256` may give known hashes of big files, to skip hashing them."""
+        `sha256` may give known hashes of big files, to skip hashing them. `tags` are what a
+        search's filter= matches (the Hub's: "gguf", "conversational", ...)."""
         hub_files = {}
         for name, content in files.items():
             if isinstance(content, (bytes, bytearray)):
@@ -254,6 +258,8 @@ class HubServer:
             downloads=downloads,
             likes=likes,
             last_modified=last_modified or datetime(2025, 1, 1, tzinfo=UTC),
+            tags=tags,
+            pipeline_tag=pipeline_tag,
         )
         self.repos[repo_id] = repo
         return repo

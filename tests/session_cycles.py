@@ -86,7 +86,7 @@ class LoadCycles(QObject):
 
     def _next_cycle(self) -> None:
         self._number += 1
-        self._page.picker.model_chosen.emit(self._model_path)
+        self._page.load_model(self._model_path)  # the load dialog's Load
 
     def _on_engine_model_loaded(self, _loaded: object) -> None:
         if not self._running:

@@ -1,11 +1,13 @@
 """The load `kvstudio run` and `kvstudio serve` ask for, from their shared options (MODEL, --ctx,
---kv, --threads, --gpu-layers, --force), checked before any engine process is spawned."""
+--kv, --threads, --gpu-layers, --rpc, --force), checked before any engine process is spawned."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from app.commands import print_error
 from app.core.errors import BadInputError
 
 if TYPE_CHECKING:
@@ -13,9 +15,19 @@ if TYPE_CHECKING:
     from app.engine.messages import LoadOptions
 
 
+def add_rpc_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rpc",
+        metavar="HOST:PORT[,...]",
+        help="split the model across these workers ('kvstudio worker' on each machine)",
+    )
+
+
 def checked_load_options(args: argparse.Namespace) -> tuple[LoadOptions, KvMode]:
     """LoadOptions for args.model and the KV mode asked for, or BadInputError with one sentence
-    (a bad option, a file that is not a model, a context that will not fit without --force)."""
+    (a bad option, a file that is not a model, a context that will not fit without --force).
+    With args.rpc the workers are checked too (each answers, runs the K/V mode, and the model
+    fits on every device), instead of this machine's memory alone."""
     from app.core.kv_types import KvMode
     from app.core.load_check import check_context_size, check_model_load
     from app.core.model_ref import resolve_model
@@ -34,5 +46,24 @@ def checked_load_options(args: argparse.Namespace) -> tuple[LoadOptions, KvMode]
         type_v=mode.v.name,
         n_threads=args.threads,
     )
+    if getattr(args, "rpc", None) is not None:
+        return _checked_workers(args.rpc, options, args.force), mode
     check_model_load(path, options, force=args.force)
     return options, mode
+
+
+def _checked_workers(text: str, options: LoadOptions, force: bool) -> LoadOptions:
+    """`options` with the --rpc workers, refused with one sentence unless the chosen backend has
+    RPC, every worker answers (llama.cpp aborts the engine on a worker it cannot reach), runs
+    the K/V mode, and the model fits on every device."""
+    from app.core.paths import data_dir
+    from app.core.rpc_workers import parse_workers
+    from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
+
+    workers = parse_workers(text)
+    folder = backend_with_rpc(data_dir())
+    options = replace(options, rpc_workers=workers)
+    checked = check_rpc_load(options, folder, force=force)
+    for notice in checked.notices():
+        print_error(f"warning: {notice}")
+    return options

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from app.commands import print_error
+from app.commands.model_load import add_rpc_argument
 from app.core.errors import BadInputError, EngineFailedError
 from app.core.safe_text import safe_stream
 
@@ -42,10 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object at the end instead"
     )
+    add_rpc_argument(parser)
     parser.add_argument(
-        "--rpc",
-        metavar="HOST:PORT[,...]",
-        help="split the model across these workers ('kvstudio worker' on each machine)",
+        "--repack",
+        action="store_true",
+        help="let llama.cpp repack CPU weights (faster on the CPU; greedy text then differs "
+        "from the same model split across workers)",
     )
     parser.add_argument(
         "--force",
@@ -57,12 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.commands.model_load import checked_load_options
 
-    # Every bad input is refused here, before an engine process is spawned.
+    # Every bad input is refused here, before an engine process is spawned (the --rpc workers
+    # included: checked_load_options asks each one).
     if args.max_tokens <= 0:
         raise BadInputError(f"-n must be a positive number of tokens, not {args.max_tokens}.")
     options, mode = checked_load_options(args)
-    if args.rpc is not None:
-        options = replace(options, rpc_workers=_checked_workers(args.rpc))
+    options = replace(options, repack_weights=args.repack)
 
     from app.engine.messages import Generate, Load, SamplingSettings
     from app.engine.process import EngineProcess, until
@@ -90,25 +93,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return INTERRUPTED_EXIT if interrupted else 0
-
-
-def _checked_workers(text: str) -> tuple[str, ...]:
-    """The --rpc workers, refused with one sentence unless the chosen backend has RPC and every
-    worker answers (llama.cpp aborts the engine on a worker it cannot reach)."""
-    from app.core.backends import BackendStore
-    from app.core.paths import data_dir
-    from app.core.rpc_workers import check_reachable, parse_workers
-
-    workers = parse_workers(text)
-    backend, notice = BackendStore(data_dir()).for_engine()
-    if backend.folder is None or not (backend.folder / "libggml-rpc.so").is_file():
-        raise BadInputError(
-            (f"{notice} " if notice else "")
-            + f"The {backend.name} backend has no RPC support: choose a backend package "
-            "(kvstudio backend use cpu, or your GPU's) to load across workers."
-        )
-    check_reachable(workers)
-    return workers
 
 
 def _stream(proc: Any, echo: bool) -> tuple[Any, bool]:

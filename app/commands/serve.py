@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.commands.model_load import add_rpc_argument
 from app.core.errors import BadInputError
 
 NAME = "serve"
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)"
     )
+    add_rpc_argument(parser)
     parser.add_argument(
         "--force",
         action="store_true",

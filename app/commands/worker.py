@@ -1,20 +1,27 @@
 """`kvstudio worker`: lend this machine's devices to another KV Studio through llama.cpp's RPC
-backend, by running the chosen backend package's `ggml-rpc-server` until Ctrl-C."""
+backend, by running the chosen backend's `ggml-rpc-server` until Ctrl-C: a backend package's,
+or the built-in one's (compiled beside llama-cpp-python's libraries by ./quickstart.sh)."""
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
+import ctypes
 import logging
 import os
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.commands import print_error
 from app.core.errors import AppError, BadInputError
+from app.core.rpc_workers import exposure_warning, is_loopback
+
+if TYPE_CHECKING:
+    from app.core.worker_hello import ReportServer
 
 NAME = "worker"
 HELP = "lend this machine's devices to another KV Studio over the network (llama.cpp RPC)"
@@ -22,6 +29,7 @@ HELP = "lend this machine's devices to another KV Studio over the network (llama
 INTERRUPTED_EXIT = 130
 SERVER_PROGRAM = "ggml-rpc-server"
 _READY_TRIES = 200  # x 25 ms: rpc-server binds within microseconds of its last banner line
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1: this machine only)",
     )
-    parser.add_argument("--port", type=int, default=50052, help="port (default 50052)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=50052,
+        help="port (default 50052); the next port answers with the worker's build report",
+    )
     parser.add_argument(
         "--device", help="comma-separated devices to lend (default: all the backend sees)"
     )
@@ -42,72 +55,79 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 1 <= args.port <= 65535:
-        raise BadInputError(f"--port must be within 1-65535, not {args.port}.")
+    if not 1 <= args.port <= 65534:
+        raise BadInputError(
+            f"--port must be within 1-65534 (the next port carries the worker's build report), "
+            f"not {args.port}."
+        )
     if args.threads is not None and args.threads <= 0:
         raise BadInputError(f"--threads must be positive, not {args.threads}.")
     host = args.host.strip()
     if not host or any(c.isspace() or not c.isprintable() for c in host):
         raise BadInputError(f"--host must be an address or host name, not '{args.host[:80]}'.")
-    backend_name, program = _server_program()
+    backend_name, program, fa_pairs = _server_program()
     if not is_loopback(host):
-        print_error(
-            f"warning: the worker listens on {host}: anyone who can reach that address can run "
-            "code on this machine's devices and read what it computes, because llama.cpp's RPC "
-            "server has no authentication or encryption. Use it only on a private network you "
-            "trust, or keep the default 127.0.0.1 and reach it through an SSH tunnel "
-            f"(ssh -N -L {args.port}:127.0.0.1:{args.port} this-machine)."
-        )
+        print_error(f"warning: {exposure_warning(host, args.port, here=True)}")
     command = [str(program), "--host", host, "--port", str(args.port)]
     command += ["--threads", str(args.threads or os.cpu_count() or 1)]
     if args.device:
         command += ["--device", args.device]
-    return _serve(command, f"{host}:{args.port}", backend_name)
+    return _serve(command, f"{host}:{args.port}", backend_name, fa_pairs)
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _server_program() -> tuple[str, Path]:
-    from app.core.backends import BackendStore
+def _server_program() -> tuple[str, Path, tuple[str, ...]]:
+    """The chosen backend's name, its rpc-server and its Flash Attention pairs."""
+    from app.core.backend_manifest import read_manifest
+    from app.core.backends import BackendStore, library_folder
     from app.core.paths import data_dir
 
     backend, notice = BackendStore(data_dir()).for_engine()
-    if backend.folder is None:
+    folder = library_folder(backend)
+    program = folder / SERVER_PROGRAM if folder is not None else None
+    if program is None or not program.is_file():
+        how = (
+            "build it with `python -m kernels rpc-server` (./quickstart.sh does), or choose a "
+            "backend package (kvstudio backend add kvstudio-backend-cpu-*.tar.gz --use)"
+            if backend.folder is None
+            else "reinstall its package"
+        )
         raise BadInputError(
             (f"{notice} " if notice else "")
-            + "The built-in backend (llama-cpp-python's own build) has no RPC server: install "
-            "a backend package and choose it (kvstudio backend add "
-            "kvstudio-backend-cpu-*.tar.gz --use, or the package for your GPU) to run a worker."
+            + f"The {backend.name} backend has no {SERVER_PROGRAM}: {how} to run a worker."
         )
-    program = backend.folder / SERVER_PROGRAM
-    if not program.is_file():
-        raise BadInputError(
-            f"The {backend.name} backend has no {SERVER_PROGRAM}; reinstall its package to run "
-            "a worker."
-        )
-    return backend.name, program
+    if backend.folder is not None:
+        return backend.name, program, read_manifest(backend.folder).fa_pairs
+    from app.engine.build_info import read_build_info
+
+    return backend.name, program, read_build_info().fa_pairs or ()
 
 
-def _serve(command: list[str], address: str, backend_name: str) -> int:
+def _serve(
+    command: list[str],
+    address: str,
+    backend_name: str,
+    fa_pairs: tuple[str, ...],
+) -> int:
+    from app.core.worker_hello import REPORT_PORT_OFFSET, ReportServer, WorkerBuild
+
     # A terminal for its output: rpc-server writes its banner with printf and, into a pipe, would
     # hold it in its buffer until it exits. Its own session, so Ctrl-C reaches us, and we stop it.
     master, slave = os.openpty()
     try:
         child = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, start_new_session=True
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            preexec_fn=die_with(os.getpid()),
         )
     finally:
         os.close(slave)
     lines = _Lines(master)
     # A service manager's SIGTERM stops the worker as Ctrl-C does, rpc-server included.
     previous = signal.signal(signal.SIGTERM, _interrupt)
+    report: ReportServer | None = None
     try:
         banner = lines.until_banner()
         if banner is None or not _wait_listening(address, child):
@@ -115,10 +135,16 @@ def _serve(command: list[str], address: str, backend_name: str) -> int:
             last = lines.last or "it printed nothing"
             raise AppError(f"The worker did not start ({last[:200]}).")
         version, devices = banner
+        build = WorkerBuild(address, backend_name, version, fa_pairs, tuple(devices))
+        # Bound once rpc-server listens, so a host that is not this machine's is its error.
+        host, _, port = address.rpartition(":")
+        report = ReportServer(host, int(port) + REPORT_PORT_OFFSET)
+        report.start(build)
         print(f"Worker listening at {address} (backend {backend_name}, rpc-server {version})")
         print("Devices:")
         for device in devices:
             print(f"  {device}")
+        print(f"Flash Attention K/V pairs: {build.pairs_text()} (reported on the next port)")
         print("Stop it with Ctrl-C.", flush=True)
         lines.drain()
         code = child.wait()
@@ -130,10 +156,27 @@ def _serve(command: list[str], address: str, backend_name: str) -> int:
         return INTERRUPTED_EXIT
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if report is not None:
+            report.close()
         if child.poll() is None:
             child.kill()
             child.wait()
         os.close(master)
+
+
+def die_with(parent: int) -> Callable[[], None] | None:
+    """A preexec_fn that makes rpc-server die when this process does, even by SIGKILL (no
+    handler of ours runs then): Linux's parent-death signal. Elsewhere, None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)  # looked up before the fork
+
+    def set_death_signal() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the prctl took effect
+            os._exit(1)
+
+    return set_death_signal
 
 
 def _interrupt(_signum: int, _frame: object) -> None:

@@ -65,7 +65,13 @@ class BackendManifest:
 
     def handles_pair(self, k: str, v: str) -> bool:
         """Whether Flash Attention runs K=k/V=v natively (no conversion to f16)."""
-        return not self.fa_pairs or "all" in self.fa_pairs or f"{k}-{v}" in self.fa_pairs
+        return handles_pair(self.fa_pairs, k, v)
+
+
+def handles_pair(fa_pairs: tuple[str, ...], k: str, v: str) -> bool:
+    """Whether a build with these manifest `fa_pairs` runs K=k/V=v natively: () means every
+    pair (CPU, Vulkan), "all" likewise."""
+    return not fa_pairs or "all" in fa_pairs or f"{k}-{v}" in fa_pairs
 
 
 def sha256_file(path: Path) -> str:

@@ -59,6 +59,24 @@ class InstalledBackend:
     problem: str | None = None  # why it cannot be used, for a damaged package
 
 
+def built_in_folder() -> Path | None:
+    """The folder of the built-in backend's libraries: llama-cpp-python's `llama_cpp/lib`
+    (the portable CPU package's files in the installed app), found without importing
+    llama_cpp, which would load them; None when llama-cpp-python is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "lib"
+
+
+def library_folder(backend: InstalledBackend) -> Path | None:
+    """Where `backend`'s libraries (and rpc-server) are: its package folder, or the built-in
+    one's."""
+    return backend.folder if backend.folder is not None else built_in_folder()
+
+
 def library_env(folder: Path | None) -> dict[str, str]:
     """The environment that makes llama-cpp-python load `folder`'s libraries (None: its own)."""
     if folder is None:

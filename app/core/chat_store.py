@@ -3,16 +3,22 @@ system prompt and sampling settings, and the reply being generated, saved as it 
 
 One ChatStore per thread (sqlite3 connections stay on the thread that made them).
 The schema version lives in PRAGMA user_version; _MIGRATIONS[i] upgrades i -> i+1.
+
+Reply versions (schema 2): a regenerated reply keeps its message row and id; the row always
+holds the version shown, `version` is its number and `versions` how many there are. The other
+versions are copies in reply_versions, written when the reply is left (regenerated or switched
+from), so every path that reads messages (pages, search, history, rescue) reads one row per reply.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +51,25 @@ _MIGRATIONS = (
     );
     CREATE INDEX messages_by_conversation ON messages(conversation_id, id);
     """,
+    """
+    ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE messages ADD COLUMN versions INTEGER NOT NULL DEFAULT 1;
+    CREATE TABLE reply_versions (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        number INTEGER NOT NULL,  -- 1-based, as the message shows it ("2 / 3")
+        content TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        status TEXT NOT NULL,
+        model TEXT,
+        prompt_tokens INTEGER,
+        generated_tokens INTEGER,
+        tokens_per_second REAL,
+        time_to_first_token_s REAL,
+        PRIMARY KEY (message_id, number)
+    );
+    """,
+    # Why a reply failed, one sentence shown in the conversation (schema 3).
+    "ALTER TABLE messages ADD COLUMN error TEXT NOT NULL DEFAULT '';",
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -83,11 +108,20 @@ class Message:
     generated_tokens: int | None = None
     tokens_per_second: float | None = None
     time_to_first_token_s: float | None = None
+    version: int = 1  # which of the reply's versions this is, 1-based
+    versions: int = 1  # how many versions the reply has (regenerating adds one)
+    error: str = ""  # a failed reply: why, in one sentence
 
 
 _MESSAGE_COLUMNS = (
     "id, conversation_id, role, content, created_at, updated_at, status, model, "
-    "prompt_tokens, generated_tokens, tokens_per_second, time_to_first_token_s"
+    "prompt_tokens, generated_tokens, tokens_per_second, time_to_first_token_s, "
+    "version, versions, error"
+)
+# What a version keeps of its message row (the columns reply_versions copies).
+_VERSION_COLUMNS = (
+    "content, created_at, status, model, prompt_tokens, generated_tokens, tokens_per_second, "
+    "time_to_first_token_s"
 )
 
 
@@ -173,9 +207,17 @@ class ChatStore:
             raise NewerChatsError(self.path, "is from a newer version of KV Studio")
         for step in range(version, SCHEMA_VERSION):
             log.info("chat store: migrating schema %d -> %d", step, step + 1)
-            self._db.executescript(
-                f"BEGIN; {_MIGRATIONS[step]} PRAGMA user_version = {step + 1}; COMMIT;"
-            )
+            try:
+                self._db.executescript(
+                    f"BEGIN; {_MIGRATIONS[step]} PRAGMA user_version = {step + 1}; COMMIT;"
+                )
+            except sqlite3.OperationalError as error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                missing = str(error).removeprefix("no such table: ")
+                if missing in TABLE_COLUMNS:  # an old file without it: rescued, not a crash
+                    raise DamagedChatsError(self.path, f"is missing its {missing} table") from error
+                raise
 
     def _check_tables(self) -> None:
         for table, columns in TABLE_COLUMNS.items():
@@ -322,10 +364,12 @@ class ChatStore:
         generated_tokens: int | None = None,
         tokens_per_second: float | None = None,
         time_to_first_token_s: float | None = None,
+        error: str = "",
     ) -> Message:
         self._db.execute(
             "UPDATE messages SET content = ?, status = ?, updated_at = ?, prompt_tokens = ?, "
-            "generated_tokens = ?, tokens_per_second = ?, time_to_first_token_s = ? WHERE id = ?",
+            "generated_tokens = ?, tokens_per_second = ?, time_to_first_token_s = ?, error = ? "
+            "WHERE id = ?",
             (
                 content,
                 status,
@@ -334,6 +378,7 @@ class ChatStore:
                 generated_tokens,
                 tokens_per_second,
                 time_to_first_token_s,
+                error,
                 message_id,
             ),
         )
@@ -353,6 +398,103 @@ class ChatStore:
             "UPDATE messages SET status = ? WHERE status = ?", (INTERRUPTED, STREAMING)
         )
         return cur.rowcount
+
+    # ---- reply versions ----------------------------------------------------------------
+
+    def start_new_version(self, message_id: int, model: str | None) -> Message:
+        """Keep the reply's shown version and make its row an empty, streaming new one (the
+        last). A failed reply without text is replaced rather than kept as a version."""
+        current = self.message(message_id)
+        number = current.versions + 1
+        with self._transaction():
+            if current.status == FAILED and not current.content and current.version == number - 1:
+                number = current.version
+            else:
+                self._keep_shown_version(current)
+            now = time.time()
+            self._db.execute(
+                "UPDATE messages SET content = '', status = ?, model = ?, created_at = ?, "
+                "updated_at = ?, prompt_tokens = NULL, generated_tokens = NULL, "
+                "tokens_per_second = NULL, time_to_first_token_s = NULL, version = ?, "
+                "versions = ?, error = '' WHERE id = ?",
+                (STREAMING, model, now, now, number, number, message_id),
+            )
+        return self.message(message_id)
+
+    def show_version(self, message_id: int, number: int) -> Message:
+        """Make version `number` of a reply the one its row holds (and the history uses)."""
+        current = self.message(message_id)
+        if number == current.version:
+            return current
+        row = self._db.execute(
+            f"SELECT {_VERSION_COLUMNS} FROM reply_versions WHERE message_id = ? AND number = ?",
+            (message_id, number),
+        ).fetchone()
+        if row is None:
+            raise KeyError((message_id, number))
+        with self._transaction():
+            self._keep_shown_version(current)
+            sets = ", ".join(f"{c.strip()} = ?" for c in _VERSION_COLUMNS.split(","))
+            self._db.execute(
+                f"UPDATE messages SET {sets}, version = ?, error = '' WHERE id = ?",
+                (*row, number, message_id),
+            )
+        return self.message(message_id)
+
+    def reply_versions(self, message_id: int) -> list[Message]:
+        """Every version of a reply, first to last (the shown one as its row holds it)."""
+        current = self.message(message_id)
+        rows = self._db.execute(
+            f"SELECT number, {_VERSION_COLUMNS} FROM reply_versions WHERE message_id = ? "
+            "ORDER BY number",
+            (message_id,),
+        ).fetchall()
+        kept = {
+            number: replace(
+                current,
+                content=content,
+                created_at=created,
+                updated_at=created,
+                status=status,
+                model=model,
+                prompt_tokens=prompt,
+                generated_tokens=generated,
+                tokens_per_second=speed,
+                time_to_first_token_s=first,
+                version=number,
+            )
+            for number, content, created, status, model, prompt, generated, speed, first in rows
+        }
+        kept[current.version] = current
+        return [kept[n] for n in sorted(kept)]
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _keep_shown_version(self, message: Message) -> None:
+        self._db.execute(
+            f"INSERT OR REPLACE INTO reply_versions (message_id, number, {_VERSION_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                message.id,
+                message.version,
+                message.content,
+                message.created_at,
+                message.status,
+                message.model,
+                message.prompt_tokens,
+                message.generated_tokens,
+                message.tokens_per_second,
+                message.time_to_first_token_s,
+            ),
+        )
 
     def _touch(self, conversation_id: int, now: float) -> None:
         self._db.execute(

@@ -106,6 +106,25 @@ def compute_buffer_estimate(
     header: GgufHeader, kv: KvCacheEstimate, on_gpu: bool = True, flash_attn: bool = True
 ) -> int:
     """Estimated compute buffer bytes (see the module docstring for how and how good)."""
+    peaks = compute_peaks(header, kv, on_gpu=on_gpu, flash_attn=flash_attn)
+    return int(_COMPUTE_SAFETY * max(peaks.output, peaks.layer))
+
+
+@dataclass(frozen=True)
+class ComputePeaks:
+    """The graph's largest moments, each where it happens: the output layer's, and a
+    repeating layer's (its feed-forward block or its attention). A device holding only some
+    layers (a split across workers) needs the peaks of the parts it runs."""
+
+    output: int
+    layer: int
+    mask: int  # the KQ mask, a graph input alive through every layer
+
+
+def compute_peaks(
+    header: GgufHeader, kv: KvCacheEstimate, on_gpu: bool = True, flash_attn: bool = True
+) -> ComputePeaks:
+    """The peaks compute_buffer_estimate takes the largest of (before its safety factor)."""
     n_ub = kv.n_ubatch
     n_vocab = header.vocab_size or 0
     n_embd = header.embedding_length
@@ -131,7 +150,12 @@ def compute_buffer_estimate(
         attention_peak += sum(
             n_kv * widest * 2 for kv_type in (kv.mode.k, kv.mode.v) if kv_type.block_values > 1
         )
-    return int(_COMPUTE_SAFETY * max(output_peak, ffn_peak, attention_peak))
+    return ComputePeaks(output_peak, max(ffn_peak, attention_peak), mask)
+
+
+def with_safety(n_bytes: int) -> int:
+    """A peak with the estimate's own cushion, as compute_buffer_estimate adds it."""
+    return int(_COMPUTE_SAFETY * n_bytes)
 
 
 class ShapeOptions(TypedDict, total=False):

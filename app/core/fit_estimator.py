@@ -9,6 +9,7 @@ asks from several worker threads at once.
     estimator = FitEstimator()                     # remote headers, the probes' free memory
     estimator.set_entries(repo.entries)
     estimator(entry, 8192).modes[1].verdict        # 'fits' / 'tight' / 'does not fit' / ...
+    estimator.curated(CURATED_MODELS[0], 8192)     # a recommended model, from its stated shape
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable
 from app.core.fit import FitEstimate, estimate_fit
 from app.core.gguf_header import GgufHeader
 from app.core.hub import GgufEntry, fetch_remote_header
+from app.core.hub.curated_models import CuratedModel
 from app.core.probes import FreeMemory, read_free_memory
 
 
@@ -103,3 +105,9 @@ class FitEstimator:
 
     def __call__(self, entry: GgufEntry, n_ctx: int) -> FitEstimate:
         return estimate_fit(self.header(entry), entry.total_size, n_ctx, self.budget())
+
+    def curated(self, model: CuratedModel, n_ctx: int) -> FitEstimate:
+        """The fit of a recommended model's file at `n_ctx` (at most its trained context),
+        from the shape its header states: no network."""
+        n_ctx = min(n_ctx, model.shape.n_ctx_train)
+        return estimate_fit(model.header(), model.size_bytes, n_ctx, self.budget())

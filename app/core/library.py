@@ -101,7 +101,7 @@ def list_models(
     """Every GGUF model found, sorted by name. Unreadable files are listed with `.error` set.
     `folders`: the model folders to look in (default: the app's)."""
     models: list[LibraryModel] = []
-    seen: set[str] = set()
+    seen: set[FileIdentity] = set()
     cache = Path(cache_dir) if cache_dir is not None else hub_cache_dir()
     for path, cache_repo in _hf_cache_files(cache):
         _add(models, seen, path, cache_repo, SOURCE_HF_CACHE)
@@ -113,10 +113,29 @@ def list_models(
             _add(models, seen, path, repo_id, SOURCE_FOLDER)
     if include_starter:
         starter = _starter_model()
-        if starter is not None and os.path.realpath(starter.path) not in seen:
+        if starter is not None and file_identity(starter.path) not in seen:
             models.append(starter)
     models.sort(key=library_order)
     return models
+
+
+FileIdentity = tuple[int, int] | str
+
+
+def file_identity(path: Path) -> FileIdentity:
+    """What makes two paths one model file: its device and inode, so a symlink, a hard link
+    or the same folder reached twice (a link to it, a bind mount) is listed once; the
+    resolved path when the file cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return st.st_dev, st.st_ino
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths are one model file (file_identity)."""
+    return Path(a) == Path(b) or file_identity(a) == file_identity(b)
 
 
 def library_order(model: LibraryModel) -> tuple[str, str]:
@@ -191,12 +210,18 @@ def model_size(path: Path) -> int:
 
 
 def _add(
-    models: list[LibraryModel], seen: set[str], path: Path, repo_id: str | None, source: str
+    models: list[LibraryModel],
+    seen: set[FileIdentity],
+    path: Path,
+    repo_id: str | None,
+    source: str,
 ) -> None:
-    real = os.path.realpath(path)
-    if real in seen or not os.path.exists(real):  # a dangling snapshot link is not a model
+    if not os.path.exists(path):  # a dangling snapshot link is not a model
         return
-    seen.add(real)
+    identity = file_identity(path)
+    if identity in seen:
+        return
+    seen.add(identity)
     parts = _split_parts(path)
     missing = [p.name for p in parts if not p.exists()]
     size = model_size(path)

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.core.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
 from app.core.fit import ShapeOptions, fit_context_length, memory_need
 from app.core.gguf_header import GgufHeader
 from app.core.probes import FreeMemory
 from app.core.units import size
+
+if TYPE_CHECKING:
+    from app.core.rpc_fit import SplitDevice, SplitFit
 
 # llama.cpp keeps n_ctx in a uint32 and pads it to a multiple of 256 (llama-context.cpp):
 # above 2**32 - 256 the padding wraps to 0 and the context cannot be created.
@@ -125,6 +128,56 @@ def check_load_fits(
         need_bytes=need.total_bytes,
         kv_bytes=need.kv_bytes,
         free_bytes=free.bytes,
+        largest_n_ctx=largest,
+    )
+
+
+def check_split_fits(
+    header: GgufHeader,
+    options: LoadShape,
+    devices: list[SplitDevice],
+    host: FreeMemory,
+    *,
+    file_size: int | None = None,
+    force: bool = False,
+    advice: str = CLI_ADVICE,
+) -> SplitFit:
+    """check_load_fits for a load split across `devices` (RPC workers' and local GPUs', in
+    llama.cpp's order; budgets already capped by $KVSTUDIO_FREE_MEMORY) with the CPU's share
+    in `host`: NotEnoughMemoryError naming the device that runs out first. Returns the fit."""
+    from app.core.rpc_fit import largest_split_context, split_fit
+
+    n_ctx = options.n_ctx
+    check_context_size(n_ctx)
+    if not force:
+        check_trained_context(header, n_ctx, advice)
+
+    def fit_at(tokens: int) -> SplitFit:
+        return split_fit(
+            header,
+            tokens,
+            f"{options.type_k}/{options.type_v}",
+            devices,
+            host.bytes,
+            n_gpu_layers=options.n_gpu_layers,
+            n_ubatch=options.n_ubatch,
+            swa_full=options.swa_full,
+            flash_attn=options.flash_attn,
+            file_size=file_size,
+        )
+
+    fit = fit_at(n_ctx)
+    if force or fit.fits:
+        return fit
+    largest = largest_split_context(lambda tokens: fit_at(tokens).fits, n_ctx)
+    room = f"{largest:,} tokens would fit" if largest else "not even 256 tokens would fit"
+    short = fit.runs_out_first()
+    raise NotEnoughMemoryError(
+        f"{fit.sentence()} ({room}); {advice}.",
+        n_ctx=n_ctx,
+        need_bytes=short.need_bytes,
+        kv_bytes=short.kv_bytes,
+        free_bytes=short.budget_bytes,
         largest_n_ctx=largest,
     )
 

@@ -83,6 +83,19 @@ class ModelFolders:
         """A folder of the user's own GGUF files."""
         self._change(lambda c, f: replace(c, folders=_with(c.folders, f)), folder)
 
+    def remove_folder(self, folder: Path) -> None:
+        """Stop listing `folder` (the user's or a download folder); no file in it is touched.
+        Were downloads going there, they go to the Hugging Face cache from now on."""
+
+        def remove(c: FolderChoices, f: Path | None) -> FolderChoices:
+            return FolderChoices(
+                tuple(p for p in c.folders if p not in (f, folder)),
+                tuple(p for p in c.download_folders if p not in (f, folder)),
+                None if c.download_to in (f, folder) else c.download_to,
+            )
+
+        self._change(remove, folder)
+
     def add_download_folder(self, folder: Path) -> None:
         """A folder a download went to (<folder>/owner/name/<file>)."""
         self._change(lambda c, f: replace(c, download_folders=_with(c.download_folders, f)), folder)

@@ -35,7 +35,7 @@ VERSION = 1
 MARKER_KINDS = ("mode", "load", "loaded", "prompt", "generation", "finished", "quality", "end")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: an hour at 10 Hz is 36,000 of these
 class MemoryPoint:
     """One sample, `t` seconds after the recording started.
 

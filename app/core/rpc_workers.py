@@ -3,6 +3,7 @@ engine is spawned: `host:port` with a port in range, and reachable over TCP."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 from app.core.errors import BadInputError
@@ -42,6 +43,35 @@ def check_address(worker: str) -> tuple[str, int]:
     if any(c.isspace() or not c.isprintable() for c in host):
         raise BadInputError(f"The worker address '{worker[:80]}' is not HOST:PORT.")
     return host, port
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(host: str, port: int, *, here: bool) -> str:
+    """What a worker on a network address exposes, in one sentence: for `kvstudio worker`
+    listening on `host` (`here`), or for the app using a worker at host:port on another
+    machine. rpc-server has no authentication: the same words wherever it is said."""
+    who, devices = (
+        (f"the worker listens on {host}", "this machine's devices")
+        if here
+        else (f"the worker at {host}:{port} is reached over the network", "that machine's devices")
+    )
+    return (
+        f"{who}: anyone who can reach that address can run code on {devices} and read what it "
+        "computes (the model and your prompts), because llama.cpp's RPC server has no "
+        "authentication or encryption. Use it only on a private network you trust, or keep "
+        "the worker on 127.0.0.1 and reach it through an SSH tunnel "
+        f"(ssh -N -L {port}:127.0.0.1:{port} -L {port + 1}:127.0.0.1:{port + 1} "
+        f"{'this-machine' if here else 'worker-machine'})."
+    )
 
 
 def first_unreachable(

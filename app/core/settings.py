@@ -28,6 +28,10 @@ MAX_RECENT_MODELS = 10
 MAX_THREADS = 4096
 MAX_CONTEXT = 1 << 24  # far above any model's trained context; a bigger number is a typo
 MAX_PATH_CHARS = 4096
+# The context length a load uses unless the user chose another, and the one the Models page
+# estimates fit for: one number, so both say the same about a model.
+DEFAULT_CONTEXT = 8192
+THEMES = ("light", "dark", "system")  # "system": follow the system's light or dark scheme
 
 
 @dataclass(frozen=True)
@@ -35,13 +39,14 @@ class Settings:
     version: int = SETTINGS_VERSION
     type_k: str = "q8_0"  # default KV mode: int8 K, fp16 V
     type_v: str = "f16"
-    n_ctx: int = 4096
+    n_ctx: int = DEFAULT_CONTEXT
     n_threads: int | None = None  # None: llama.cpp chooses
     n_gpu_layers: int = -1  # -1: all layers on the GPU when there is one
     last_model: str | None = None  # a path, or "starter"
     recent_models: tuple[str, ...] = field(default_factory=tuple)
     backend: str = "built-in"  # app.core.backends: the llama.cpp build the engine runs
     first_run_done: bool = False  # the first-run backend dialog (app/ui/first_run.py) was shown
+    theme: str = "light"  # "light", "dark" or "system" (follow the system): app/ui/theme.py
 
     def with_recent_model(self, path: str) -> Settings:
         """A copy with `path` as the last model, first in the recent list."""
@@ -78,6 +83,7 @@ _CHECKS: dict[str, tuple[str, Callable[[object], bool]]] = {
     "recent_models": ("recent models", _is_path_list),
     "backend": ("backend", lambda v: isinstance(v, str) and 0 < len(v) <= 200),
     "first_run_done": ("first-run flag", lambda v: isinstance(v, bool)),
+    "theme": ("theme", lambda v: v in THEMES),
 }
 
 

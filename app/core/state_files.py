@@ -88,6 +88,8 @@ def damage_notice(what: str, damage: Damage, backup: Path, outcome: str) -> str:
 
 def check_state_files(folder: Path) -> list[str]:
     """Set aside every damaged state file of the data folder `folder`; one notice for each."""
+    from app.core.load_choices import FILE_NAME as LOAD_CHOICES_FILE
+    from app.core.load_choices import VERSION as LOAD_CHOICES_VERSION
     from app.core.model_folders import FILE_NAME as MODEL_FOLDERS_FILE
     from app.core.model_folders import VERSION as MODEL_FOLDERS_VERSION
     from app.core.settings import load_settings
@@ -99,6 +101,12 @@ def check_state_files(folder: Path) -> list[str]:
     for name, version, what, outcome in (
         (MODEL_FOLDERS_FILE, MODEL_FOLDERS_VERSION, "model folders", "no extra folders are listed"),
         (DOWNLOADS_FILE, DOWNLOADS_VERSION, "download queue", "the queue starts empty"),
+        (
+            LOAD_CHOICES_FILE,
+            LOAD_CHOICES_VERSION,
+            "model load settings",
+            "every model loads with the default load settings",
+        ),
     ):
         path = folder / name
         read = read_json_state(path, version)

@@ -9,7 +9,6 @@ would. It also confirms that the libllama it mapped is the package's own, not th
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import shutil
@@ -21,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from app.core.backend_manifest import BadPackageError
-from app.core.backends import library_env
 from app.core.system_programs import system_env
 from app.engine.build_info import BuildInfo, parse_system_info
 
@@ -107,36 +105,18 @@ def _reason(error: Exception) -> str:
 
 def probe(folder: Path | None, *, timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
     """Load the backend in `folder` (None: the built-in one) in a child process."""
-    from app.engine.process import spawn_environment
+    from app.engine.child_answer import ask_child
 
     name = folder.name if folder is not None else "built-in"
-    ctx = multiprocessing.get_context("spawn")
-    receive, send = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_child, args=(send,), name="kvstudio-backend-probe", daemon=True)
-    with spawn_environment(library_env(folder)):
-        process.start()
-    send.close()
-    answer: object = None
-    try:
-        if receive.poll(timeout):
-            answer = receive.recv()
-    except (EOFError, OSError):
-        answer = None
-    finally:
-        receive.close()
-        process.join(5.0)
-        if process.is_alive():
-            process.kill()
-            process.join(5.0)
+    answer, exitcode = ask_child(_child, (), folder, name="kvstudio-backend-probe", timeout=timeout)
     if isinstance(answer, str):
         raise BackendLoadError(f"The {name} backend does not load: {answer.rstrip('.')}.")
     if not isinstance(answer, dict):
-        code = process.exitcode
         how = (
-            f"was killed by signal {-code}"
-            if code is not None and code < 0
-            else f"exited with code {code}"
-            if code is not None
+            f"was killed by signal {-exitcode}"
+            if exitcode is not None and exitcode < 0
+            else f"exited with code {exitcode}"
+            if exitcode is not None
             else f"gave no answer in {timeout:.0f} s"
         )
         raise BackendLoadError(f"The {name} backend does not load: the test process {how}.")

@@ -20,6 +20,7 @@ import llama_cpp
 
 from app.core.errors import AppError, EngineFailedError
 from app.core.kv_types import kv_type
+from app.core.model_kind import base_model_reason
 from app.engine import devices, rpc_devices
 from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.llama_log import LlamaLogRouter
@@ -70,7 +71,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
         kwargs["n_threads"] = options.n_threads
         kwargs["n_threads_batch"] = options.n_threads
     try:
-        with _templates_left_to_us():
+        with _templates_left_to_us(), _weights_repacked(options.repack_weights):
             llm = llama_cpp.Llama(**kwargs)
     except AppError:
         raise
@@ -88,8 +89,9 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
     parsed = parse_log(lines, expect_gpu=expect_gpu)
     metadata = dict(llm.metadata or {})
     architecture = metadata.get("general.architecture", "")
+    gguf_template = _chat_template(llm)
     template = choose_template(
-        _chat_template(llm),
+        gguf_template,
         architecture,
         has_special_token=lambda text: _is_one_token(llm, text),
         override=options.chat_format,
@@ -103,14 +105,64 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
         architecture=architecture,
         chat_format=template.source,
         chat_template_notice=template.notice,
+        base_model=base_model_reason(
+            metadata, bool(gguf_template and gguf_template.strip()), path.name
+        ),
         kv_caches=tuple(parsed.kv_caches),
         compute_buffers=tuple(parsed.compute_buffers),
         warnings=tuple(parsed.warnings),
         system_info=llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
         at=time.monotonic(),
+        # Read once the weights and caches are placed, so "free" is what the load left.
+        device_memory=_device_memory() if options.rpc_workers else (),
     )
     log.info("loaded %s in %.2f s (pid %d)", path.name, seconds, os.getpid())
     return LoadedModel(llm, loaded, template)
+
+
+def check_loadable(options: LoadOptions, router: LlamaLogRouter) -> None:
+    """What llama.cpp refuses before any weights are read (an unknown architecture, bad
+    hyperparameters, a broken vocabulary), found by a vocabulary-only load that holds no
+    tensors: run while another model is loaded, so a refused file never costs the user that
+    model. Raises AppError with llama.cpp's reason; loading the file can still fail later."""
+    from app.core.model_ref import check_gguf
+
+    path = Path(options.model_path)
+    check_gguf(path)
+    router.flush()
+    router.take_lines()
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
+    model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+    if model:
+        llama_cpp.llama_model_free(model)
+        return
+    router.flush()
+    reason = _failure_reason(router.take_lines())
+    raise EngineFailedError(
+        f"llama.cpp could not load {path.name}" + (f": {reason}." if reason else ".")
+    )
+
+
+@contextmanager
+def _weights_repacked(repack: bool) -> Iterator[None]:
+    """While inside, the model params llama_cpp.Llama starts from have `use_extra_bufts` set to
+    `repack` (llama.cpp's --no-repack when False). llama-cpp-python 0.3.36 has the field in its
+    struct but no Llama argument for it, and Llama.__init__ reads the defaults from the
+    llama_cpp.llama_cpp module, so that is what is wrapped."""
+    bindings = llama_cpp.llama_cpp
+    defaults = bindings.llama_model_default_params
+
+    def with_repack() -> Any:
+        params = defaults()
+        params.use_extra_bufts = repack
+        return params
+
+    bindings.llama_model_default_params = with_repack
+    try:
+        yield
+    finally:
+        bindings.llama_model_default_params = defaults
 
 
 _TEMPLATE_KEY = "tokenizer.chat_template"
@@ -177,3 +229,22 @@ def _failure_reason(lines: list[str]) -> str:
             reason = "".join(c if c.isprintable() else " " for c in reason)
             return reason[:_MAX_REASON_CHARS]
     return ""
+
+
+def _device_memory() -> tuple[Any, ...]:
+    """Each device's memory after a load across workers (a worker's asked over the engine's
+    own RPC connection: a second client would wait behind it)."""
+    from app.core.rpc_fit import SplitDevice
+    from app.engine.split_devices import as_split_devices
+
+    try:
+        found = devices.list_devices()
+        cpu = [
+            SplitDevice(d.name, "this machine", d.memory_free, d.memory_total)
+            for d in found
+            if d.kind == "CPU"
+        ]
+        return (*cpu[:1], *as_split_devices(found))  # this machine first, then split order
+    except Exception as error:  # noqa: BLE001 - the dashboard's extra, never the load's failure
+        log.warning("devices' memory not read after the load: %s", error)
+        return ()

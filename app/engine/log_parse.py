@@ -154,7 +154,7 @@ class LogParser:
         self.expect_gpu = expect_gpu
         self.result = ParsedLog()
         self._next_swa = False
-        self._kv_devices: list[str] = []
+        self._kv_devices: list[tuple[str, float]] = []
         self._seen_warnings: set[str] = set()
 
     def feed(self, line: str) -> None:
@@ -164,12 +164,13 @@ class LogParser:
             return
         buffer = parse_kv_buffer_line(line)
         if buffer is not None:
-            self._kv_devices.append(buffer[0])
+            self._kv_devices.append(buffer)
             return
         cache = parse_kv_cache_line(line, swa=self._next_swa)
         if cache is not None:
             if self._kv_devices:
-                cache = replace(cache, devices=tuple(self._kv_devices))
+                names, mib = zip(*self._kv_devices, strict=True)
+                cache = replace(cache, devices=names, device_mib=mib)
             self._kv_devices = []
             self._next_swa = False
             self.result.kv_caches.append(cache)

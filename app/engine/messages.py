@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from app.core.rpc_fit import SplitDevice
+
 # ---- commands (in) -------------------------------------------------------------------
 
 
@@ -39,6 +41,10 @@ class LoadOptions:
     # llama.cpp RPC workers ("host:port", checked by app.core.rpc_workers): the model is split
     # across their devices (and this machine's GPUs) by llama.cpp.
     rpc_workers: tuple[str, ...] = ()
+    # llama.cpp's repacked CPU weights (its "extra buffer types", CPU_REPACK): faster CPU matrix
+    # products, but summed in another order than an RPC worker's CPU device, so greedy text
+    # differs by where the layers run. Off by default: the same text in-process and split.
+    repack_weights: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,9 @@ class KvCacheInfo:
     v_mib: float = 0.0
     line: str = ""  # the raw log line
     devices: tuple[str, ...] = ()  # buffer names from the "KV buffer size" lines before it
+    # Each of those devices' share in MiB as printed ("RPC0[127.0.0.1:50052] KV buffer size =
+    # 0.38 MiB"): a model split across workers holds each layer's rows where the layer runs.
+    device_mib: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,6 +209,13 @@ class Loaded:
     system_info: str
     at: float  # engine time.monotonic() when the model was ready
     chat_template_notice: str = ""  # why the GGUF's own chat template is not used, if not
+    # Why it looks like a base model that continues text rather than answering
+    # (app.core.model_kind); '' for a chat model.
+    base_model: str = ""
+    # A load split across RPC workers: each device's memory as llama.cpp reads it right after
+    # the load (this machine's CPU first, then the devices in split order; a worker's over its
+    # RPC connection). Empty for a load on this machine alone.
+    device_memory: tuple[SplitDevice, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -264,3 +280,7 @@ class Failed:
     message: str  # one sentence for the user
     request_id: str | None = None
     detail: str = ""  # traceback or stderr tail, for the log
+    # A failed load only: the model loaded now, the one loaded before it (kept, when llama.cpp
+    # refused the new file before the old one was dropped; or loaded again: `reloaded`).
+    kept: Loaded | None = None
+    reloaded: bool = False

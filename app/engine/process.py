@@ -29,6 +29,7 @@ from typing import Any, Self
 
 from app.core.backends import BUILT_IN, BackendStore, library_env
 from app.core.errors import EngineCrashedError, EngineFailedError
+from app.core.heap import steady_heap_env
 from app.engine.cancel import CancelFlag
 from app.engine.crash_report import crash_sentence
 from app.engine.messages import Load, Shutdown
@@ -38,11 +39,6 @@ log = logging.getLogger(__name__)
 STDERR_TAIL_LINES = 20
 _STOP_GRACE_S = 5.0
 _ENVIRONMENT_LOCK = threading.Lock()
-# glibc gives each thread that allocates its own heap arena and rarely hands an arena's free
-# pages back; an engine that loads and unloads models for days crept up 5.8% over 50 cycles of
-# the soak benchmark with the default (8 per core), 2.0% with two arenas. The user's own
-# setting wins.
-ENGINE_MALLOC_ENV = {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX") or "2"}
 
 
 @contextlib.contextmanager
@@ -108,7 +104,7 @@ class EngineProcess:
         if self.backend_notice:
             log.warning("%s", self.backend_notice)
         self.backend = backend.name
-        with spawn_environment({**library_env(backend.folder), **ENGINE_MALLOC_ENV}):
+        with spawn_environment({**library_env(backend.folder), **steady_heap_env()}):
             self._process.start()
         # Close our copies of the child's ends, so a dead child reads as EOF here.
         command_out.close()

@@ -2,7 +2,7 @@
 (devices left to llama.cpp's default choice) splits its layers across them.
 
 llama-cpp-python 0.3.36 has no `rpc_servers` argument and leaves `llama_model_params.devices`
-unused, so this calls the backend package's libggml-rpc.so the way llama.cpp's `--rpc` does
+unused, so this calls the backend's libggml-rpc.so the way llama.cpp's `--rpc` does
 (ggml_backend_rpc_add_server, then ggml_backend_register). Runs only in the engine process.
 A device cannot leave the registry again: EngineProcess starts a fresh engine when the workers
 change (app/engine/process.py).
@@ -15,6 +15,7 @@ import logging
 import os
 from pathlib import Path
 
+from app.core.backends import built_in_folder
 from app.core.errors import EngineFailedError
 
 log = logging.getLogger(__name__)
@@ -24,18 +25,18 @@ _added: list[str] = []  # the workers this process registered, in order
 
 def add_workers(workers: tuple[str, ...]) -> None:
     """Register each worker's devices once per process. EngineFailedError with one sentence
-    when the backend has no RPC (the built-in one) or the workers differ from those added."""
+    when the backend was built without RPC or the workers differ from those added."""
     if not workers or list(workers) == _added:
         return
     if _added:
         raise EngineFailedError(
             "This engine already loaded across other workers; start a fresh engine to change them."
         )
-    folder = os.environ.get("LLAMA_CPP_LIB_PATH")
+    folder = os.environ.get("LLAMA_CPP_LIB_PATH") or built_in_folder()
     library = Path(folder) / "libggml-rpc.so" if folder else None
     if library is None or not library.is_file():
         raise EngineFailedError(
-            "The built-in backend has no RPC support: choose a backend package "
+            "This backend was built without RPC support: choose a backend package "
             "(kvstudio backend use cpu, or your GPU's) to load across workers."
         )
     # The same files libllama already mapped (one folder), so these are its own copies.

@@ -8,15 +8,17 @@ loads segfault).
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import logging
 import os
 import signal
 import sys
+import time
 import traceback
+from dataclasses import replace
 from typing import Any
 
+from app.core.heap import give_memory_back
 from app.engine.messages import Bench, Evaluate, Failed, Generate, Load, Shutdown, Unload
 
 log = logging.getLogger(__name__)
@@ -93,10 +95,37 @@ class Engine:
             self.emit(Failed(message, request_id=request_id, detail=detail))
 
     def _load(self, command: Load) -> None:
-        from app.engine.loader import load_model
+        """Load a model in place of the loaded one. A file llama.cpp refuses never leaves the
+        user without the model they had: refused before anything is dropped, the old one is
+        kept; failing later (out of memory), it is loaded again. Either way a Failed with
+        `kept` says which model is loaded now."""
+        from app.engine.loader import check_loadable, load_model
 
+        previous = self.model.loaded if self.model is not None else None
+        if previous is not None:
+            try:
+                check_loadable(command.options, self.router)
+            except Exception as error:  # noqa: BLE001 - reported with the kept model
+                kept = replace(previous, at=time.monotonic())
+                message = _load_sentence(command, error)
+                log.warning("Load failed: %s (%s stays loaded)", message, previous.model_path)
+                self.emit(Failed(message, detail=_detail(), kept=kept))
+                return
         self.unload()
-        self.model = load_model(command.options, self.router)
+        try:
+            self.model = load_model(command.options, self.router)
+        except Exception as error:
+            if previous is None:
+                raise
+            message, detail = _load_sentence(command, error), _detail()
+            log.warning("load failed (%s); loading %s again", message, previous.model_path)
+            try:
+                self.model = load_model(previous.options, self.router)
+            except Exception:
+                log.exception("the model loaded before could not be loaded again")
+                raise error from None
+            self.emit(Failed(message, detail=detail, kept=self.model.loaded, reloaded=True))
+            return
         self.emit(self.model.loaded)
 
     def _generate(self, command: Generate) -> None:
@@ -154,13 +183,23 @@ class Engine:
         if self.model is not None:
             llm, self.model = self.model.llm, None
             llm.close()
-            _give_memory_back()
+            give_memory_back()  # the closed model's heap pages, back to the system
 
 
 _MEASURES = {
     "Evaluate": ("app.engine.quality", "evaluate"),
     "Bench": ("app.engine.bench", "run_bench"),
 }
+
+
+def _load_sentence(command: Load, error: Exception) -> str:
+    from app.core.errors import AppError
+
+    return str(error) if isinstance(error, AppError) else _sentence(command, error)
+
+
+def _detail() -> str:
+    return traceback.format_exc()
 
 
 def _sentence(command: object, error: Exception) -> str:
@@ -172,22 +211,6 @@ def _sentence(command: object, error: Exception) -> str:
     }
     action = what.get(type(command).__name__, "The engine")
     return f"{action} failed: {error}."
-
-
-def _give_memory_back() -> None:
-    """Return the heap a closed model freed to the system. glibc keeps freed blocks for
-    reuse and its arenas only shrink from the top, so without this an unloaded engine
-    held ~6 MiB more after unloading the tiny test model (measured), and its RSS kept
-    creeping up over load-unload cycles."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):  # musl and others have no malloc_trim
-        return
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    trim(0)
 
 
 def _redirect_output(path: str) -> None:

@@ -12,7 +12,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.cli_runner import ROOT
+from tests.cli_runner import ROOT, kvstudio
+
+PROMPT = "The capital of France is"
+
+
+def greedy_run(folder: Path, *args: str, env: dict[str, str] | None = None):
+    """`kvstudio run starter`, 16 greedy tokens of PROMPT at a 512-token context."""
+    return kvstudio(
+        "run",
+        "starter",
+        "-p",
+        PROMPT,
+        "-n",
+        "16",
+        "--temp",
+        "0",
+        "--ctx",
+        "512",
+        *args,
+        env={"KVSTUDIO_DATA_DIR": str(folder), **(env or {})},
+    )
 
 
 def free_port() -> int:
@@ -21,9 +41,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_port_pair() -> int:
+    """A port P with P + 1 free too: a worker's rpc-server and its build report."""
+    while True:
+        port = free_port()
+        if port < 65535:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+                return port
+
+
 class Worker:
     def __init__(self, data_folder: Path, *args: str) -> None:
-        self.port = free_port()
+        self.port = free_port_pair()
         self.address = f"127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "app", "worker", "--port", str(self.port), *args],
@@ -58,3 +91,23 @@ def workers(data_folder: Path, count: int) -> Iterator[list[Worker]]:
     finally:
         for worker in started:
             worker.stop()
+
+
+def f16_only_data(cpu_package: Path, tmp: Path) -> Path:
+    """A data folder whose chosen backend is a package built with Flash Attention for f16-f16
+    only (as a GPU package without the int8-K pairs): the CPU package, its manifest saying so."""
+    from dataclasses import replace
+
+    from app.core.backend_manifest import MANIFEST_NAME, parse_manifest
+    from app.core.backends import BackendStore
+    from app.engine.backend_probe import probe
+    from tests.backends.package_edits import copy_package, repack
+
+    folder = copy_package(cpu_package, tmp)
+    manifest = parse_manifest((folder / MANIFEST_NAME).read_text())
+    (folder / MANIFEST_NAME).write_text(replace(manifest, fa_pairs=("f16-f16",)).to_json())
+    data = tmp / "data"
+    store = BackendStore(data)
+    store.add(repack(folder, tmp / "kvstudio-backend-cpu-f16-only.tar.gz"), probe)
+    store.use("cpu", probe)
+    return data

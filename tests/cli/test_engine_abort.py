@@ -12,13 +12,10 @@ import os
 import subprocess
 import sys
 
-import gguf
-import numpy as np
-
 from app.engine.process import EngineProcess
 from tests import abort_engine
 from tests.cli_runner import ROOT, kvstudio
-from tests.gguf_factory import write_tiny_gguf
+from tests.gguf_factory import write_tiny_gguf, write_unknown_arch_gguf
 
 AREA = "Kills and crashes"
 # `kvstudio ARGS` whose engine aborts on Load (tests/abort_engine.py): the real CLI, with only
@@ -85,20 +82,7 @@ def test_crash_report_names_the_assert_and_holds_no_backtrace(tmp_path, capfd) -
 
 
 def test_a_file_llama_cpp_refuses_gets_its_reason(tmp_path) -> None:
-    model = tmp_path / "strange.gguf"
-    writer = gguf.GGUFWriter(model, "strangearch")
-    # Everything the app's fit check reads is there and sane; only the architecture is not
-    # one llama.cpp knows.
-    writer.add_block_count(1)
-    writer.add_context_length(4096)
-    writer.add_embedding_length(64)
-    writer.add_head_count(1)
-    writer.add_head_count_kv(1)
-    writer.add_tensor("token_embd.weight", np.zeros((4, 64), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    model = write_unknown_arch_gguf(tmp_path / "strange.gguf")
     result = kvstudio("run", str(model), "-p", "hi", "--ctx", "256")
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.splitlines() == [

@@ -32,7 +32,7 @@ def store(tmp_path: Path) -> ChatStore:
 
 
 def test_schema_is_versioned_and_wal(store: ChatStore) -> None:
-    assert store.schema_version == 1
+    assert store.schema_version == 3  # 2: reply versions, 3: why a reply failed
     mode = sqlite3.connect(store.path).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
 

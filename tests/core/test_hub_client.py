@@ -113,12 +113,8 @@ def test_unknown_repo_is_one_sentence(hub_env) -> None:
 
 
 def test_unreachable_hub_is_one_sentence(hub_env, monkeypatch) -> None:
-    import huggingface_hub.utils._http as hf_http
-
-    # huggingface_hub retries 5 times with backoff (23 s); the outcome is the same without waiting.
-    monkeypatch.setattr(hf_http.time, "sleep", lambda s: None)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
-    with pytest.raises(HubUnreachableError, match="Could not reach the Hub"):
+    with pytest.raises(HubUnreachableError, match=r"Can't reach Hugging Face at .* \(connection"):
         search_models("x")
 
 

@@ -161,10 +161,11 @@ def test_bad_file_load_fails_in_words_and_engine_stays_usable(
     _, failed = _wait(engine, (Failed, Loaded))
     assert isinstance(failed, Failed) and "not a GGUF" in failed.message
     assert "\n" not in failed.message and engine.pid == pid and engine.is_alive()
-    # A load failure leaves no model: generating says so instead of crashing.
+    # A refused file leaves the loaded model loaded (tests/engine/test_load_keeps_model.py).
+    assert failed.kept is not None and failed.kept.model_path == str(starter_model_path)
     engine.send(Generate("after-bad", GREEDY, prompt="Hi"))
     _, event = _wait(engine, (Failed, Finished))
-    assert isinstance(event, Failed) and "No model" in event.message
+    assert isinstance(event, Finished)
     _load(engine, _options(starter_model_path))
     engine.send(Generate("after-reload", GREEDY, prompt="Hi"))
     _, event = _wait(engine, (Failed, Finished))

@@ -1,7 +1,8 @@
 """Find GGUF models on the Hub: search, list a repo's GGUF files grouped by quantization.
 
-Everything goes through huggingface_hub's HfApi with the endpoint read at call time,
-so HF_ENDPOINT (a mirror, or the test server) and HF_TOKEN behave as everywhere else.
+The Hub's JSON API through huggingface_hub's session and headers, with the endpoint read at
+call time, so HF_ENDPOINT (a mirror, or the test server) and HF_TOKEN behave as everywhere
+else; each request has a deadline (api_get.py says why not HfApi's own calls).
 No file is downloaded here: sizes and LFS sha256 come from the repo tree.
 
     results = search_models("gemma", sort="downloads")        # list[RepoSummary]
@@ -17,10 +18,12 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import quote
 
-from huggingface_hub import HfApi
+from huggingface_hub.utils import build_hf_headers
 
 from app.core.errors import BadInputError, HubUnreachableError, ModelNotFoundError
+from app.core.hub.api_get import get_json_list
 from app.core.hub.env import hub_endpoint, is_offline
 from app.core.hub.hub_errors import translate
 from app.core.hub.tokens import load_token
@@ -36,6 +39,21 @@ _QUANT_RE = re.compile(
     r"^(I?Q\d+(?:_[A-Z0-9]+)*|BF16|F16|FP16|F32|FP32|TQ\d_\d|MXFP4(?:_MOE)?)$", re.IGNORECASE
 )
 _PROJECTOR_RE = re.compile(r"(^|[/_-])mmproj", re.IGNORECASE)
+# A repo name that says it is tuned to follow instructions: "...-Instruct", "...-Chat", and
+# Gemma's "-it" (a whole token, so "-italian" is not one).
+_CHAT_NAME_RE = re.compile(r"instruct|chat|(?:^|[-_.])it(?:[-_.]|$)", re.IGNORECASE)
+_CHAT_TAGS = {"conversational"}  # the Hub's tag for models with a chat template
+_CHAT_SEARCH_FACTOR = 4  # chat-only keeps a share of the results: ask for more, keep `limit`
+_SEARCH_EXPAND = (
+    "author",
+    "downloads",
+    "likes",
+    "lastModified",
+    "gated",
+    "private",
+    "tags",
+    "pipeline_tag",
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,15 @@ class RepoSummary:
     last_modified: datetime | None
     gated: bool | str | None = None  # False, "auto" or "manual" as the Hub says
     private: bool | None = None
+    tags: tuple[str, ...] = ()
+    pipeline_tag: str | None = None  # "text-generation", ... as the Hub says
+
+    @property
+    def is_chat_model(self) -> bool:
+        """Tuned for chat: the Hub tags it conversational, or its name says instruct/chat/-it."""
+        if _CHAT_TAGS & {t.lower() for t in self.tags}:
+            return True
+        return bool(_CHAT_NAME_RE.search(self.repo_id.rsplit("/", 1)[-1]))
 
 
 @dataclass(frozen=True)
@@ -229,74 +256,102 @@ def group_gguf_files(
 # ---- Hub calls -----------------------------------------------------------------------------
 
 
-def _api(token: str | None) -> HfApi:
+def _api(token: str | None) -> tuple[str, dict[str, str]]:
+    """(the Hub's URL, the request headers with the user's token when there is one)."""
     if is_offline():
         raise HubUnreachableError(
             "Offline mode is on (HF_HUB_OFFLINE): the Hub cannot be searched; "
             "only models already on disk can be used."
         )
-    return HfApi(
-        endpoint=hub_endpoint(), token=token if token is not None else load_token() or False
-    )
+    chosen = token if token is not None else load_token() or False
+    return hub_endpoint(), build_hf_headers(token=chosen, library_name="kvstudio")
 
 
 def search_models(
-    query: str = "", *, sort: str = "downloads", limit: int = 50, token: str | None = None
+    query: str = "",
+    *,
+    sort: str = "downloads",
+    limit: int = 50,
+    token: str | None = None,
+    chat_only: bool = False,
 ) -> list[RepoSummary]:
     """GGUF model repos matching `query`, most downloaded / liked / recently updated first
-    (`sort`: one of SORT_KEYS; anything else is BadInputError)."""
+    (`sort`: one of SORT_KEYS; anything else is BadInputError). `chat_only`: only instruct /
+    chat models (RepoSummary.is_chat_model). A Hub that does not answer within
+    api_get.API_TIMEOUT_S raises HubUnreachableError saying so."""
     key = next((k for k in SORT_KEYS if k == sort), None)  # what a user picked, as the Hub's key
     if key is None:
         raise BadInputError(f"Sort by one of {', '.join(SORT_KEYS)}, not '{sort}'.")
-    api = _api(token)
+    endpoint, headers = _api(token)
+    params: dict[str, Any] = {
+        "filter": ["gguf"],
+        "sort": "lastModified" if key == "last_modified" else key,
+        # The Hub answers at most `limit` per page; one page is all a search shows.
+        "limit": limit * _CHAT_SEARCH_FACTOR if chat_only else limit,
+        "expand": list(_SEARCH_EXPAND),
+    }
+    if query:
+        params["search"] = query
     try:
-        models = api.list_models(
-            search=query or None,
-            filter="gguf",
-            sort=key,
-            limit=limit,
-            expand=["author", "downloads", "likes", "lastModified", "gated", "private"],
-        )
-        results = [
-            RepoSummary(
-                repo_id=m.id,
-                author=m.author or (m.id.split("/", 1)[0] if "/" in m.id else None),
-                downloads=m.downloads,
-                likes=m.likes,
-                last_modified=m.last_modified,
-                gated=m.gated,
-                private=m.private,
-            )
-            for m in models
-        ]
+        items = get_json_list(f"{endpoint}/api/models", params, headers, pages=1)
+        results = [_summary(item) for item in items if isinstance(item, dict)]
     except Exception as error:
         log.debug("search %r failed", query, exc_info=True)
         raise translate(error, query or "(all)") from error
+    if chat_only:
+        results = [r for r in results if r.is_chat_model]
     log.debug("search %r sort=%s: %d results", query, sort, len(results))
-    return results
+    return results[:limit]
+
+
+def _summary(item: dict[str, Any]) -> RepoSummary:
+    """One search result from the Hub's JSON (the fields `_SEARCH_EXPAND` asks for)."""
+    repo_id = str(item.get("id") or item.get("modelId") or "")
+    author = item.get("author") or (repo_id.split("/", 1)[0] if "/" in repo_id else None)
+    modified = item.get("lastModified")
+    tags = item.get("tags")
+    pipeline = item.get("pipeline_tag")
+    return RepoSummary(
+        repo_id=repo_id,
+        author=author,
+        downloads=item.get("downloads"),
+        likes=item.get("likes"),
+        last_modified=_parse_date(modified) if isinstance(modified, str) else None,
+        gated=item.get("gated"),
+        private=item.get("private"),
+        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
+        pipeline_tag=pipeline if isinstance(pipeline, str) else None,
+    )
+
+
+def _parse_date(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def list_repo_files(
     repo_id: str, *, revision: str = "main", token: str | None = None
 ) -> list[RemoteFile]:
     """Every file of a repo (recursive tree), with size and LFS sha256; no download."""
-    api = _api(token)
+    endpoint, headers = _api(token)
+    url = f"{endpoint}/api/models/{repo_id}/tree/{quote(revision, safe='')}"
     try:
-        items = list(api.list_repo_tree(repo_id, recursive=True, revision=revision))
+        items = get_json_list(url, {"recursive": True}, headers)
     except Exception as error:
         log.debug("tree of %s failed", repo_id, exc_info=True)
         raise translate(error, repo_id) from error
     files = []
     for item in items:
-        size = getattr(item, "size", None)
-        if size is None:  # a folder
-            continue
-        lfs = getattr(item, "lfs", None)
+        if not isinstance(item, dict) or item.get("type") != "file":
+            continue  # a folder
+        lfs = item.get("lfs") if isinstance(item.get("lfs"), dict) else None
         files.append(
             RemoteFile(
-                path=item.path,
-                size=int(lfs.size if lfs is not None else size),
-                sha256=lfs.sha256 if lfs is not None else None,
+                path=str(item["path"]),
+                size=int(lfs["size"] if lfs is not None else item.get("size", 0)),
+                sha256=str(lfs["oid"]) if lfs is not None else None,
             )
         )
     return files

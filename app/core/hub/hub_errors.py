@@ -11,6 +11,7 @@ from app.core.errors import (
     HubUnreachableError,
     ModelNotFoundError,
 )
+from app.core.hub.api_get import unreachable_message
 from app.core.hub.env import hub_endpoint
 
 _NETWORK_ERRORS = (httpx2.TransportError, httpx2.TimeoutException, ConnectionError)
@@ -27,9 +28,11 @@ def gated_message(repo_id: str, status: int | None) -> str:
             f"Your Hugging Face token has no access to '{repo_id}': accept the model's terms "
             f"on its Hub page, or use a token with read access."
         )
+    # The app's place for the token is the Models page's "Hugging Face token…" button (the
+    # banner that shows this sentence has its own "Add token…"); the CLI reads HF_TOKEN.
     return (
-        f"'{repo_id}' is gated or private: add a Hugging Face access token "
-        f"(Settings, or HF_TOKEN) to download it."
+        f"'{repo_id}' is gated or private: add a Hugging Face access token (Models page, "
+        f"Hugging Face token…; or HF_TOKEN) to download it."
     )
 
 
@@ -67,8 +70,5 @@ def translate(error: BaseException, repo_id: str, filename: str | None = None) -
     if isinstance(error, hf_errors.HfHubHTTPError) and status is not None:
         return HubUnreachableError(f"The Hub refused the request for '{repo_id}' (HTTP {status}).")
     if isinstance(error, _NETWORK_ERRORS):
-        return HubUnreachableError(
-            f"Could not reach the Hub at {hub_endpoint()}: {type(error).__name__}. "
-            f"Check the network connection (or HF_ENDPOINT)."
-        )
+        return HubUnreachableError(unreachable_message(error))
     return HubUnreachableError(f"Talking to the Hub about '{repo_id}' failed: {error}")

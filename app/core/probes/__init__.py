@@ -57,17 +57,25 @@ def read_free_memory(gpu: bool = True) -> FreeMemory:
         free = FreeMemory(probe.sample().device_free, probe.device, probe.name, probe.kind == "gpu")
     finally:
         probe.close()
-    cap = os.environ.get(FREE_MEMORY_ENV, "").strip()
-    if cap:
-        from app.core.errors import BadInputError
-        from app.core.units import parse_size
-
-        try:
-            limit = parse_size(cap)
-        except BadInputError as error:
-            raise BadInputError(f"{FREE_MEMORY_ENV}: {error}") from None
+    limit = free_memory_cap()
+    if limit is not None:
         free = FreeMemory(min(free.bytes, limit), free.device, FREE_MEMORY_ENV, free.on_gpu)
     return free
+
+
+def free_memory_cap() -> int | None:
+    """$KVSTUDIO_FREE_MEMORY in bytes, None when unset; BadInputError when it is not a size.
+    It caps every device a load is checked against (a worker's too)."""
+    cap = os.environ.get(FREE_MEMORY_ENV, "").strip()
+    if not cap:
+        return None
+    from app.core.errors import BadInputError
+    from app.core.units import parse_size
+
+    try:
+        return parse_size(cap)
+    except BadInputError as error:
+        raise BadInputError(f"{FREE_MEMORY_ENV}: {error}") from None
 
 
 def detect_probe(sysfs_root: str = "/sys/class/drm", gpu: bool = True) -> MemoryProbe:
