@@ -17,6 +17,8 @@ from app.core.backends import BackendStore
 from app.core.chat_rescue import open_chats
 from app.core.chat_store import ChatStore
 from app.core.gpu_detect import detect_gpus
+from app.core.heap import give_memory_back, steady_heap
+from app.core.hub import clear_header_cache
 from app.core.instance_lock import InstanceLock
 from app.core.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
 from app.core.settings import SettingsFile
@@ -29,10 +31,12 @@ from app.ui.backends_page import BackendsPage
 from app.ui.crash_dialog import CrashDialogs
 from app.ui.dashboard.page import DashboardPage
 from app.ui.first_run import Detect, FirstRunDialog, offer_first_run
-from app.ui.main_window import ASSETS, MainWindow, app_icon
+from app.ui.main_window import MainWindow, app_icon
 from app.ui.models.page import ModelsPage
 from app.ui.screenshot import save_when_ready
 from app.ui.server_page import ServerPage
+from app.ui.settings_page import SettingsPage
+from app.ui.theme import ThemeController
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +63,7 @@ class AppParts:
         if dashboard is not None:
             dashboard.shutdown()  # its sampler thread would outlive the window
         self.engine.shutdown()
+        self.window.chat.local_workers.stop_all()  # after the engine that used them
         self.store.close()
         if self.instance is not None:
             self.instance.release()
@@ -71,6 +76,7 @@ class AppParts:
 def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     """The main window and what it runs on, for the data folder `folder`. Damaged state files
     and a damaged or locked conversations file never stop it: each costs one message."""
+    steady_heap()  # the window lives for days: app/core/heap.py says why
     garbage = GuiThreadGarbageCollector()
     crash = CrashDialogs(folder)
     crash.install()
@@ -92,6 +98,7 @@ def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     settings = SettingsFile(folder)
     bridge = MessageBridge()
     engine = engine or EngineClient()
+    engine.model_unloaded.connect(give_memory_back)  # what the GUI held for that model
     window = MainWindow(engine, store, settings, bridge)
     crash.window = window
     _add_pages(window, engine, bridge, folder)
@@ -109,16 +116,44 @@ def _add_pages(
     """The Models and Dashboard pages beside Chat. Load into chat goes through the chat
     page (the one place a load is prepared from the settings), so the load shows its
     progress there and the model is remembered."""
-    models = ModelsPage(folder, bridge)
+    # Fit estimates start at the default load context, as the chat's load dialog does.
+    models = ModelsPage(
+        folder, bridge, default_context=window.chat.settings.settings.n_ctx, engine=engine
+    )
     models.load_requested.connect(window.chat.load_model)
     models.load_requested.connect(lambda _ref: window.show_page("Chat"))
     window.add_page("Models", models)
+
+    def find_chat_model() -> None:
+        window.show_page("Models")
+        models.show_recommended()  # Discover, with the small chat models to start with
+
+    window.chat.find_chat_model_requested.connect(find_chat_model)
     window.add_page("Dashboard", DashboardPage(engine))
     backends = BackendsPage(BackendStore(folder, window.chat.settings))
     backends.backend_switched.connect(lambda _name: engine.restart_engine())
     window.add_page("Backends", backends)
     # API requests go through the chat's EngineClient: one queue, one engine
     window.add_page("Server", ServerPage(LocalServerService(engine, window)))
+    settings = SettingsPage(
+        window.settings, folder, ThemeController(window.settings, window), backends
+    )
+    settings.token_changed.connect(partial(_retry_with_new_token, models))
+    settings.model_folders_changed.connect(models.library_view.refresh)
+    settings.backends_page_requested.connect(lambda: window.show_page("Backends"))
+    # The Models page's estimates follow the default context, as the next load dialog does.
+    settings.load_defaults.defaults_saved.connect(
+        lambda chosen: models.repo_view.context_spin.setValue(chosen.n_ctx)
+    )
+    window.add_page("Settings", settings)
+
+
+def _retry_with_new_token(models: ModelsPage) -> None:
+    """A token saved or removed on the Settings page: headers that failed (or were read) with
+    the old one are read again, as after the Models page's own token dialog."""
+    clear_header_cache()
+    models.fit_estimator.forget_headers()
+    models.repo_view.reload()
 
 
 def offer_first_run_dialog(parts: AppParts, detect: Detect = detect_gpus) -> FirstRunDialog | None:
@@ -136,12 +171,6 @@ def offer_first_run_dialog(parts: AppParts, detect: Detect = detect_gpus) -> Fir
         if backends is not None:
             dialog.backend_chosen.connect(lambda _name: backends.refresh())
     return dialog
-
-
-def apply_style(app: QApplication) -> None:
-    style = ASSETS / "style.qss"
-    if style.exists():
-        app.setStyleSheet(style.read_text(encoding="utf-8"))
 
 
 def send_when_loaded(window: MainWindow, engine: EngineClient, text: str) -> None:
@@ -168,10 +197,12 @@ def open_app(
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(ORGANIZATION)
     app.setWindowIcon(app_icon())
-    apply_style(app)
     folder = data_dir()  # the folder Qt names for this app, shared with the CLI
     start_log_file(folder)  # the GUI has no terminal; the CLI logs to stderr only
     parts = build_app(folder)
+    theme = parts.window.findChild(ThemeController)
+    if theme is not None:
+        theme.apply()  # the remembered light, dark or the system's, before the window shows
     parts.window.show()
     if model is None and send is None and screenshot is None:
         # Only at a plain start: a start with --model, --send or --screenshot is scripted (the

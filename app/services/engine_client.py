@@ -12,6 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -52,7 +53,9 @@ class EngineClient(QObject):
             restarted to reload the last model before a generate request).
         model_loaded(Loaded): the model is ready; Loaded carries KV cache sizes,
             compute buffers and the kernel warnings parsed from llama.cpp's log.
-        load_failed(str): the load failed; one sentence for the user.
+        load_failed(str): the load failed; one sentence for the user. When the engine
+            still holds the model loaded before (kept, or loaded again), the sentence says so
+            and model_loaded(that model) follows at once.
         model_unloaded(): the model was unloaded (unload(), or the engine died).
         prompt_started(PromptStarted): the engine began evaluating the reply's prompt;
             `at` is the engine's time.monotonic(), however late this signal is handled.
@@ -452,8 +455,20 @@ class EngineClient(QObject):
             self._loading = None
             self._last_options = None  # never auto-reload a model that fails to load
             log.warning("model load failed: %s", event.message)
+            if event.kept is None:
+                self._update_busy()
+                self.load_failed.emit(event.message)
+                return
+            # The engine still holds a model (the one before): it is loaded, as far as
+            # every listener goes, once the failure is said.
+            kept = event.kept
+            self._loaded, self._last_options = kept, kept.options
+            self._set_kernel_warnings(kept.warnings)
             self._update_busy()
-            self.load_failed.emit(event.message)
+            name = Path(kept.model_path).name
+            again = "was loaded again" if event.reloaded else "is still loaded"
+            self.load_failed.emit(f"{event.message} The model before it, {name}, {again}.")
+            self.model_loaded.emit(kept)
         else:
             self._requests.discard(event.request_id)
             self.event_received.emit(event)

@@ -54,4 +54,8 @@ def loaded_chat_app(qtbot, chat_app):
     assert busy_shown == [True]  # an indeterminate bar and elapsed seconds while it loads
     assert not page.status.busy_bar.isVisible()
     qtbot.waitUntil(lambda: not page.offer.isVisible(), timeout=5000)
+    # The starter is a base model: the page offers text continuation; these tests chat with it.
+    assert page.completion_mode
+    page.completion.chat_anyway_button.click()
+    assert not page.completion_mode
     return chat_app

@@ -90,14 +90,15 @@ def test_switching_the_running_engine_to_a_package_and_refusing_a_tampered_one(
     assert "site-packages/llama_cpp/lib" in str(mapped_libllama(app.engine.engine_pid))
 
 
-def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(qtbot):
+def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(qtbot, tmp_path):
     from app.core.settings import Settings
-    from app.ui.chat.model_picker import LoadOptionsDialog
+    from app.ui.chat.load_dialog import LoadDialog
 
     pairs = BackendPairs("cuda", parse_system_info(DEFAULT_PAIRS_CUDA_LINE).fa_pairs)
-    dialog = LoadOptionsDialog(Settings(type_k="q8_0", type_v="f16"), None, pairs)
+    dialog = LoadDialog("starter", Settings(type_k="q8_0", type_v="f16"), tmp_path, pairs)
     qtbot.addWidget(dialog)
-    dialog.show()
+    with qtbot.waitSignal(dialog.model_read, timeout=60_000):
+        dialog.show()
     assert dialog.pair_warning.isVisible()
     assert dialog.pair_warning.text() == (
         "The cuda backend has no Flash Attention kernel for K=q8_0 / V=f16: llama.cpp would "
@@ -112,15 +113,16 @@ def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(qtb
     assert not any(b.isVisible() for b in dialog.pair_buttons.values())
 
 
-def test_load_dialog_says_nothing_on_a_backend_that_runs_every_pair(qtbot):
+def test_load_dialog_says_nothing_on_a_backend_that_runs_every_pair(qtbot, tmp_path):
     from app.core.settings import Settings
-    from app.ui.chat.model_picker import LoadOptionsDialog
+    from app.ui.chat.load_dialog import LoadDialog
 
     cpu_line = "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 |"
     pairs = BackendPairs(BUILT_IN, parse_system_info(cpu_line).fa_pairs)
-    dialog = LoadOptionsDialog(Settings(type_k="q8_0", type_v="f16"), None, pairs)
+    dialog = LoadDialog("starter", Settings(type_k="q8_0", type_v="f16"), tmp_path, pairs)
     qtbot.addWidget(dialog)
-    dialog.show()
+    with qtbot.waitSignal(dialog.model_read, timeout=60_000):
+        dialog.show()
     assert not dialog.pair_warning.isVisible()
     assert not any(b.isVisible() for b in dialog.pair_buttons.values())
 

@@ -146,14 +146,14 @@ def test_settings_are_kept_per_conversation(qtbot, chat_app) -> None:
     assert chat_app.store.conversation(b.id).sampling["temperature"] == 1.3
 
 
-def test_edit_link_puts_message_in_input(qtbot, chat_app) -> None:
+def test_edit_button_puts_message_in_input(qtbot, chat_app) -> None:
     page = chat_app.window.chat
     conversation = page.session.new_conversation()
     user = chat_app.store.add_message(conversation.id, "user", "Fix this sentence")
     chat_app.store.add_message(conversation.id, "assistant", "Done.", status=DONE)
     page.open_conversation(conversation.id)
     index = page.session.model.index(0)
-    rect = page.view.delegate.link_rect(page.view.visualRect(index), index, EDIT)
+    rect = page.view.delegate.button_rect(page.view.visualRect(index), index, EDIT)
     qtbot.mouseClick(page.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert page.input.toPlainText() == "Fix this sentence"
     assert page.edit_banner.isVisible() and page._editing == user.id
@@ -272,19 +272,22 @@ def test_window_geometry_is_kept(qtbot, chat_data_dir: Path) -> None:
 
 
 def test_model_picker_menu_and_load_options(qtbot, chat_app) -> None:
-    from app.ui.chat.model_picker import LoadOptionsDialog
-
     page = chat_app.window.chat
     menu = page.picker.menu()
     menu.aboutToShow.emit()
-    labels = [a.text() for a in menu.actions() if a.text()]
+    actions = [a for a in menu.actions() if a.text()]
+    labels = [a.text() for a in actions]
     assert labels[0].startswith("Starter model: Gemma 3 270M")
     assert {"Open GGUF file…", "Load options…", "Unload model"} <= set(labels)
 
-    dialog = LoadOptionsDialog(chat_app.settings.settings)
-    qtbot.addWidget(dialog)
+    actions[0].trigger()  # picking a model opens its load dialog; nothing loads yet
+    dialog = page.load_dialog
+    assert dialog is not None and dialog.isVisible()
+    with qtbot.waitSignal(dialog.model_read, timeout=60_000):
+        pass
+    assert chat_app.engine.last_options is None
     assert (dialog.type_k.currentText(), dialog.type_v.currentText()) == ("q8_0", "f16")
-    assert dialog.n_ctx.value() == 2048
+    assert dialog.n_ctx.value() == 2048  # tests/ui/conftest.py's default load setting
     assert {"f16", "q8_0", "q4_0", "bf16"} <= {
         dialog.type_k.itemText(i) for i in range(dialog.type_k.count())
     }
@@ -292,11 +295,12 @@ def test_model_picker_menu_and_load_options(qtbot, chat_app) -> None:
     dialog.n_ctx.setValue(8192)
     chosen = dialog.chosen()
     assert (chosen.type_k, chosen.type_v, chosen.n_ctx) == ("q8_0", "q8_0", 8192)
+    dialog.reject()
 
 
 def test_every_kernel_warning_kind_has_words_in_the_chat_and_on_the_dashboard() -> None:
     from app.engine.messages import KERNEL_WARNING_KINDS
     from app.ui.chat.status_bar import _WARNING_TEXT
-    from app.ui.dashboard.page import WARNING_WORDS
+    from app.ui.dashboard.kernel_banner import WARNING_WORDS
 
     assert set(_WARNING_TEXT) == set(WARNING_WORDS) == set(KERNEL_WARNING_KINDS)

@@ -73,7 +73,7 @@ def test_stop_during_reply(qtbot, loaded_chat_app) -> None:
     assert page.send_button.text() == "Send"
 
 
-def test_regenerate_replaces_last_reply(qtbot, loaded_chat_app) -> None:
+def test_regenerate_adds_a_version_of_the_last_reply(qtbot, loaded_chat_app) -> None:
     app = loaded_chat_app
     page = app.window.chat
     _new_chat(page)
@@ -84,7 +84,10 @@ def test_regenerate_replaces_last_reply(qtbot, loaded_chat_app) -> None:
         page.regenerate_button.click()
     messages = page.session.model.messages()
     assert [m.role for m in messages] == ["user", "assistant"]
-    assert messages[-1].id != first.id and messages[-1].content
+    # The reply's row now shows version 2 of 2; version 1 is kept, not deleted.
+    assert messages[-1].id == first.id and messages[-1].content
+    assert (messages[-1].version, messages[-1].versions) == (2, 2)
+    assert app.store.reply_versions(first.id)[0].content == first.content
     assert [m.id for m in app.store.messages(page.session.conversation.id)] == [
         m.id for m in messages
     ]

@@ -5,6 +5,7 @@ panel follows the context, the int8-K warning banner shows what llama.cpp itself
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -62,7 +63,13 @@ def test_memory_chart_updates_while_a_reply_streams(qtbot, dashboard):
     for kind in ("load", "loaded", "prompt", "generation", "finished"):
         assert kind in kinds, kinds
     assert kinds.index("prompt") < kinds.index("generation") < kinds.index("finished")
-    qtbot.waitUntil(lambda: page.memory_chart.marker_count >= 3, timeout=2000)
+    # load, prompt and generation lines (a prompt done within 50 ms shares its line with
+    # the generation's, one label "prompt generation": the chart merges such markers)
+    qtbot.waitUntil(
+        lambda: " ".join(page.memory_chart.line_labels).split()[-2:] == ["prompt", "generation"],
+        timeout=2000,
+    )
+    assert page.memory_chart.marker_count >= 2
     n_past = finished.args[0].n_past
     qtbot.waitUntil(lambda: page.kv_panel.n_tokens == n_past, timeout=2000)
     assert f"{n_past:,} tokens" in page.kv_panel.now_label.text()
@@ -183,19 +190,42 @@ def test_banner_follows_a_kernel_warning_logged_after_the_load(qtbot, starter_mo
 
 
 def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
-    client, page, _ = dashboard
+    client, page, model = dashboard
+    time_view = page.compare.time_view
+    # Before a run: an estimate of its duration, said to be one.
+    assert re.fullmatch(
+        r"Estimated time: about [\d a-z]+ \(9 steps; an estimate from this model's load and "
+        r"last reply\)\.",
+        time_view.label.text(),
+    ), time_view.label.text()
+    seen: list[tuple[int, str]] = []  # the bar after each of the runner's progress events
+    page.runner.progress_changed.connect(
+        lambda _f, _m: seen.append((time_view.bar.value(), time_view.bar.format()))
+    )
+    settings = dict(
+        depth=128, quality_chunks=1, chunk_tokens=256, n_prompt=128, n_gen=8, repetitions=1
+    )
     with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS):
-        page.start_compare(
-            n_ctx=1024,
-            depth=128,
-            quality_chunks=1,
-            chunk_tokens=256,
-            n_prompt=128,
-            n_gen=8,
-            n_threads=2,
-            repetitions=1,
-        )
+        page.start_compare(n_ctx=1024, n_threads=2, **settings)
         assert page.compare.cancel_button.isEnabled() and not page.compare.run_button.isEnabled()
+        assert time_view.label.text().startswith("Started; estimated about ")
+    # The bar moved at each step's end, with the time left, and only forwards.
+    values = [v for v, _ in seen]
+    assert values == sorted(values) and values[-1] == 1000
+    step_texts = list(dict.fromkeys(text for _, text in seen if " steps - " in text))
+    assert len(step_texts) == 9, step_texts
+    assert all(re.search(r"^\d of 9 steps - about [\d a-z]+ left$", t) for t in step_texts[:-1])
+    assert step_texts[-1] == "9 of 9 steps - done" and time_view.bar.format() == "done"
+    took = re.fullmatch(r"Took (.+) \(estimated (.+)\)\.", time_view.label.text())
+    assert took, time_view.label.text()
+    # The next estimate rests on this run's speeds and step times: for the same settings it
+    # comes within 10% of this run (a new run differs only by how busy the machine is).
+    from app.engine.compare_estimate import compare_steps
+
+    again = compare_steps(page.compare_control.rates(str(model)), **settings)
+    assert again.rates.source == "this model's last comparison"
+    measured = sum(time_view.step_seconds)
+    assert abs(again.total_seconds - measured) < 0.1 * measured, (again, measured)
     table = page.compare.table
     assert table.rowCount() == 3
     assert [table.item(r, 0).text() for r in range(3)] == ["f16/f16", "q8_0/f16", "q8_0/q8_0"]
@@ -205,6 +235,18 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     assert page.compare.progress.value() == 1000
     assert page.compare.run_button.isEnabled() and not page.compare.cancel_button.isEnabled()
     assert page.source == "compare" and page.memory_chart.point_count > 10
+    # Both peaks say what they measure: the engine's RSS (psutil here), over the whole
+    # recording in the stats line, over each mode's load and speed run in the table.
+    page._redraw(force_text=True)
+    peak_header = table.horizontalHeaderItem(2).text()
+    assert peak_header == "peak RSS MiB\n(load + speed)"
+    assert "engine RSS, psutil" in table.horizontalHeaderItem(2).toolTip()
+    stats = page.stats_label.text()
+    assert "(engine RSS, psutil, whole recording)" in stats, stats
+    whole_peak = max(p.used_bytes for p in page.compare_recording.points) / 2**20
+    assert f"peak <b>{whole_peak:,.0f} MiB</b>" in stats
+    for r in range(3):
+        assert float(table.item(r, 2).text().replace(",", "")) <= whole_peak + 0.05
 
     csv_path = page.compare.export_csv(tmp_path / "c.csv")
     assert csv_path.read_text().count("\n") == 4
@@ -219,6 +261,14 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     assert page.source == "file" and page.compare.table.rowCount() == 3
     qtbot.waitUntil(lambda: page.memory_chart.point_count > 10, timeout=2000)
     assert "Compare run" in page.probe_label.text()
+    assert page.compare.table.horizontalHeaderItem(2).text() == "peak RSS MiB\n(load + speed)"
+    # A run whose final sample came after its last engine exited (no process seen then)
+    # still names the engine's RSS: its peaks were taken while an engine ran.
+    saved = json.loads((tmp_path / "run.json").read_text())
+    saved["samples"]["process_bytes"][-1] = None
+    (tmp_path / "late.json").write_text(json.dumps(saved))
+    page.open_recording(tmp_path / "late.json")
+    assert page.compare.table.horizontalHeaderItem(2).text() == "peak RSS MiB\n(load + speed)"
     # The KV panel draws the opened run's modes (no model file needed), with the log's totals.
     assert len(page.kv_panel._run_curves) == 3
     assert "Allocated: f16/f16" in page.kv_panel.alloc_label.text()

@@ -36,7 +36,7 @@ def test_chat_page_refuses_each_before_the_engine(qtbot, chat_app, nasty_files, 
     chat_app.bridge.error_reported.connect(errors.append)
     for case, path in nasty_files:
         with qtbot.waitSignal(page.model_resolve_failed, timeout=30_000) as blocker:
-            page.picker.model_chosen.emit(str(path))  # what the menu and Open file… do
+            page.load_model(str(path))  # what the load dialog's Load and My models' Load do
         message = blocker.args[0]
         assert message.startswith("Could not open the model: "), (case.name, message)
         assert "GGUF" in message and "\n" not in message, (case.name, message)

@@ -67,3 +67,47 @@ def test_a_long_session_keeps_every_line_but_labels_only_the_recent_ones(qtbot) 
     # made a repaint take 30 ms. Older lines share one item per colour instead.
     items = chart.getPlotItem().items
     assert len(items) <= 1 + RECENT_LINES + len(("prompt", "generation")), len(items)
+
+
+def test_labels_of_markers_close_in_time_do_not_overlap(qtbot) -> None:
+    """A short prompt puts 'prompt' and 'generation' a few pixels apart; replies in quick
+    succession do it again: every label on screen has a rectangle of its own, stacked down
+    its line or hidden, and the plot's bottom cuts none."""
+    from app.core.recording import MemoryPoint
+
+    chart = MemoryChart()
+    qtbot.addWidget(chart)
+    chart.resize(500, 260)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.set_points([MemoryPoint(0.1 * i, 300 * 2**20) for i in range(300)])
+    markers = [
+        Marker(1.0, "load", "model.gguf"),
+        Marker(1.5, "loaded", "loaded"),
+        Marker(5.0, "prompt", "prompt: 12 tokens"),
+        Marker(5.12, "generation", "generation"),
+        Marker(5.3, "prompt", "prompt: 40 tokens"),
+        Marker(5.4, "generation", "generation"),
+        Marker(5.5, "prompt", "prompt: 3 tokens"),
+        Marker(20.0, "prompt", "prompt: 3 tokens"),
+    ]
+    for i in range(1, len(markers) + 1):  # as a session adds them
+        chart.set_markers(markers[:i])
+    shown = chart.shown_labels
+    assert len(shown) >= 4, shown  # stacked, not all hidden
+    for a, (text_a, rect_a) in enumerate(shown):
+        for text_b, rect_b in shown[a + 1 :]:
+            assert not rect_a.intersects(rect_b), (text_a, rect_a, text_b, rect_b)
+    plot_area = chart.getViewBox().sceneBoundingRect()
+    for text, rect in shown:
+        assert plot_area.contains(rect), (text, rect, plot_area)
+    # The lone marker at 20 s keeps the top of its line.
+    assert shown[-1][1].top() == shown[0][1].top()
+
+    # A narrower chart puts the lines closer: the labels are laid out again.
+    with qtbot.waitSignal(chart.getViewBox().sigResized, timeout=2000):
+        chart.resize(300, 260)
+    assert chart.getViewBox().sceneBoundingRect().width() < 250
+    shown = chart.shown_labels
+    for a, (_, rect_a) in enumerate(shown):
+        assert not any(rect_a.intersects(rect_b) for _, rect_b in shown[a + 1 :])

@@ -84,3 +84,39 @@ def test_a_streamed_reply_keeps_one_rendered_document(qtbot, tmp_path: Path):
         view.viewport().repaint()  # each published piece is drawn, as the user sees it
     assert model.text_of(reply.id).startswith("word 0 word 1")
     assert view.delegate.documents_held == 3
+
+
+def test_a_conversation_left_behind_keeps_no_rendered_documents(qtbot, tmp_path: Path):
+    # Issue 11, long sessions: each new chat left the one before's documents in the cache
+    # (at most 300, their versions never shown again), and the window grew with every chat.
+    store = ChatStore(tmp_path / "chat.sqlite3")
+    first = _conversation(store, 40)
+    second = _conversation(store, 2)
+    model = MessageListModel()
+    view = _view(qtbot, model)
+    model.set_messages(store.messages(first))
+    view.executeDelayedItemsLayout()
+    view.viewport().repaint()
+    assert view.delegate.documents_held > 2
+
+    model.set_messages(store.messages(second))
+    view.executeDelayedItemsLayout()
+    view.viewport().repaint()
+    assert view.delegate.documents_held == 2
+    assert view.delegate.rows_measured == 2
+
+
+def test_removed_messages_leave_no_rendered_documents(qtbot, tmp_path: Path):
+    store = ChatStore(tmp_path / "chat.sqlite3")
+    conversation_id = _conversation(store, 6)
+    messages = store.messages(conversation_id)
+    model = MessageListModel()
+    view = _view(qtbot, model)
+    model.set_messages(messages)
+    view.executeDelayedItemsLayout()
+    view.viewport().repaint()
+    assert view.delegate.documents_held == 6
+
+    model.remove_from(messages[2].id)  # edit and resend the third message
+    assert view.delegate.documents_held == 2
+    assert view.delegate.rows_measured == 2

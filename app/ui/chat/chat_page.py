@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
-    QLabel,
     QMessageBox,
     QPushButton,
-    QSplitter,
-    QStackedWidget,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -26,41 +21,42 @@ from app.core.backends import BackendStore
 from app.core.chat_store import ChatStore, Conversation
 from app.core.errors import ContextTooLargeError
 from app.core.load_check import check_model_load
+from app.core.load_choices import choice_for
 from app.core.model_ref import resolve_model
 from app.core.settings import Settings, SettingsFile
 from app.engine.build_info import BackendPairs, parse_system_info
 from app.engine.messages import Finished, Loaded, LoadOptions, TemplateFallback
+from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load, load_options_for
 from app.services.engine_client import EngineClient
+from app.services.local_workers import LocalWorkers
 from app.services.message_bridge import MessageBridge
+from app.ui.chat.completion_panel import CompletionPanel
 from app.ui.chat.conversation_list import ConversationList
+from app.ui.chat.engine_state import EngineStateNotices
 from app.ui.chat.input_box import InputBox
+from app.ui.chat.load_dialog import LoadDialog
 from app.ui.chat.message_delegate import COPY, EDIT, REGENERATE
 from app.ui.chat.message_view import MessageView
-from app.ui.chat.model_picker import STARTER, LoadOptionsDialog, ModelPicker
+from app.ui.chat.model_picker import STARTER, ModelPicker
+from app.ui.chat.notices import EngineStopped, ModelOffer
+from app.ui.chat.page_layout import lay_out
 from app.ui.chat.session import ChatSession
 from app.ui.chat.settings_panel import SettingsPanel
 from app.ui.chat.status_bar import ChatStatus
 
 log = logging.getLogger(__name__)
 
-STARTER_OFFER = (
-    "<b>No model is loaded.</b> The starter model, Gemma 3 270M, is here: a small base "
-    "model for trying the app offline. It continues text rather than answering; for real "
-    "chat, download an instruct model from the Hub."
-)
-NO_MODEL = (
-    "<b>No model is loaded.</b> Choose a GGUF model with the picker above, or get the small "
-    "starter model in Models, My models."
-)
 LOAD_ANYWAY_ADVICE = "lower the context length in Load options, or choose Load anyway"
 
 
 class ChatPage(QWidget):
     """Signals:
     model_resolve_failed(str): a chosen model could not be opened (before the engine).
+    find_chat_model_requested(): the user asked for a chat model (the Models page's Discover).
     """
 
     model_resolve_failed = Signal(str)
+    find_chat_model_requested = Signal()
     # (ref, LoadOptions or None, the Exception that stops it or None), from a helper thread
     _model_resolved = Signal(str, object, object)
 
@@ -78,9 +74,11 @@ class ChatPage(QWidget):
         self.session = ChatSession(store, engine, self)
         self._editing: int | None = None
         self._pending_ref: str | None = None
-        self._last_crash: str | None = None  # its load_failed / reply_failed say it again
+        self._chat_anyway: set[str] = set()  # base models the user chose to chat with
         self._resolving = False
         self.load_refusal: QMessageBox | None = None  # the open "Load anyway?" box
+        self.load_dialog: LoadDialog | None = None  # the open load dialog
+        self.local_workers = LocalWorkers(self)  # "Start a worker on this computer"
 
         self.conversations = ConversationList(store)
         self.view = MessageView(self.session.model)
@@ -95,7 +93,28 @@ class ChatPage(QWidget):
         self.settings_toggle = QPushButton("Chat settings")
         self.settings_toggle.setCheckable(True)
         self.settings_toggle.setObjectName("settingsToggle")
-        self._build_layout()
+        self.offer = ModelOffer()
+        self.offer_button = self.offer.starter_button
+        self.stopped = EngineStopped()
+        self.completion = CompletionPanel(engine)
+        self.notices = EngineStateNotices(
+            engine, self.status, self.picker, self.stopped, bridge, self
+        )
+        laid = lay_out(
+            self,
+            header=(self.picker, self.settings_toggle),
+            view=self.view,
+            composer=(self.input, self.send_button, self.regenerate_button),
+            notices=(self.offer, self.stopped),
+            completion=self.completion,
+            sides=(self.conversations, self.settings_panel),
+        )
+        self.empty_state, self.stack, self.edit_banner = (
+            laid.empty_state,
+            laid.stack,
+            laid.edit_banner,
+        )
+        self.modes, self.chat_area, self.splitter = laid.modes, laid.chat_area, laid.splitter
         self._connect()
         self.conversations.refresh()
         existing = store.conversations()
@@ -104,88 +123,15 @@ class ChatPage(QWidget):
         self._update_offer()
         self._update_buttons()
 
-    # ---- layout -----------------------------------------------------------------------
-
-    def _build_layout(self) -> None:
-        header = QFrame()
-        header.setObjectName("chatHeader")
-        header_layout = QHBoxLayout(header)
-        header_layout.setContentsMargins(16, 8, 16, 8)
-        header_layout.addWidget(self.picker)
-        header_layout.addStretch(1)
-        header_layout.addWidget(self.settings_toggle)
-
-        self.empty_state = QLabel(
-            "<div style='font-size:17pt; font-weight:600; color:#1f2328'>Start a conversation</div>"
-            "<div style='color:#6b7280; margin-top:6px'>Messages stay on this computer, "
-            "saved as they stream.</div>"
-        )
-        self.empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty_state.setObjectName("emptyState")
-        self.stack = QStackedWidget()
-        self.stack.addWidget(self.empty_state)
-        self.stack.addWidget(self.view)
-
-        self.offer = QFrame()
-        self.offer.setObjectName("starterOffer")
-        self.offer_text = QLabel(STARTER_OFFER)
-        self.offer_text.setWordWrap(True)
-        self.offer_button = QPushButton("Load the starter model")
-        self.offer_button.setObjectName("starterButton")
-        offer_layout = QHBoxLayout(self.offer)
-        offer_layout.setContentsMargins(14, 10, 14, 10)
-        offer_layout.addWidget(self.offer_text, 1)
-        offer_layout.addWidget(self.offer_button)
-
-        self.edit_banner = QLabel(
-            "Editing a message: Enter resends it (later messages are replaced), Esc cancels."
-        )
-        self.edit_banner.setObjectName("editBanner")
-        self.edit_banner.hide()
-
-        composer = QFrame()
-        composer.setObjectName("composer")
-        composer_layout = QHBoxLayout(composer)
-        composer_layout.setContentsMargins(10, 8, 10, 8)
-        composer_layout.addWidget(self.input, 1)
-        buttons = QVBoxLayout()
-        buttons.addWidget(self.send_button)
-        buttons.addWidget(self.regenerate_button)
-        composer_layout.addLayout(buttons)
-
-        bottom = QVBoxLayout()
-        bottom.setContentsMargins(24, 6, 24, 14)
-        bottom.addWidget(self.offer)
-        bottom.addWidget(self.edit_banner)
-        bottom.addWidget(composer)
-
-        center = QWidget()
-        center.setObjectName("chatCenter")
-        center_layout = QVBoxLayout(center)
-        center_layout.setContentsMargins(0, 0, 0, 0)
-        center_layout.setSpacing(0)
-        center_layout.addWidget(header)
-        center_layout.addWidget(self.stack, 1)
-        center_layout.addLayout(bottom)
-
-        self.settings_panel.hide()
-        self.splitter = QSplitter()
-        self.splitter.addWidget(self.conversations)
-        self.splitter.addWidget(center)
-        self.splitter.addWidget(self.settings_panel)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([240, 900, 280])
-        self.splitter.setChildrenCollapsible(False)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.splitter)
-
     def _connect(self) -> None:
         s, e = self.session, self.engine
         self.conversations.conversation_selected.connect(self.open_conversation)
         self.conversations.new_requested.connect(self._on_conversations_new_requested)
         self.conversations.rename_requested.connect(s.rename_conversation)
         self.conversations.delete_requested.connect(s.delete_conversation)
+        self.conversations.conversation_exported.connect(
+            lambda path: self.bridge.info(f"Chat exported to {path}.")
+        )
         s.conversation_opened.connect(self._on_session_conversation_opened)
         s.conversations_changed.connect(self._on_session_conversations_changed)
         s.generating_changed.connect(self._on_session_generating_changed)
@@ -202,10 +148,15 @@ class ChatPage(QWidget):
         self.send_button.clicked.connect(self._on_send_clicked)
         self.regenerate_button.clicked.connect(self.regenerate)
         self.view.delegate.action_requested.connect(self._on_message_action)
-        self.picker.model_chosen.connect(self.load_model)
-        self.picker.options_requested.connect(self.edit_load_options)
+        self.view.delegate.version_requested.connect(s.show_version)
+        self.picker.model_chosen.connect(self.open_load_dialog)
+        self.picker.options_requested.connect(self.open_load_dialog)
         self.picker.unload_requested.connect(e.unload)
-        self.offer_button.clicked.connect(self._on_offer_clicked)
+        self.offer.starter_requested.connect(self._on_offer_clicked)
+        self.offer.find_chat_model_requested.connect(self.find_chat_model_requested)
+        self.completion.find_chat_model_requested.connect(self.find_chat_model_requested)
+        self.completion.chat_anyway_requested.connect(self._on_completion_chat_anyway_requested)
+        self.notices.changed.connect(self._update_offer)
         QShortcut(QKeySequence.StandardKey.New, self, self._on_conversations_new_requested)
         QShortcut(QKeySequence.StandardKey.Find, self, self.conversations.search_box.setFocus)
         QShortcut(QKeySequence("Ctrl+."), self, self.stop)
@@ -216,7 +167,6 @@ class ChatPage(QWidget):
         e.model_loaded.connect(self._on_engine_model_loaded)
         e.load_failed.connect(self._on_engine_load_failed)
         e.model_unloaded.connect(self._on_engine_model_unloaded)
-        e.engine_crashed.connect(self._on_engine_crashed)
         e.kernel_warnings_changed.connect(self.status.set_warnings)
         e.event_received.connect(self._on_engine_event_received)
         e.busy_changed.connect(lambda _b: self._update_buttons())
@@ -277,16 +227,15 @@ class ChatPage(QWidget):
         options: LoadOptions | None = None
         error: Exception | None = None
         try:
-            options = LoadOptions(
-                model_path=str(resolve_model(ref)),
-                n_ctx=s.n_ctx,
-                n_gpu_layers=s.n_gpu_layers,
-                flash_attn=True,
-                type_k=s.type_k,
-                type_v=s.type_v,
-                n_threads=s.n_threads,
-            )
-            check_model_load(Path(options.model_path), options, advice=LOAD_ANYWAY_ADVICE)
+            path = resolve_model(ref)
+            # The model's remembered load settings (app/ui/chat/load_dialog.py), else the defaults.
+            choice = choice_for(self.settings.folder, s, path)
+            options = load_options_for(str(path), choice)
+            if options.rpc_workers:  # every worker answers, runs the K/V pair, fits
+                folder = backend_with_rpc(self.settings.folder, "the Backends page")
+                check_rpc_load(options, folder, advice=LOAD_ANYWAY_ADVICE)
+            else:
+                check_model_load(Path(options.model_path), options, advice=LOAD_ANYWAY_ADVICE)
         except Exception as exc:  # noqa: BLE001 - reported to the user on the GUI thread
             error = exc
         self._model_resolved.emit(ref, options, error)
@@ -347,19 +296,36 @@ class ChatPage(QWidget):
         fa_pairs = backend.manifest.fa_pairs if backend.manifest is not None else ()
         return BackendPairs(backend.name, fa_pairs or None)
 
-    def edit_load_options(self) -> None:
-        dialog = LoadOptionsDialog(self.settings.settings, self, self.backend_pairs())
-        if dialog.exec():
-            chosen = dialog.chosen()
-            self.settings.update(
-                n_ctx=chosen.n_ctx,
-                type_k=chosen.type_k,
-                type_v=chosen.type_v,
-                n_gpu_layers=chosen.n_gpu_layers,
-                n_threads=chosen.n_threads,
-            )
-            self.picker.settings = self.settings.settings
-            self.bridge.info("Load options saved; they apply to the next model load.")
+    def open_load_dialog(self, ref: str | None = None) -> None:
+        """The load dialog for `ref` (None: the loaded model, else the last one, else the
+        starter): its load settings, the live fit, and Load (Reload for the loaded model)."""
+        loaded = self.engine.loaded.model_path if self.engine.loaded else None
+        ref = ref or loaded or self.settings.settings.last_model
+        if not ref and starter.is_available():
+            ref = STARTER
+        if not ref:
+            self.picker.open_file()  # nothing to set up yet: choose a file first
+            return
+        if self.load_dialog is not None:
+            self.load_dialog.close()
+        dialog = LoadDialog(
+            ref,
+            self.settings.settings,
+            self.settings.folder,
+            self.backend_pairs(),
+            loaded,
+            self,
+            local_workers=self.local_workers,
+        )
+        dialog.load_requested.connect(self.load_model)
+        dialog.finished.connect(partial(self._on_load_dialog_finished, dialog))
+        self.load_dialog = dialog
+        dialog.open()
+
+    def _on_load_dialog_finished(self, dialog: LoadDialog, _result: int) -> None:
+        if self.load_dialog is dialog:
+            self.load_dialog = None
+        dialog.deleteLater()
 
     # ---- handlers ---------------------------------------------------------------------
 
@@ -423,7 +389,6 @@ class ChatPage(QWidget):
         self.status.set_speed(finished.tokens_per_second)
 
     def _on_engine_loading_started(self, options: LoadOptions) -> None:
-        self._last_crash = None
         self.status.show_loading(options)
         self.picker.show_model(options.model_path, loading=True)
         self._update_offer()
@@ -444,65 +409,50 @@ class ChatPage(QWidget):
                 + "; ".join(w.text for w in loaded.warnings[:3])
             )
         self._update_offer()
+        self._update_mode()
 
     def _on_engine_event_received(self, event: object) -> None:
         if isinstance(event, TemplateFallback):
             self.status.show_template(event.chat_format, event.notice)
             self.bridge.warning(event.notice)
 
-    def _on_engine_load_failed(self, message: str) -> None:
-        self._pending_ref = None
-        if message == self._last_crash:  # the crash box already said it
-            self.status.show_unloaded(self._crash_status())
-            self._update_offer()
-            return
-        self.status.show_unloaded()
-        self._show_current_model()
-        self.bridge.error(f"Could not load the model: {message}")
-        self._update_offer()
+    def _on_engine_load_failed(self, _message: str) -> None:
+        self._pending_ref = None  # said by self.notices
 
     def _on_engine_model_unloaded(self) -> None:
-        if self._last_crash:
-            self.status.show_unloaded(self._crash_status())
-        else:
-            self.status.show_unloaded()
-        self._show_current_model()
-        self._update_offer()
-
-    def _on_engine_crashed(self, message: str) -> None:
-        self._last_crash = message
-        self.status.show_unloaded(self._crash_status())
-        self._show_current_model()
-        sentence, _, details = message.partition("\n")
-        given_up = self.engine.gave_up_on
-        if given_up is not None:
-            after = (
-                f"It stopped {self.engine.crashes_in_a_row} times in a row with "
-                f"{Path(given_up).name}, so that model is not loaded again by itself; "
-                "choose it in the model picker to try again. Your conversation is saved."
-            )
-        elif self.engine.last_options is not None:
-            after = "Your conversation is saved; the model reloads when you send a message."
-        else:
-            after = "Your conversation is saved."
-        self.bridge.error(f"{sentence} {after}" + (f"\n{details}" if details else ""))
-        self._update_offer()
-
-    def _crash_status(self) -> str:
-        if self.engine.gave_up_on is not None:
-            return f"Engine stopped ({self.engine.crashes_in_a_row} crashes in a row)"
-        return "Engine stopped (restarts on the next message)"
+        if self.engine.last_options is None:  # unloaded, not waiting to reload after a crash
+            self._update_mode()
 
     def _on_chat_reply_failed(self, message: str) -> None:
-        if message == self._last_crash:  # the crash box already said it
-            return
-        self.bridge.warning(f"The reply failed: {message}")
+        if not self.notices.said_already(message):  # the reply's row says it too
+            self.bridge.warning(f"The reply failed: {message}")
+
+    def _on_completion_chat_anyway_requested(self) -> None:
+        if self.engine.loaded is not None:
+            self._chat_anyway.add(self.engine.loaded.model_path)
+        self._update_mode()
 
     # ---- view state -------------------------------------------------------------------
 
     def _show_current_model(self) -> None:
+        self.notices.show_current_model()
+
+    @property
+    def completion_mode(self) -> bool:
+        """Whether the page shows the completion panel (a base model) instead of the chat."""
+        return self.modes.currentWidget() is self.completion
+
+    def _update_mode(self) -> None:
         loaded = self.engine.loaded
-        self.picker.show_model(loaded.model_path if loaded else None)
+        base = (
+            loaded is not None
+            and bool(loaded.base_model)
+            and loaded.model_path not in self._chat_anyway
+        )
+        if base and loaded is not None:
+            self.completion.show_reason(loaded.base_model)
+        self.modes.setCurrentWidget(self.completion if base else self.chat_area)
+        self.status.show_text_continuation(base)
 
     def _update_offer(self) -> None:
         nothing = (
@@ -511,9 +461,7 @@ class ChatPage(QWidget):
             and not self.engine.busy
             and not self._resolving
         )
-        available = starter.is_available()
-        self.offer_text.setText(STARTER_OFFER if available else NO_MODEL)
-        self.offer_button.setVisible(available)
+        self.offer.show_starter(starter.is_available())
         self.offer.setVisible(nothing)
 
     def _update_stack(self, *_args: QModelIndex | int) -> None:

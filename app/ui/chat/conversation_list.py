@@ -1,9 +1,14 @@
-"""The conversations sidebar: new chat, search box, list with rename and delete."""
+"""The conversations sidebar: new chat, search box, list with rename, export and delete."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+import logging
+import re
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, QStandardPaths, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QFileDialog,
     QInputDialog,
     QLineEdit,
     QListWidget,
@@ -15,8 +20,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.chat_export import conversation_json, conversation_markdown, write_export
 from app.core.chat_store import ChatStore, Conversation
 from app.ui.plain_text import literal_text
+
+log = logging.getLogger(__name__)
+
+MARKDOWN, JSON = "md", "json"
+_FILTERS = {MARKDOWN: "Markdown (*.md)", JSON: "JSON (*.json)"}
 
 
 class ConversationList(QWidget):
@@ -25,12 +36,14 @@ class ConversationList(QWidget):
     new_requested(): the New chat button.
     rename_requested(int, str): rename to the given title.
     delete_requested(int): deletion confirmed by the user.
+    conversation_exported(str): a conversation was written to this file.
     """
 
     conversation_selected = Signal(int)
     new_requested = Signal()
     rename_requested = Signal(int, str)
     delete_requested = Signal(int)
+    conversation_exported = Signal(str)
 
     def __init__(self, store: ChatStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -90,11 +103,52 @@ class ConversationList(QWidget):
         item = self.list.itemAt(pos)
         if item is None:
             return
-        conversation_id = item.data(Qt.ItemDataRole.UserRole)
+        self.menu_for(item.data(Qt.ItemDataRole.UserRole)).exec(
+            self.list.viewport().mapToGlobal(pos)
+        )
+
+    def menu_for(self, conversation_id: int) -> QMenu:
+        """The conversation's menu (right click on it in the list)."""
         menu = QMenu(self)
         menu.addAction("Rename…", lambda: self.ask_rename(conversation_id))
+        menu.addAction("Export as Markdown…", lambda: self.ask_export(conversation_id, MARKDOWN))
+        menu.addAction("Export as JSON…", lambda: self.ask_export(conversation_id, JSON))
+        menu.addSeparator()
         menu.addAction("Delete…", lambda: self.ask_delete(conversation_id))
-        menu.exec(self.list.viewport().mapToGlobal(pos))
+        return menu
+
+    def ask_export(self, conversation_id: int, kind: str) -> None:
+        """Ask where, then write the conversation there as Markdown or JSON."""
+        conversation = self._store.conversation(conversation_id)
+        folder = QStandardPaths.writableLocation(
+            QStandardPaths.StandardLocation.DocumentsLocation
+        ) or str(Path.home())
+        suggested = str(Path(folder) / f"{_file_name(conversation.title)}.{kind}")
+        chosen, _filter = QFileDialog.getSaveFileName(
+            self, "Export chat", suggested, _FILTERS[kind]
+        )
+        if not chosen:
+            return
+        path = Path(chosen)
+        if not path.suffix:
+            path = path.with_suffix(f".{kind}")
+        messages = self._store.messages(conversation_id)
+        text = (
+            conversation_markdown(conversation, messages)
+            if kind == MARKDOWN
+            else conversation_json(conversation, messages, self._store.reply_versions)
+        )
+        try:
+            write_export(path, text)
+        except OSError as error:
+            log.warning("export to %s failed: %s", path, error)
+            box = QMessageBox(QMessageBox.Icon.Warning, "Export chat", "", parent=self)
+            box.setTextFormat(Qt.TextFormat.PlainText)  # the path is the user's, shown as is
+            box.setText(f"The chat could not be written to {path}: {error.strerror or error}.")
+            box.exec()
+            return
+        log.info("exported conversation %d to %s", conversation_id, path)
+        self.conversation_exported.emit(str(path))
 
     def ask_rename(self, conversation_id: int) -> None:
         conversation: Conversation = self._store.conversation(conversation_id)
@@ -115,3 +169,9 @@ class ConversationList(QWidget):
         )
         if answer == QMessageBox.StandardButton.Yes:
             self.delete_requested.emit(conversation_id)
+
+
+def _file_name(title: str) -> str:
+    """A file name from a chat's title: no path separators or characters Windows refuses."""
+    name = re.sub(r'[\\/:*?"<>|\x00-\x1f]+', " ", title)
+    return " ".join(name.split())[:80].strip(" .") or "chat"

@@ -5,6 +5,9 @@ or state changes) at the current width, and documents per message, so a token th
 the last row re-renders that row only; the other 1,999 rows keep their cached height and,
 when painted, their cached document. A message keeps one entry of each: its older versions
 are dropped when a new one is measured, as they will never be shown again.
+
+Under each bubble, the message's buttons (message_actions.py); inside a reply, code blocks with
+a band and a Copy button each (code_blocks.py). Clicks are hit-tested here, in editorEvent.
 """
 
 from __future__ import annotations
@@ -29,23 +32,35 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QFontMetrics,
+    QGuiApplication,
     QMouseEvent,
     QPainter,
     QPalette,
-    QTextBlockFormat,
+    QTextCharFormat,
     QTextCursor,
     QTextDocument,
-    QTextFormat,
 )
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
-    QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QWidget,
 )
 
 from app.core.chat_store import DONE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from app.ui.chat import code_blocks, message_actions
+from app.ui.chat.code_blocks import CodeBlock
+from app.ui.chat.message_actions import (
+    COPY,
+    EDIT,
+    NEXT,
+    PREVIOUS,
+    REGENERATE,
+    ActionButton,
+    button_at,
+    lay_out_buttons,
+    paint_buttons,
+)
 from app.ui.chat.message_model import (
     IsLastAssistantRole,
     MessageListModel,
@@ -68,12 +83,9 @@ ASSISTANT_BUBBLE = QColor("#ffffff")
 ASSISTANT_BORDER = QColor("#e3e6eb")
 TEXT = QColor("#1f2328")
 MUTED = QColor("#6b7280")
-LINK = QColor("#2f6fdb")
 ERROR = QColor("#b42318")
-CODE_BG = QColor("#f2f4f7")
 
-# Actions the header links ask for (the page handles them).
-COPY, EDIT, REGENERATE = "copy", "edit", "regenerate"
+__all__ = ["COPY", "EDIT", "REGENERATE", "MessageDelegate"]  # the page's action names
 
 
 @dataclass(frozen=True)
@@ -81,16 +93,32 @@ class _Layout:
     header: QRect
     bubble: QRect
     doc_origin: QPoint
-    footer: QRect
-    links: tuple[tuple[str, QRect], ...]
+    footer: QRect  # the row under the bubble: buttons, then a reply's numbers
+    buttons: tuple[ActionButton, ...]
+
+
+@dataclass
+class _Rendered:
+    """A message's document at one row version and column width, with its code blocks."""
+
+    version: int
+    column_width: int
+    doc: QTextDocument
+    code: tuple[CodeBlock, ...]
+    highlighted: bool = False
 
 
 class MessageDelegate(QStyledItemDelegate):
     """Signals:
-    action_requested(str, int): a header link was clicked: (COPY|EDIT|REGENERATE, message id).
+    action_requested(str, int): a message's button was clicked: (COPY|EDIT|REGENERATE,
+        message id).
+    version_requested(int, int): a reply's ‹ or › was clicked: (message id, version number).
+    code_copied(str): a code block's Copy button put this code on the clipboard.
     """
 
     action_requested = Signal(str, int)
+    version_requested = Signal(int, int)
+    code_copied = Signal(str)
 
     def __init__(self, view: QWidget) -> None:
         super().__init__(view)
@@ -103,9 +131,10 @@ class MessageDelegate(QStyledItemDelegate):
         self._small_font = QFont(self._font)
         self._small_font.setPointSizeF(self._font.pointSizeF() - 1.5)
         self._header_h = QFontMetrics(self._header_font).height() + 4
-        self._footer_h = QFontMetrics(self._small_font).height() + 4
-        # message id -> (version, column width, its document), least recently painted first
-        self._docs: OrderedDict[int, tuple[int, int, QTextDocument]] = OrderedDict()
+        self._footer_h = message_actions.row_height(self._small_font)
+        # message id -> its rendered document, least recently painted first
+        self._docs: OrderedDict[int, _Rendered] = OrderedDict()
+        self._copied: tuple[int, int] | None = None  # (message id, code block) just copied
         # row version -> (document height, document width) at _heights_width
         self._heights: dict[int, tuple[int, int]] = {}
         self._heights_width = -1
@@ -123,8 +152,33 @@ class MessageDelegate(QStyledItemDelegate):
 
     def read_versions_from(self, model: MessageListModel) -> None:
         """Take row versions straight from `model`, the view's: a Python call where Qt's
-        data() is a round trip through C++, for each of a re-layout's thousands of sizes."""
+        data() is a round trip through C++, for each of a re-layout's thousands of sizes.
+        What is kept for a message goes when it leaves the model (another conversation
+        opened, rows removed): its versions are never shown again."""
         self._model = model
+        model.modelReset.connect(self._on_model_reset)
+        model.rowsAboutToBeRemoved.connect(self._on_model_rows_about_to_be_removed)
+
+    def _on_model_reset(self) -> None:
+        # Every row has a new version now, so nothing kept can be used again.
+        self._docs.clear()
+        self._heights.clear()
+        self._sizes.clear()
+        self._measured_version.clear()
+        self._copied = None
+
+    def _on_model_rows_about_to_be_removed(
+        self, _parent: QModelIndex, first: int, last: int
+    ) -> None:
+        if self._model is None:
+            return
+        for row in range(first, last + 1):
+            message_id = self._model.message_at(row).id
+            self._docs.pop(message_id, None)
+            version = self._measured_version.pop(message_id, None)
+            if version is not None:
+                self._heights.pop(version, None)
+                self._sizes.pop(version, None)
 
     # ---- geometry ---------------------------------------------------------------------
 
@@ -171,26 +225,13 @@ class MessageDelegate(QStyledItemDelegate):
         bubble_left = column.right() - bubble_w + 1 if message.role == "user" else column.left()
         bubble = QRect(bubble_left, header.bottom() + 1, bubble_w, doc_h + 2 * PAD_V)
         footer = QRect(column.left(), bubble.bottom() + 2, column.width(), self._footer_h)
-        links = []
-        names = [COPY, EDIT] if message.role == "user" else [COPY]
-        if is_last_reply and message.status != STREAMING:
-            names.append(REGENERATE)
-        fm = QFontMetrics(self._small_font)
-        x = header.right() if message.role == "assistant" else header.left()
-        for name in names if message.role == "user" else reversed(names):
-            w = fm.horizontalAdvance(name.capitalize()) + 12
-            if message.role == "user":
-                links.append((name, QRect(x, header.top(), w, header.height())))
-                x += w
-            else:
-                x -= w
-                links.append((name, QRect(x, header.top(), w, header.height())))
+        buttons = lay_out_buttons(message, is_last_reply, footer, self._small_font)
         return _Layout(
             header,
             bubble,
             QPoint(bubble.left() + PAD_H, bubble.top() + PAD_V),
             footer,
-            tuple(links),
+            buttons,
         )
 
     def sizeHint(
@@ -210,8 +251,7 @@ class MessageDelegate(QStyledItemDelegate):
             message: Message = index.data(MessageRole)
             column = self._column(QRect(0, 0, width, 0))
             doc_h, _ = self._measure(message, version, column.width())
-            footer = self._footer_h if message.role == "assistant" else 0
-            size = QSize(width, ROW_GAP + self._header_h + doc_h + 2 * PAD_V + footer + 2)
+            size = QSize(width, ROW_GAP + self._header_h + doc_h + 2 * PAD_V + self._footer_h + 2)
             self._sizes[version] = size
             self.measurements += 1
         return size
@@ -221,14 +261,23 @@ class MessageDelegate(QStyledItemDelegate):
         """Rendered documents kept for painting (at most one per message)."""
         return len(self._docs)
 
+    @property
+    def rows_measured(self) -> int:
+        """Messages whose size is kept (one version each)."""
+        return len(self._measured_version)
+
     # ---- documents --------------------------------------------------------------------
 
     def _document(self, message: Message, version: int, column_width: int) -> QTextDocument:
+        return self._rendered(message, version, column_width).doc
+
+    def _rendered(self, message: Message, version: int, column_width: int) -> _Rendered:
         cached = self._docs.get(message.id)
-        if cached is not None and cached[:2] == (version, column_width):
+        if cached is not None and (cached.version, cached.column_width) == (version, column_width):
             self._docs.move_to_end(message.id)
-            return cached[2]
+            return cached
         doc = QTextDocument()
+        code: tuple[CodeBlock, ...] = ()
         doc.setDocumentMargin(0)
         doc.setDefaultFont(self._font)
         text = message.content
@@ -240,17 +289,20 @@ class MessageDelegate(QStyledItemDelegate):
             doc.setMarkdown(
                 hard_line_breaks(text), QTextDocument.MarkdownFeature.MarkdownDialectGitHub
             )
-            _style_code_blocks(doc)
+            code = code_blocks.frame_code_blocks(doc, text)
+        if message.status == FAILED and message.error:
+            _add_failure(doc, message.error)
         max_width = self._text_width(message, column_width)
         doc.setTextWidth(max_width)
         if message.role == "user":  # shrink the bubble to the text
             doc.setTextWidth(min(max_width, max(24.0, doc.idealWidth() + 1)))
-        self._docs[message.id] = (version, column_width, doc)  # replaces an older version's
+        rendered = _Rendered(version, column_width, doc, code)
+        self._docs[message.id] = rendered  # replaces an older version's
         self._docs.move_to_end(message.id)
         if len(self._docs) > DOC_CACHE_SIZE:
             self._docs.popitem(last=False)
         self.documents_built[message.id] = self.documents_built.get(message.id, 0) + 1
-        return doc
+        return rendered
 
     # ---- painting ---------------------------------------------------------------------
 
@@ -267,7 +319,8 @@ class MessageDelegate(QStyledItemDelegate):
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setFont(self._header_font)
-        painter.setPen(TEXT)
+        # The name sits on the view's background, not in a bubble: the theme's text colour.
+        painter.setPen(option.palette.color(QPalette.ColorRole.WindowText))
         name = "You" if message.role == "user" else "Assistant"
         if message.role == "assistant" and message.model:
             name += "  "
@@ -284,32 +337,37 @@ class MessageDelegate(QStyledItemDelegate):
                 Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                 _short_model(message.model),
             )
-        if option.state & QStyle.StateFlag.State_MouseOver:
-            painter.setFont(self._small_font)
-            painter.setPen(LINK)
-            for link_name, rect in lay.links:
-                painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, link_name.capitalize())
         user = message.role == "user"
         painter.setPen(USER_BORDER if user else ASSISTANT_BORDER)
         painter.setBrush(USER_BUBBLE if user else ASSISTANT_BUBBLE)
         painter.drawRoundedRect(lay.bubble.adjusted(0, 0, -1, -1), 10, 10)
-        doc = self._document(message, version, self._column(option.rect).width())
+        rendered = self._rendered(message, version, self._column(option.rect).width())
+        doc = rendered.doc
+        if rendered.code and not rendered.highlighted:
+            code_blocks.highlight(doc, rendered.code)  # colours only: the height is unchanged
+            rendered.highlighted = True
         painter.translate(float(lay.doc_origin.x()), float(lay.doc_origin.y()))
         painter.setClipRect(QRect(0, 0, lay.bubble.width() - 2 * PAD_H, lay.bubble.height()))
+        copied = self._copied[1] if self._copied and self._copied[0] == message.id else None
+        code_blocks.paint_frames(painter, doc, rendered.code, self._small_font, copied)
         context = QAbstractTextDocumentLayout.PaintContext()
         placeholder = not message.content and message.status == STREAMING
         context.palette.setColor(QPalette.ColorRole.Text, MUTED if placeholder else TEXT)
         doc.documentLayout().draw(painter, context)
         painter.restore()
+        paint_buttons(painter, lay.buttons, self._small_font)
         footer = _footer_text(message)
         if footer and message.role == "assistant":
             painter.save()
             painter.setFont(self._small_font)
             painter.setPen(ERROR if message.status == FAILED else MUTED)
+            left = lay.buttons[-1].rect.right() + 10 if lay.buttons else lay.footer.left() + 4
+            stats = lay.footer.adjusted(left - lay.footer.left(), 0, 0, 0)
+            elided = QFontMetrics(self._small_font).elidedText(
+                footer, Qt.TextElideMode.ElideRight, stats.width()
+            )
             painter.drawText(
-                lay.footer.adjusted(4, 0, 0, 0),
-                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                footer,
+                stats, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, elided
             )
             painter.restore()
 
@@ -326,21 +384,53 @@ class MessageDelegate(QStyledItemDelegate):
                 option.rect, message, index.data(VersionRole), bool(index.data(IsLastAssistantRole))
             )
             pos = event.position().toPoint()
-            for name, rect in lay.links:
-                if rect.contains(pos):
-                    self.action_requested.emit(name, message.id)
-                    return True
+            button = button_at(lay.buttons, pos.x(), pos.y())
+            if button is not None:
+                if button.name in (PREVIOUS, NEXT):
+                    step = -1 if button.name == PREVIOUS else 1
+                    self.version_requested.emit(message.id, message.version + step)
+                else:
+                    self.action_requested.emit(button.name, message.id)
+                return True
+            if self._copy_code_at(message, index.data(VersionRole), option.rect, lay, pos):
+                return True
         return super().editorEvent(event, model, option, index)
 
-    def link_rect(self, rect: QRect, index: QModelIndex, action: str) -> QRect | None:
-        """Where a header link is drawn (tests click it)."""
+    def _copy_code_at(
+        self, message: Message, version: int, rect: QRect, lay: _Layout, pos: QPoint
+    ) -> bool:
+        rendered = self._rendered(message, version, self._column(rect).width())
+        x, y = pos.x() - lay.doc_origin.x(), pos.y() - lay.doc_origin.y()
+        for n, code in enumerate(rendered.code):
+            if code_blocks.copy_button(rendered.doc, code, self._small_font).contains(x, y):
+                QGuiApplication.clipboard().setText(code.code)
+                self._copied = (message.id, n)
+                if self._viewport is not None:
+                    self._viewport.update(rect)  # its button says "Copied"
+                self.code_copied.emit(code.code)
+                return True
+        return False
+
+    def button_rect(self, rect: QRect, index: QModelIndex, action: str) -> QRect | None:
+        """Where a message's button is drawn, in the row's coordinates (tests click it)."""
         lay = self._layout(
             rect,
             index.data(MessageRole),
             index.data(VersionRole),
             bool(index.data(IsLastAssistantRole)),
         )
-        return next((r for name, r in lay.links if name == action), None)
+        return next((b.rect for b in lay.buttons if b.name == action), None)
+
+    def code_copy_rect(self, rect: QRect, index: QModelIndex, block: int) -> QRect | None:
+        """Where the Copy button of the message's code block number `block` is drawn."""
+        message: Message = index.data(MessageRole)
+        version: int = index.data(VersionRole)
+        lay = self._layout(rect, message, version, bool(index.data(IsLastAssistantRole)))
+        rendered = self._rendered(message, version, self._column(rect).width())
+        if block >= len(rendered.code):
+            return None
+        button = code_blocks.copy_button(rendered.doc, rendered.code[block], self._small_font)
+        return button.toRect().translated(lay.doc_origin)
 
 
 def hard_line_breaks(text: str) -> str:
@@ -357,18 +447,16 @@ def hard_line_breaks(text: str) -> str:
     return "\n".join(lines)
 
 
-def _style_code_blocks(doc: QTextDocument) -> None:
-    """Give fenced code blocks a tinted background and let long lines wrap."""
-    block = doc.begin()
-    while block.isValid():
-        fmt = block.blockFormat()
-        if fmt.hasProperty(QTextFormat.Property.BlockCodeFence) or fmt.nonBreakableLines():
-            code = QTextBlockFormat()
-            code.setBackground(CODE_BG)
-            code.setNonBreakableLines(False)
-            code.setLeftMargin(6)
-            QTextCursor(block).mergeBlockFormat(code)
-        block = block.next()
+def _add_failure(doc: QTextDocument, reason: str) -> None:
+    """Why the reply failed, after any text it had: plain text (it may quote a file's own
+    words) in the error colour."""
+    cursor = QTextCursor(doc)
+    cursor.movePosition(QTextCursor.MoveOperation.End)
+    if not doc.isEmpty():
+        cursor.insertBlock()
+    failed = QTextCharFormat()
+    failed.setForeground(ERROR)
+    cursor.insertText(f"⚠ The reply failed: {reason}", failed)
 
 
 def _footer_text(message: Message) -> str:

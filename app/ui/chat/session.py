@@ -166,15 +166,25 @@ class ChatSession(QObject):
         return True
 
     def regenerate(self) -> bool:
-        """Replace the last reply with a new one."""
+        """Generate a new version of the last reply; the earlier ones are kept."""
         if self.generating or self.conversation is None:
             return False
         messages = self.store.messages(self.conversation.id)
         if not messages or messages[-1].role != "assistant":
             return False
-        self.store.delete_messages_from(self.conversation.id, messages[-1].id)
-        self.model.remove_from(messages[-1].id)
-        self._start_reply()
+        reply = self.store.start_new_version(messages[-1].id, self._model_path())
+        self.model.update_message(reply)
+        self._stream_into(reply.id)  # its history leaves out the streaming row itself
+        return True
+
+    def show_version(self, message_id: int, number: int) -> bool:
+        """Show version `number` of a reply (the history uses the version shown)."""
+        if self._reply is not None and self._reply.message_id == message_id:
+            return False  # it is being written
+        try:
+            self.model.update_message(self.store.show_version(message_id, number))
+        except KeyError:
+            return False
         return True
 
     def edit_and_resend(self, message_id: int, text: str) -> bool:
@@ -202,20 +212,25 @@ class ChatSession(QObject):
                 history.append(ChatMessage(m.role, m.content))
         return tuple(history)
 
+    def _model_path(self) -> str | None:
+        loaded = self.engine.loaded or None
+        if loaded:
+            return loaded.model_path
+        return self.engine.last_options.model_path if self.engine.last_options else None
+
     def _start_reply(self) -> None:
         assert self.conversation is not None
-        history = self._history()
-        loaded = self.engine.loaded or None
-        model_path = (
-            loaded.model_path
-            if loaded
-            else (self.engine.last_options.model_path if self.engine.last_options else None)
-        )
         placeholder = self.store.add_message(
-            self.conversation.id, "assistant", "", status=STREAMING, model=model_path
+            self.conversation.id, "assistant", "", status=STREAMING, model=self._model_path()
         )
         self.model.append_message(placeholder)
-        self._reply = StreamingReply(self.store, placeholder.id, interval=SAVE_INTERVAL_S)
+        self._stream_into(placeholder.id)
+
+    def _stream_into(self, message_id: int) -> None:
+        """Generate a reply into the (empty, streaming) message row `message_id`."""
+        assert self.conversation is not None
+        history = self._history()
+        self._reply = StreamingReply(self.store, message_id, interval=SAVE_INTERVAL_S)
         self._reply_conversation = self.conversation.id
         self._request_id = uuid.uuid4().hex
         self._save_timer.start()
@@ -223,13 +238,13 @@ class ChatSession(QObject):
         sampling = sampling_from_dict(self.conversation.sampling)
         self.engine.generate(Generate(self._request_id, sampling=sampling, messages=history))
 
-    def _end_reply(self, status: str, finished: Finished | None = None) -> None:
+    def _end_reply(self, status: str, finished: Finished | None = None, error: str = "") -> None:
         reply = self._reply
         if reply is None:
             return
-        stats = {}
+        stats: dict[str, object] = {"error": error} if error else {}
         if finished is not None:
-            stats = {
+            stats |= {
                 "prompt_tokens": finished.prompt_tokens,
                 "generated_tokens": finished.generated_tokens,
                 "tokens_per_second": finished.tokens_per_second,
@@ -290,7 +305,8 @@ class ChatSession(QObject):
         if request_id != self._request_id:
             return
         log.warning("reply failed: %s", message)
-        self._end_reply(FAILED)
+        # In the conversation, kept with the reply: one line (a crash's output tail stays out)
+        self._end_reply(FAILED, error=message.partition("\n")[0])
         self.reply_failed.emit(message)
 
 

@@ -45,6 +45,8 @@ class ChatStatus(QWidget):
         self.template_label = plain_label(QLabel(""))
         self.template_label.setObjectName("statusTemplate")
         self.template_label.hide()
+        self._template: tuple[str, str] | None = None
+        self._continuation = False
         self.kv_label = QLabel("")
         self.kv_label.setObjectName("statusKv")
         self.speed_label = QLabel("")
@@ -134,8 +136,23 @@ class ChatStatus(QWidget):
         self.speed_label.setText("")
         self.show_template(loaded.chat_format, loaded.chat_template_notice)
 
+    def show_text_continuation(self, on: bool) -> None:
+        """A base model in the completion panel uses no template; say so, not the chat one."""
+        self._continuation = on
+        if on:
+            self.template_label.setText("text continuation, no template")
+            self.template_label.setToolTip(
+                "The completion panel sends your text as it is: the model continues it."
+            )
+            self.template_label.show()
+        elif self._template is not None:
+            self.show_template(*self._template)
+
     def show_template(self, chat_format: str, notice: str = "") -> None:
         """Which chat template the replies use; a fallback is marked, with why in the tooltip."""
+        self._template = (chat_format, notice)
+        if self._continuation:
+            return
         own = chat_format == "gguf"
         self.template_label.setText(
             "model's template"

@@ -1,5 +1,6 @@
-"""The Compare section: settings, run / cancel, progress, results table, bar charts, and
-CSV / PNG export. The run itself is app.services.compare_runner.CompareRunner."""
+"""The Compare section: settings, run / cancel, the estimate and progress with the time left
+(compare_progress.py), results table, bar charts, and CSV / PNG export. The run itself is
+app.services.compare_runner.CompareRunner."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QTableWidget,
@@ -24,8 +24,20 @@ from PySide6.QtWidgets import (
 
 from app.engine.compare_result import COLUMNS
 from app.ui.dashboard.bar_chart import CompareBarChart
+from app.ui.dashboard.compare_progress import CompareProgress
+
+PEAK_COLUMN = "peak_memory_mib"
 
 log = logging.getLogger(__name__)
+
+
+def _two_lines(label: str) -> str:
+    """A long column name on two lines: ten columns share 870 px at a 1024 px window."""
+    if len(label) <= 10 or " " not in label:
+        return label
+    words = label.split(" ")
+    cut = min(range(1, len(words)), key=lambda i: abs(len(" ".join(words[:i])) - len(label) / 2))
+    return " ".join(words[:cut]) + "\n" + " ".join(words[cut:])
 
 
 def _spin(lo: int, hi: int, value: int, step: int, suffix: str = "") -> QSpinBox:
@@ -42,10 +54,12 @@ class ComparePanel(QWidget):
     """Signals:
     run_requested(dict): Run was pressed; the settings (n_ctx, depth, quality_chunks).
     cancel_requested(): Cancel was pressed.
+    settings_changed(dict): the user changed a setting (the estimate follows).
     """
 
     run_requested = Signal(dict)
     cancel_requested = Signal()
+    settings_changed = Signal(dict)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -61,10 +75,8 @@ class ComparePanel(QWidget):
         self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setTextVisible(False)
-        self.progress.setFixedHeight(8)
+        self.time_view = CompareProgress()
+        self.progress = self.time_view.bar
         self.status = QLabel(
             "f16/f16, q8_0/f16 and q8_0/q8_0, each in a fresh engine: memory, "
             "speed at the depth, and quality against f16/f16 on Python's own help text."
@@ -73,7 +85,7 @@ class ComparePanel(QWidget):
         self.status.setStyleSheet("color: #6b7280;")
 
         self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels([label for _, label, _ in COLUMNS])
+        self.table.setHorizontalHeaderLabels([_two_lines(label) for _, label, _ in COLUMNS])
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
@@ -107,7 +119,7 @@ class ComparePanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(settings)
-        layout.addWidget(self.progress)
+        layout.addWidget(self.time_view)
         layout.addWidget(self.status)
         layout.addWidget(self.table)
         layout.addWidget(self.chart, 1)
@@ -117,6 +129,8 @@ class ComparePanel(QWidget):
         self.cancel_button.clicked.connect(self.cancel_requested.emit)
         self.csv_button.clicked.connect(self._on_csv_clicked)
         self.png_button.clicked.connect(self._on_png_clicked)
+        for box in (self.ctx_box, self.depth_box, self.chunks_box):
+            box.valueChanged.connect(self._on_setting_changed)
 
     # ---- state from the page ----------------------------------------------------------
 
@@ -138,8 +152,6 @@ class ComparePanel(QWidget):
         self.cancel_button.setEnabled(running)
         for box in (self.ctx_box, self.depth_box, self.chunks_box):
             box.setEnabled(not running)
-        if running:
-            self.progress.setValue(0)
 
     _can_run = False
 
@@ -149,8 +161,18 @@ class ComparePanel(QWidget):
         self.run_button.setToolTip("" if can_run else why)
 
     def set_progress(self, fraction: float, message: str) -> None:
-        self.progress.setValue(int(fraction * 1000))
+        self.time_view.step_reported(fraction)
         self.status.setText(message)
+
+    def set_peak_measure(self, what: str, words: str) -> None:
+        """Name what the peak column measures (`what`: "RSS", `words`: "engine RSS,
+        psutil"): the memory chart's peak is over the whole recording, this one over each
+        mode's load and speed run."""
+        column = [key for key, _, _ in COLUMNS].index(PEAK_COLUMN)
+        item = QTableWidgetItem(f"peak {what} MiB\n(load + speed)")
+        item.setToolTip(f"The highest {words} while the mode loaded and ran its speed test")
+        self.table.setHorizontalHeaderItem(column, item)
+        self._fit_table_height(max(3, len(self.rows)))
 
     def set_status(self, message: str) -> None:
         self.status.setText(message)
@@ -208,6 +230,9 @@ class ComparePanel(QWidget):
 
     def export_png(self, path: str | Path) -> Path:
         return self.chart.save_png(path)
+
+    def _on_setting_changed(self, _value: int) -> None:
+        self.settings_changed.emit(self.settings())
 
     def _on_run_clicked(self) -> None:
         self.run_requested.emit(self.settings())

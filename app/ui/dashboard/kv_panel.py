@@ -1,6 +1,9 @@
 """KV cache as the context fills: bytes holding tokens with the loaded K/V types next to
 what an f16/f16 cache would hold for the same tokens, the saving now, and the allocated
-totals (llama.cpp's own log for the loaded mode, app.core.kv_cache for f16/f16)."""
+totals (llama.cpp's own log for the loaded mode, app.core.kv_cache for f16/f16).
+
+The chart is this widget; its lines of figures are `info`, a separate widget the page lays
+out under both charts, where a line has the page's whole width."""
 
 from __future__ import annotations
 
@@ -9,12 +12,13 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from app.core.kv_summary import KvSummary, kv_mib, summarize
 from app.engine.messages import Loaded
 from app.ui.dashboard.bar_chart import MODE_COLORS
-from app.ui.dashboard.memory_chart import AXIS_WIDTH
+from app.ui.dashboard.memory_chart import AXIS_WIDTH, CHART_HINT_HEIGHT
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +26,43 @@ MIB = 1024 * 1024
 CURVE_POINTS = 160
 
 
-def _mib(n: float) -> str:
-    return f"{n / MIB:,.1f} MiB" if n < 10 * 1024 * MIB else f"{n / MIB / 1024:,.2f} GiB"
+_mib = kv_mib
+
+
+def kv_estimate(loaded: Loaded) -> Any:
+    """app.core.kv_cache's estimate for a load (None when the arithmetic fails: the log's
+    figures still show)."""
+    try:
+        from app.core.gguf_header import read_gguf_header
+        from app.core.kv_cache import kv_cache_bytes
+
+        o = loaded.options
+        return kv_cache_bytes(
+            read_gguf_header(loaded.model_path),
+            o.n_ctx,
+            f"{o.type_k}/{o.type_v}",
+            n_ubatch=o.n_ubatch,
+            swa_full=o.swa_full,
+            n_batch=o.n_batch,
+            flash_attn=o.flash_attn,
+        )
+    except Exception as error:  # noqa: BLE001 - the chart is optional; the log figures still show
+        log.warning("KV arithmetic unavailable for %s: %s", loaded.model_path, error)
+        return None
+
+
+def loaded_summary(loaded: Loaded, estimate: Any = None) -> KvSummary:
+    """A load's KV figures: llama.cpp's logged allocation next to the arithmetic's f16/f16."""
+    mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
+    allocated = sum(c.total_bytes for c in loaded.kv_caches)
+    return summarize(
+        loaded.n_ctx, mode, allocated, estimate if estimate is not None else kv_estimate(loaded)
+    )
+
+
+class _KvPlot(pg.PlotWidget):
+    def sizeHint(self) -> QSize:
+        return QSize(400, CHART_HINT_HEIGHT)  # as the memory chart's: both fit 640 px tall
 
 
 class KvPanel(QWidget):
@@ -35,9 +74,8 @@ class KvPanel(QWidget):
         self.loaded: Loaded | None = None
         self.n_tokens = 0
         self._run_curves: list[Any] = []
-        self.plot = pg.PlotWidget(background="w")
-        self.plot.setMinimumHeight(200)
-        self.plot.setMaximumHeight(320)
+        self.plot = _KvPlot(background="w")
+        self.plot.setMinimumHeight(160)
         item = self.plot.getPlotItem()
         # No grid: pyqtgraph draws it with the axes, so every change inside the plot would
         # repaint both axes' text (most of a frame's cost).
@@ -79,7 +117,9 @@ class KvPanel(QWidget):
         for label, lines in ((self.now_label, 1), (self.alloc_label, 1), (self.caches_label, 2)):
             label.setFixedHeight(label.fontMetrics().lineSpacing() * lines + 6)
             label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        info = QGridLayout()
+        self.info = QWidget()
+        info = QGridLayout(self.info)
+        info.setContentsMargins(0, 0, 0, 0)
         info.addWidget(self.now_label, 0, 0)
         info.addWidget(self.alloc_label, 1, 0)
         info.addWidget(self.caches_label, 2, 0)
@@ -87,7 +127,6 @@ class KvPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.plot.setVisible(False)  # until a model is loaded or a run is shown
         layout.addWidget(self.plot)
-        layout.addLayout(info)
 
     # ---- inputs -----------------------------------------------------------------------
 
@@ -108,22 +147,7 @@ class KvPanel(QWidget):
             self.alloc_label.setText("")
             self.caches_label.setText("")
             return
-        try:
-            from app.core.gguf_header import read_gguf_header
-            from app.core.kv_cache import kv_cache_bytes
-
-            o = loaded.options
-            self.estimate = kv_cache_bytes(
-                read_gguf_header(loaded.model_path),
-                o.n_ctx,
-                f"{o.type_k}/{o.type_v}",
-                n_ubatch=o.n_ubatch,
-                swa_full=o.swa_full,
-                n_batch=o.n_batch,
-                flash_attn=o.flash_attn,
-            )
-        except Exception as error:  # noqa: BLE001 - the chart is optional; the log figures still show
-            log.warning("KV arithmetic unavailable for %s: %s", loaded.model_path, error)
+        self.estimate = kv_estimate(loaded)
         mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
         self._legend.removeItem(self.mode_curve)
         self._legend.removeItem(self.fp16_curve)
@@ -222,15 +246,26 @@ class KvPanel(QWidget):
         self.plot.getPlotItem().setXRange(0, n_ctx, padding=0.02)
         self.plot.getPlotItem().setYRange(0, top * 1.08, padding=0)
 
+    @property
+    def summary(self) -> KvSummary | None:
+        """The loaded model's KV figures (None with no model loaded): the page's sentence
+        and this panel's "Allocated" line are both written from it."""
+        if self.loaded is None:
+            return None
+        if self.estimate is None:
+            mode = f"{self.loaded.options.type_k}/{self.loaded.options.type_v}"
+            allocated = sum(c.total_bytes for c in self.loaded.kv_caches)
+            return summarize(self.loaded.n_ctx, mode, allocated, None)
+        return loaded_summary(self.loaded, self.estimate)
+
     def _update_labels(self) -> None:
-        loaded = self.loaded
-        if loaded is None:
+        loaded, summary = self.loaded, self.summary
+        if loaded is None or summary is None:
             return
-        mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
-        allocated = sum(c.total_bytes for c in loaded.kv_caches)
+        mode = summary.mode
         est = self.estimate
         self.now_line.setValue(self.n_tokens)
-        if est is not None:
+        if est is not None and summary.fp16_bytes is not None:
             usage = est.bytes_in_use(self.n_tokens)
             saving = usage.fp16_bytes - usage.bytes
             pct = 100 * saving / usage.fp16_bytes if usage.fp16_bytes else 0.0
@@ -239,19 +274,18 @@ class KvPanel(QWidget):
                 f"<b>{_mib(usage.bytes)}</b> with {mode}, {_mib(usage.fp16_bytes)} at f16/f16 "
                 f"- saving <b style='color:#16a085'>{_mib(saving)} ({pct:.1f}%)</b>."
             )
-            fp16_alloc = est.fp16_equivalent().total_bytes
-            alloc_saving = fp16_alloc - allocated
-            alloc_pct = 100 * alloc_saving / fp16_alloc if fp16_alloc else 0.0
             self.alloc_label.setText(
-                f"Allocated for {loaded.n_ctx:,} tokens: <b>{_mib(allocated)}</b> with {mode} "
-                f"(llama.cpp's log) vs {_mib(fp16_alloc)} at f16/f16 (computed) - "
-                f"<b style='color:#16a085'>{_mib(alloc_saving)} ({alloc_pct:.1f}%)</b> less."
+                f"Allocated for {summary.n_ctx:,} tokens: <b>{_mib(summary.allocated_bytes)}</b> "
+                f"with {mode} (llama.cpp's log) vs {_mib(summary.fp16_bytes)} at f16/f16 "
+                f"(computed) - <b style='color:#16a085'>{_mib(summary.saving_bytes or 0)} "
+                f"({summary.saving_percent:.1f}%)</b> less."
             )
         else:
             self.now_label.setText(f"<b>{self.n_tokens:,} tokens</b> in the context.")
             self.alloc_label.setText(
-                f"Allocated for {loaded.n_ctx:,} tokens: <b>{_mib(allocated)}</b> with {mode} "
-                "(llama.cpp's log); the f16/f16 figure needs the KV arithmetic, which failed."
+                f"Allocated for {summary.n_ctx:,} tokens: <b>{_mib(summary.allocated_bytes)}</b> "
+                f"with {mode} (llama.cpp's log); the f16/f16 figure needs the KV arithmetic, "
+                "which failed."
             )
         self.caches_label.setText(
             "   ".join(

@@ -1,5 +1,8 @@
 """Memory over time (pyqtgraph), with vertical markers for model load, prompt
-processing and generation. Fed whole arrays by the page's redraw timer."""
+processing and generation. Fed whole arrays by the page's redraw timer.
+
+Marker labels never overlap: when two lines are closer than a label is wide, the later
+label moves down its line below the earlier one, and is hidden when the chart has no room."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QRectF, QSize
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QWidget
 
 from app.core.recording import Marker, MemoryPoint
@@ -28,6 +33,9 @@ MARKER_STYLE = {
 DRAWN_KINDS = ("mode", "load", "prompt", "generation", "quality")
 RECENT_LINES = 12  # lines drawn with their labels; older ones stay as plain lines
 HISTORY_LINE_TOP_MIB = 1e7  # older lines run off the top of any y range the chart sets
+CHART_HINT_HEIGHT = 240  # px
+LABEL_TOP = 0.96  # a label's place along its line, as a share of the plot's height
+LABEL_GAP_PX = 4
 
 
 def _nice_ceiling(x: float) -> float:
@@ -76,6 +84,15 @@ class MemoryChart(pg.PlotWidget):
         self._markers_key: tuple[int, float] | None = None
         self.x = np.zeros(0)
         self.y = np.zeros(0)
+        self._laying_out = False
+        # The labels' room changes with the time axis and the chart's size: lay them out again.
+        item.getViewBox().sigTransformChanged.connect(self._on_view_changed)
+        item.getViewBox().sigResized.connect(self._on_view_changed)
+
+    def sizeHint(self) -> QSize:
+        # Small, so that in the page's scroll area (sized to its preferred height) both
+        # charts and the Compare button fit a 640 px tall window; stretch gives them more.
+        return QSize(400, CHART_HINT_HEIGHT)
 
     @property
     def point_count(self) -> int:
@@ -123,6 +140,64 @@ class MemoryChart(pg.PlotWidget):
             self._markers.append(marker)
             if marker.kind in DRAWN_KINDS:
                 self._draw_marker(marker)
+        self.layout_labels()
+
+    def layout_labels(self) -> None:
+        """Place the labels from the oldest: each at the top of its line unless it would
+        overlap a label already placed, then just below that one, or hidden when it would
+        run past the bottom of the plot. Cheap: at most RECENT_LINES labels, and only when
+        markers or the view change, never per sample."""
+        if self._laying_out:  # updateMatrix below can report a transform change
+            return
+        self._laying_out = True
+        try:
+            self._place_labels()
+        finally:
+            self._laying_out = False
+
+    def _place_labels(self) -> None:
+        view = self.getViewBox()
+        view.updateMatrix()
+        area = view.sceneBoundingRect()
+        height = area.height()
+        if height <= 0 or not self.isVisible():
+            return
+        placed: list[QRectF] = []
+        for line in self._marker_items:
+            label = getattr(line, "label", None)
+            if label is None or not label.format:
+                continue
+            line.viewTransformChanged()  # its bounds follow the view, which may just have moved
+            label.setVisible(True)
+            position = LABEL_TOP
+            while True:
+                label.setPosition(position)
+                label.updateTransform(force=True)
+                rect = label.sceneBoundingRect()
+                clashes = [r for r in placed if r.intersects(rect)]
+                if rect.bottom() > area.bottom():  # no room left under the others
+                    label.setVisible(False)
+                    break
+                if not clashes:
+                    placed.append(rect)
+                    break
+                position -= (max(r.bottom() for r in clashes) - rect.top() + LABEL_GAP_PX) / height
+
+    @property
+    def shown_labels(self) -> list[tuple[str, QRectF]]:
+        """The labels on screen and their rectangles in the scene, oldest first."""
+        return [
+            (line.label.format, line.label.sceneBoundingRect())
+            for line in self._marker_items
+            if getattr(line, "label", None) is not None and line.label.isVisible()
+        ]
+
+    def _on_view_changed(self, _view: object) -> None:
+        self.layout_labels()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.layout_labels()  # a hidden chart could not measure its labels
 
     def _clear_markers(self) -> None:
         for item in [*self._marker_items, *self._history_items.values()]:

@@ -1,6 +1,7 @@
-"""The Dashboard page: live memory of the engine with load / prompt / generation markers,
-the KV cache as the context fills (loaded K/V types next to f16/f16), a warning when the
-int8-K kernel is not what runs, and the measured Compare run.
+"""The Dashboard page: one sentence about the loaded model's KV cache (details behind a
+toggle), live memory of the engine with load / prompt / generation markers beside the KV
+cache as the context fills (loaded K/V types next to f16/f16), a warning when the int8-K
+kernel is not what runs, and the measured Compare run with its estimated time.
 
 Sampling runs on a thread (app.services.memory_sampler); this page redraws from its ring
 buffer on a 10 Hz QTimer, so neither sampling nor streaming tokens can stall the GUI.
@@ -10,13 +11,14 @@ engine put in its events, so a busy GUI thread can delay them but never reorder 
 
 from __future__ import annotations
 
-import html
 import logging
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QComboBox,
     QFileDialog,
     QFrame,
@@ -30,12 +32,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import AppError
+from app.core.kv_summary import NO_MODEL_SENTENCE, kv_sentence
 from app.core.recording import Recording
 from app.core.safe_text import safe_text
 from app.engine.messages import (
     Finished,
     KernelWarning,
-    KernelWarningKind,
     Loaded,
     LoadOptions,
     PromptStarted,
@@ -43,26 +45,20 @@ from app.engine.messages import (
 )
 from app.services.compare_runner import CompareRunner
 from app.services.memory_sampler import MemorySampler
+from app.ui.dashboard.compare_control import CompareControl, peak_measure, process_seen
 from app.ui.dashboard.compare_panel import ComparePanel
-from app.ui.dashboard.kv_panel import KvPanel
+from app.ui.dashboard.devices_panel import DevicesPanel
+from app.ui.dashboard.header import DashboardHeader, live_details, recording_details
+from app.ui.dashboard.kernel_banner import KernelBanner
+from app.ui.dashboard.kv_panel import KvPanel, kv_estimate, loaded_summary
 from app.ui.dashboard.memory_chart import MemoryChart
 
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
+SIDE_BY_SIDE_MIN_WIDTH = 760  # px of page: below it the two charts stack
 SOURCES = ("live", "compare", "file")
 SOURCE_LABELS = ("Live engine", "Compare run", "Opened recording")
-BANNER_STYLE = (
-    "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
-    "border-radius: 6px; padding: 8px;"
-)
-WARNING_WORDS: dict[KernelWarningKind, str] = {
-    "pair_not_compiled": "this K/V pair is not compiled into llama.cpp's Flash Attention kernels, "
-    "so K and V are converted to f16 for attention",
-    "converted_to_f16": "llama.cpp converts K and V to f16 for attention",
-    "fa_disabled": "Flash Attention is off",
-    "attention_on_cpu": "attention runs on the CPU, not on the GPU kernel",
-}
 
 
 def _model_name(path: object) -> str:
@@ -125,24 +121,17 @@ class DashboardPage(QWidget):
         if loaded is not None:
             self._on_model_loaded(loaded, mark=False)
         else:
-            self.compare.set_can_run(
-                False, "Load a model first: the comparison runs on the loaded model."
-            )
+            self.compare_control.set_model(None)
+            self._sentence_from(None)
         self._set_warnings(client.kernel_warnings)
 
     # ---- layout -----------------------------------------------------------------------
 
     def _build(self) -> None:
-        self.title = QLabel("Memory")
-        self.title.setStyleSheet("font-size: 20px; font-weight: 600; color: #111827;")
-        self.probe_label = QLabel("")
-        self.probe_label.setWordWrap(True)
-        self.probe_label.setTextFormat(Qt.TextFormat.RichText)
-        self.probe_label.setStyleSheet("color: #4b5563;")
-        self.banner = QLabel("")
-        self.banner.setWordWrap(True)
-        self.banner.setStyleSheet(BANNER_STYLE)
-        self.banner.hide()
+        self.header = DashboardHeader()
+        self.title = self.header.title
+        self.probe_label = self.header.details
+        self.banner = KernelBanner()
 
         self.source_box = QComboBox()
         self.source_box.addItems(SOURCE_LABELS)
@@ -156,39 +145,61 @@ class DashboardPage(QWidget):
         source_row.addWidget(self.source_box)
         source_row.addSpacing(12)
         source_row.addWidget(self.stats_label, 1)
-        source_row.addWidget(self.open_button)
-        source_row.addWidget(self.save_button)
+        # Beside Details, so the stats line has the page's width at 1024 px.
+        self.header.buttons.addWidget(self.open_button)
+        self.header.buttons.addWidget(self.save_button)
 
         self.memory_chart = MemoryChart()
         self.kv_panel = KvPanel()
+        self.kv_panel.caches_label.hide()  # a detail: shown with the header's Details
+        self.devices_panel = DevicesPanel()  # only for a model split across workers
         self.compare = ComparePanel()
+        self.compare_control = CompareControl(self.compare, self.runner, self.client)
+
+        # Side by side on a wide page, so both charts are on screen at 1024x640.
+        self.charts = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self.charts.setSpacing(16)
+        for title, chart in (
+            ("Engine memory over time", self.memory_chart),
+            ("KV cache as the context fills", self.kv_panel),
+        ):
+            column = QVBoxLayout()
+            column.setSpacing(2)
+            column.addWidget(_section(title))
+            column.addWidget(chart, 1)
+            self.charts.addLayout(column, 1)
 
         content = QWidget()
         content.setObjectName("dashboardContent")
         content.setStyleSheet("#dashboardContent { background: #ffffff; }")
         layout = QVBoxLayout(content)
-        layout.setContentsMargins(18, 14, 18, 18)
-        layout.setSpacing(8)
-        layout.addWidget(self.title)
-        layout.addWidget(self.probe_label)
+        layout.setContentsMargins(18, 10, 18, 18)
+        layout.setSpacing(6)
+        layout.addWidget(self.header)
         layout.addWidget(self.banner)
         layout.addLayout(source_row)
-        layout.addWidget(self.memory_chart, 3)
-        layout.addWidget(self._rule())
-        layout.addWidget(_section("KV cache as the context fills"))
-        layout.addWidget(self.kv_panel, 3)
+        layout.addLayout(self.charts, 3)
+        layout.addWidget(self.devices_panel)
+        layout.addWidget(self.kv_panel.info)
         layout.addWidget(self._rule())
         layout.addWidget(_section("Compare KV modes - measured, one fresh engine per mode"))
-        layout.addWidget(self.compare, 4)
+        layout.addWidget(self.compare, 2)
         self.content = content
 
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setWidget(content)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setWidget(content)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(scroll)
+        outer.addWidget(self.scroll_area)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        wide = event.size().width() >= SIDE_BY_SIDE_MIN_WIDTH
+        direction = QBoxLayout.Direction.LeftToRight if wide else QBoxLayout.Direction.TopToBottom
+        if self.charts.direction() != direction:
+            self.charts.setDirection(direction)
+        super().resizeEvent(event)
 
     @staticmethod
     def _rule() -> QFrame:
@@ -208,12 +219,8 @@ class DashboardPage(QWidget):
         c.kernel_warnings_changed.connect(self._set_warnings)
         c.engine_crashed.connect(self._on_engine_crashed)
         self.runner.started.connect(self._on_compare_started)
-        self.runner.progress_changed.connect(self.compare.set_progress)
+        self.header.details_toggled.connect(self.kv_panel.caches_label.setVisible)
         self.runner.finished.connect(self._on_compare_finished)
-        self.runner.failed.connect(self._on_compare_failed)
-        self.runner.cancelled.connect(self._on_compare_cancelled)
-        self.compare.run_requested.connect(self._on_run_requested)
-        self.compare.cancel_requested.connect(self.runner.cancel)
         self.source_box.currentIndexChanged.connect(self._on_source_chosen)
         self.open_button.clicked.connect(self._on_open_clicked)
         self.save_button.clicked.connect(self._on_save_clicked)
@@ -251,41 +258,10 @@ class DashboardPage(QWidget):
     def _show_probe(self) -> None:
         rec = self.shown_recording()
         if self.source == "live":
-            probe = self.sampler.probe
-            name, device = getattr(probe, "name", "probe"), getattr(probe, "device", "")
-            limits, why = getattr(probe, "limits", ""), getattr(probe, "why", "")
-            where = "the engine process" if self.client.engine_pid else "no engine running yet"
-            text = (
-                f"<b>Live</b>, sampled 10 times a second by <b>{name}</b> ({device}), "
-                f"for {where}. {why} <i>{limits}</i>"
-            )
-        elif rec is not None:
-            meta = rec.metadata
-            what = "Compare run" if meta.get("source") == "compare" else "Recording"
-            model = html.escape(_model_name(meta.get("model", "")))  # this label is rich text
-            details = ", ".join(
-                x
-                for x in (
-                    model,
-                    f"n_ctx {meta['n_ctx']:,}" if "n_ctx" in meta else "",
-                    f"depth {meta['depth']:,}" if "depth" in meta else "",
-                )
-                if x
-            )
-            # A recording is a file the user opened: each of its words escaped for this label.
-            started, probe_name, device, limits = (
-                html.escape(safe_text(v)) if v else ""
-                for v in (rec.started_at, rec.probe_name, rec.device_name, rec.probe_limits)
-            )
-            text = (
-                f"<b>{what}</b> of {started or 'an unknown time'}: {details}. "
-                f"Memory from <b>{probe_name or 'an unknown probe'}</b>"
-                f"{' (' + device + ')' if device else ''}. "
-                f"<i>{limits}</i>"
-            )
+            text = live_details(self.sampler.probe, bool(self.client.engine_pid))
         else:
-            text = "Nothing recorded yet."
-        self.probe_label.setText(text)
+            text = recording_details(rec) if rec is not None else "Nothing recorded yet."
+        self.header.set_details(text)
 
     def _redraw(self, force_text: bool = False) -> None:
         """10 Hz: copy the samples and redraw only what changed."""
@@ -310,7 +286,8 @@ class DashboardPage(QWidget):
             self.stats_label.setText("no samples yet")
             return
         now = points[-1]
-        peak = max(p.used_bytes for p in points)
+        peak_point = max(points, key=lambda p: p.used_bytes)
+        peak = peak_point.used_bytes
         whole = (
             f" &middot; device {_gib_or_mib(now.device_used_bytes)} used "
             f"of {_gib_or_mib(now.total_bytes)}"
@@ -318,9 +295,14 @@ class DashboardPage(QWidget):
             else ""
         )
         label = "now" if self.source == "live" else "at the end"
+        rec = self.shown_recording()
+        probe_name = (rec.probe_name if rec is not None else "") or str(
+            getattr(self.sampler.probe, "name", "probe")
+        )
+        _short, measure = peak_measure(probe_name, peak_point.process_bytes is not None)
         self.stats_label.setText(
             f"{label} <b>{_gib_or_mib(now.used_bytes)}</b> &middot; "
-            f"peak <b>{_gib_or_mib(peak)}</b>{whole}"
+            f"peak <b>{_gib_or_mib(peak)}</b> ({measure}, whole recording){whole}"
         )
 
     # ---- engine events ----------------------------------------------------------------
@@ -336,17 +318,27 @@ class DashboardPage(QWidget):
         self._n_past = 0
         if self.source == "live":
             self.kv_panel.set_loaded(loaded)
-        self.compare.set_can_run(True)
-        if not self.compare.rows:  # keep the settings of a comparison on screen
-            self.compare.ctx_box.setValue(loaded.n_ctx)
+        same = self.kv_panel.loaded is loaded  # its estimate is this model's: not read twice
+        self.devices_panel.set_loaded(
+            loaded, self.kv_panel.estimate if same else kv_estimate(loaded)
+        )
+        self._sentence_from(loaded)
+        self.compare_control.set_model(loaded)
         self._show_probe()
+
+    def _sentence_from(self, loaded: Loaded | None) -> None:
+        # The KV panel's own figures when it shows this model (it may be showing a run).
+        summary = self.kv_panel.summary if self.kv_panel.loaded is loaded else None
+        if loaded is not None and summary is None:
+            summary = loaded_summary(loaded)
+        self.header.set_sentence(kv_sentence(summary) if summary else NO_MODEL_SENTENCE)
 
     def _on_model_unloaded(self) -> None:
         if self.source == "live":
             self.kv_panel.set_loaded(None)
-        self.compare.set_can_run(
-            False, "Load a model first: the comparison runs on the loaded model."
-        )
+        self.devices_panel.set_loaded(None)
+        self._sentence_from(None)
+        self.compare_control.set_model(None)
 
     def _on_prompt_started(self, started: PromptStarted) -> None:
         self.sampler.mark("prompt", f"prompt: {started.prompt_tokens:,} tokens", at=started.at)
@@ -362,81 +354,30 @@ class DashboardPage(QWidget):
         self._awaiting_first_token = None
         self.sampler.mark("finished", finished.stop_reason, at=finished.at)
         self._n_past = finished.n_past
+        self.compare_control.reply_finished(finished)
 
     def _on_engine_crashed(self, _message: str) -> None:
         self.sampler.mark("end", "engine crashed")
         self.sampler.set_pid(None)
 
     def _set_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
-        """The banner shows llama.cpp's kernel warnings only (the client's
-        kernel_warnings_changed); notices about a conversation belong to the chat."""
         self.warnings = tuple(warnings)
-        if not self.warnings:
-            self.banner.hide()
-            return
-        words = "; ".join(dict.fromkeys(WARNING_WORDS[w.kind] for w in self.warnings))
-        lines = "<br>".join(html.escape(w.text) for w in self.warnings[:4])
-        self.banner.setText(
-            f"<b>The int8-K kernel is not in use:</b> {words}. The memory saving still holds; "
-            f"the speed you see is not the int8-K kernel's.<br><small>{lines}</small>"
-        )
-        self.banner.show()
+        self.banner.set_warnings(self.warnings)
 
     # ---- compare ----------------------------------------------------------------------
 
     def start_compare(self, model_path: str | None = None, **settings: Any) -> Recording:
         """Start the comparison (on the loaded model unless `model_path` is given);
         settings override the panel's (n_ctx, depth, quality_chunks, n_prompt, n_gen, ...)."""
-        options = {**self.compare.settings(), **settings}
-        loaded = getattr(self.client, "loaded", None)
-        path = model_path or (loaded.model_path if loaded is not None else None)
-        if path is None:
-            raise AppError("Load a model first: the comparison runs on the loaded model.")
-        if loaded is not None:
-            options.setdefault("n_gpu_layers", loaded.options.n_gpu_layers)
-        n_ctx, depth = options.pop("n_ctx"), options.pop("depth")
-        self.compare.show_settings(n_ctx, depth, options.get("quality_chunks", 4))
-        options.setdefault("n_prompt", max(1, min(512, n_ctx - depth)))
-        options.setdefault("n_gen", max(1, min(64, n_ctx - depth)))
-        self.compare.set_running(True)
-        return self.runner.start(str(path), n_ctx, depth, **options)
-
-    def _on_run_requested(self, settings: dict) -> None:
-        try:
-            self.start_compare(**settings)
-        except AppError as error:
-            self.compare.set_status(str(error))
-            self.compare.set_running(False)
+        return self.compare_control.start(model_path, **settings)
 
     def _on_compare_started(self, recording: Recording) -> None:
         self.compare_recording = recording
         self.set_source("compare")
 
-    def _on_compare_finished(self, result: Any) -> None:
-        self.compare.set_running(False)
-        title = (
-            f"{_model_name(result.model_path)} - n_ctx {result.n_ctx:,}, depth {result.depth:,} - "
-            f"{result.device or result.probe}"
-        )
-        self.compare.set_result(result, title)
+    def _on_compare_finished(self, _result: object) -> None:
         self._show_kv()
-        notes = " ".join(result.notes())
-        self.compare.set_status(
-            f"Measured in {result.seconds:.0f} s. Memory: {result.probe} "
-            f"({result.device}). Peak memory is over load and the speed run. {notes}"
-        )
         self._show_probe()
-
-    def _on_compare_failed(self, message: str) -> None:
-        self.compare.set_running(False)
-        # the status is rich text; the message may quote the model file's name
-        self.compare.set_status(
-            f"<span style='color:#b91c1c'>{html.escape(safe_text(message, 1000))}</span>"
-        )
-
-    def _on_compare_cancelled(self) -> None:
-        self.compare.set_running(False)
-        self.compare.set_status("Cancelled; nothing was measured to the end.")
 
     # ---- recordings -------------------------------------------------------------------
 
@@ -453,6 +394,11 @@ class DashboardPage(QWidget):
                 f"{_model_name(meta.get('model', ''))} - n_ctx "
                 f"{meta.get('n_ctx', '?')}, depth {meta.get('depth', '?')} - "
                 f"{recording.device_name or recording.probe_name}",
+            )
+            self.compare.set_peak_measure(
+                *peak_measure(
+                    recording.probe_name or "an unknown probe", process_seen(recording.points)
+                )
             )
             self.compare.set_status(
                 f"Results of the opened run ({recording.started_at}); "

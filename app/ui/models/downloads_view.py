@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QObject, QRect, Qt
+from PySide6.QtCore import QModelIndex, QObject, QRect, Qt, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -162,7 +162,14 @@ class _ProgressDelegate(QStyledItemDelegate):
 
 
 class DownloadsView(QWidget):
-    """The queue with Pause / Resume / Cancel / Clear finished for the selected download."""
+    """The queue with Pause / Resume / Cancel / Clear finished for the selected download, and
+    Load into chat for a finished one.
+
+    Signals: load_requested(str ref) - 'Load into chat' on a finished download (its path, as
+        My models' Load gives it).
+    """
+
+    load_requested = Signal(str)
 
     def __init__(self, manager: DownloadManager, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -183,12 +190,22 @@ class DownloadsView(QWidget):
         self.resume_button = QPushButton("Resume")
         self.cancel_button = QPushButton("Cancel")
         self.clear_button = QPushButton("Clear finished")
+        self.load_button = QPushButton("Load into chat")
+        self.load_button.setObjectName("primaryButton")
+        self.load_button.setToolTip("Load the downloaded model in the chat")
         self.empty_label = QLabel()
+        self.empty_label.setWordWrap(True)  # unwrapped, its sentence held the window wide
         self.empty_label.setStyleSheet("color: palette(mid);")
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.empty_label, 1)  # also keeps the buttons at their natural size
-        for b in (self.pause_button, self.resume_button, self.cancel_button, self.clear_button):
+        for b in (
+            self.load_button,
+            self.pause_button,
+            self.resume_button,
+            self.cancel_button,
+            self.clear_button,
+        ):
             buttons.addWidget(b)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 8, 0, 0)
@@ -205,6 +222,7 @@ class DownloadsView(QWidget):
         self.resume_button.clicked.connect(lambda: self._act(self.manager.resume))
         self.cancel_button.clicked.connect(lambda: self._act(self.manager.cancel))
         self.clear_button.clicked.connect(self._on_clear_clicked)
+        self.load_button.clicked.connect(self._on_load_clicked)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
         manager.download_changed.connect(lambda _k: self._update_buttons())
         manager.download_removed.connect(lambda _k: self._update_buttons())
@@ -222,6 +240,12 @@ class DownloadsView(QWidget):
         if key is not None:
             action(key)
 
+    def _on_load_clicked(self) -> None:
+        key = self.selected_key()
+        model = self.manager.item(key).model if key is not None else None
+        if model is not None:
+            self.load_requested.emit(model.ref)
+
     def _on_clear_clicked(self) -> None:
         for item in self.manager.items():
             if item.state in (DownloadState.FINISHED, DownloadState.CANCELLED):
@@ -230,6 +254,8 @@ class DownloadsView(QWidget):
     def _update_buttons(self) -> None:
         key = self.selected_key()
         state = self.manager.item(key).state if key is not None else None
+        finished = key is not None and self.manager.item(key).model is not None
+        self.load_button.setEnabled(state is DownloadState.FINISHED and finished)
         self.pause_button.setEnabled(state in (DownloadState.DOWNLOADING, DownloadState.QUEUED))
         self.resume_button.setEnabled(
             state in (DownloadState.PAUSED, DownloadState.FAILED, DownloadState.CANCELLED)

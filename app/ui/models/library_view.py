@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QFont
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core import units as fmt
-from app.core.library import SOURCE_STARTER, LibraryModel, library_order
+from app.core.library import SOURCE_STARTER, LibraryModel, library_order, same_file
 from app.services.tasks import TaskRunner, user_message
 from app.ui.models.flat_table import ListTableModel, row_table
 from app.ui.models.starter_offer import StarterOffer
@@ -37,14 +37,46 @@ class LibraryTableModel(ListTableModel[LibraryModel]):
 
     HEADERS = ("Name", "Architecture", "Parameters", "Quantization", "Context", "Size", "Location")
 
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._loaded_path: Path | None = None
+        self._loaded_row: int | None = None
+
+    def set_rows(self, rows: Sequence[LibraryModel]) -> None:
+        super().set_rows(rows)
+        self._find_loaded()
+
+    def set_loaded_path(self, path: Path | None) -> None:
+        """Mark the model the engine has loaded (None: none is)."""
+        self._loaded_path = path
+        self._find_loaded()
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, 0))
+
+    def loaded_row(self) -> int | None:
+        return self._loaded_row
+
+    def _find_loaded(self) -> None:
+        loaded = self._loaded_path
+        self._loaded_row = (
+            None
+            if loaded is None
+            else next((i for i, m in enumerate(self._rows) if same_file(m.path, loaded)), None)
+        )
+
     def paths(self) -> list[str]:
         return [str(m.path) for m in self._rows]
 
     def cell(self, row: int, column: int, role: int) -> Any:
         m = self._rows[row]
+        loaded = row == self._loaded_row
+        if role == Qt.ItemDataRole.FontRole and column == 0 and loaded:
+            font = QFont()
+            font.setBold(True)
+            return font
         if role == Qt.ItemDataRole.DisplayRole:
             return (
-                m.name,
+                f"{m.name}  {LOADED_MARK}" if loaded else m.name,
                 m.architecture or "?",
                 fmt.parameters(m.parameter_count),
                 m.quantization or "?",
@@ -59,15 +91,20 @@ class LibraryTableModel(ListTableModel[LibraryModel]):
         return None
 
 
+LOADED_MARK = "● loaded"
+
+
 def _location(m: LibraryModel) -> str:
     return f"{m.source}: {m.path.parent}"
 
 
 class LibraryView(QWidget):
     """Signals: load_requested(str ref) - 'Load into chat' on a model (its path, or
-    'starter' for the starter model)."""
+    'starter' for the starter model); listed(int n) - the table shows a new listing of n
+    models (after a refresh, a download, a delete)."""
 
     load_requested = Signal(str)
+    listed = Signal(int)
 
     def __init__(
         self,
@@ -142,13 +179,19 @@ class LibraryView(QWidget):
         )
 
     def add_model(self, model: LibraryModel) -> None:
-        """Show one model just downloaded, from what the download says (no new walk)."""
-        rows = [m for m in self.model.rows() if m.path != model.path] + [model]
+        """Show one model just downloaded, from what the download says (no new walk). A row
+        for the same file under another path (an older snapshot's link to the same blob)
+        gives way to it: one row per file."""
+        rows = [m for m in self.model.rows() if not same_file(m.path, model.path)] + [model]
         self._on_listed(sorted(rows, key=library_order))
+
+    def set_loaded_path(self, path: Path | None) -> None:
+        """Mark the model the engine has loaded ("● loaded"; None: none is)."""
+        self.model.set_loaded_path(path)
 
     def select_path(self, path: str) -> bool:
         for row, p in enumerate(self.model.paths()):
-            if Path(p) == Path(path) or Path(p).resolve() == Path(path).resolve():
+            if same_file(Path(p), Path(path)):
                 self.table.selectRow(row)
                 return True
         return False
@@ -174,6 +217,7 @@ class LibraryView(QWidget):
         self._update_buttons()
         has_starter = any(m.source == SOURCE_STARTER for m in models)
         self.starter_offer.setVisible(not has_starter or self.starter_offer.is_busy())
+        self.listed.emit(n)
 
     def _on_starter_offer_model_added(self, model: LibraryModel) -> None:
         self.add_model(model)

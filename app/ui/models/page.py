@@ -30,7 +30,10 @@ from app.core.hub import GgufEntry, clear_header_cache, list_gguf_files, search_
 from app.core.library import LibraryModel, delete_model, list_models
 from app.core.model_folders import ModelFolders
 from app.core.probes import FreeMemory, read_free_memory
+from app.core.settings import DEFAULT_CONTEXT
+from app.engine.messages import Loaded
 from app.services.downloads import DownloadManager
+from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.services.tasks import TaskRunner
 from app.ui.models.downloads_view import DownloadsView
@@ -75,11 +78,15 @@ class ModelsPage(QWidget):
         *,
         max_parallel: int = DEFAULT_MAX_PARALLEL,
         budget_fn: Callable[[], FreeMemory] = read_free_memory,
+        default_context: int = DEFAULT_CONTEXT,
+        engine: EngineClient | None = None,
         parent: QWidget | None = None,
     ) -> None:
         """`data_dir`: the app's data folder (model folders, the saved download queue).
         `bridge`: where errors and notes go (optional). `budget_fn()`: the memory fit
-        verdicts compare against (default: free VRAM, else free RAM)."""
+        verdicts compare against (default: free VRAM, else free RAM). `default_context`: the
+        context the fit estimates start at (the user's default load setting). `engine`: whose
+        loaded model My models marks (optional)."""
         super().__init__(parent)
         self.bridge = bridge
         self._shut_down = False
@@ -92,9 +99,14 @@ class ModelsPage(QWidget):
         )
 
         self.search_view = SearchView(
-            lambda query, sort: search_models(query, sort=sort), self.runner
+            lambda query, sort, chat_only: search_models(query, sort=sort, chat_only=chat_only),
+            self.runner,
+            self.fit_estimator.curated,
+            default_context=default_context,
         )
-        self.repo_view = RepoView(list_gguf_files, self.fit_estimator, self.runner)
+        self.repo_view = RepoView(
+            list_gguf_files, self.fit_estimator, self.runner, default_context=default_context
+        )
         self.downloads_view = DownloadsView(self.downloads)
         self.library_view = LibraryView(
             lambda: list_models(folders=self.folders),
@@ -106,11 +118,12 @@ class ModelsPage(QWidget):
         discover = QSplitter(Qt.Orientation.Horizontal)
         discover.addWidget(self.search_view)
         discover.addWidget(self.repo_view)
-        discover.setStretchFactor(0, 2)
-        discover.setStretchFactor(1, 3)
+        # The repo view (file names, four columns of verdicts) gets the larger share.
+        discover.setStretchFactor(0, 1)
+        discover.setStretchFactor(1, 2)
         discover.setChildrenCollapsible(False)
         discover.setHandleWidth(12)
-        discover.setSizes([460, 820])
+        discover.setSizes([400, 880])
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(discover, "Discover")
@@ -138,6 +151,12 @@ class ModelsPage(QWidget):
         ):
             signal.connect(lambda _k: self._update_tab_titles())
         self.library_view.load_requested.connect(self.load_requested)
+        self.downloads_view.load_requested.connect(self.load_requested)  # the library's path
+        if engine is not None:
+            engine.model_loaded.connect(self._on_engine_model_loaded)
+            engine.model_unloaded.connect(self._on_engine_model_unloaded)
+            if engine.loaded is not None:
+                self._on_engine_model_loaded(engine.loaded)
 
         self._fill_destinations(self.folders.read().download_to)
         self._last_destination = self.download_folder()
@@ -155,6 +174,12 @@ class ModelsPage(QWidget):
         self.tabs.setCurrentIndex(self.TAB_DISCOVER)
         self.search_view.query_edit.setText(query)
         self.search_view.search()
+
+    def show_recommended(self) -> None:
+        """Discover with the recommended small chat models in view (the chat page's "Find a
+        chat model"): names, sizes, licences and fit for this machine, without the network."""
+        self.tabs.setCurrentIndex(self.TAB_DISCOVER)
+        self.search_view.show_recommended()
 
     def shutdown(self) -> None:
         """Pause running downloads (kept on disk, continued at the next start) and wait.
@@ -181,6 +206,12 @@ class ModelsPage(QWidget):
     def _on_search_repo_activated(self, repo_id: str) -> None:
         self.fit_estimator.refresh_budget()  # free memory changes; read it again per repo
         self.repo_view.open_repo(repo_id)
+
+    def _on_engine_model_loaded(self, loaded: Loaded) -> None:
+        self.library_view.set_loaded_path(Path(loaded.model_path))
+
+    def _on_engine_model_unloaded(self) -> None:
+        self.library_view.set_loaded_path(None)
 
     def _fill_destinations(self, current: Path | None) -> None:
         combo = self.repo_view.destination_combo

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor, QStandardItem
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QStandardItem
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -19,8 +19,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSpinBox,
-    QStyle,
-    QStyledItemDelegate,
     QTableWidget,
     QTableWidgetItem,
     QTreeView,
@@ -30,52 +28,30 @@ from PySide6.QtWidgets import (
 
 from app.core import units as fmt
 from app.core.errors import GatedRepoError
-from app.core.fit import FITS, MARGIN, NO_FIT, TIGHT, UNSUPPORTED, FitEstimate, ModeFit
+from app.core.fit import MARGIN, UNSUPPORTED, FitEstimate
 from app.core.fit_estimator import FitEstimator
 from app.core.hub import GgufEntry, RepoFiles
 from app.core.kv_types import COMPARE_MODES
-from app.core.probes import FreeMemory
 from app.core.safe_text import safe_text
+from app.core.settings import DEFAULT_CONTEXT
 from app.services.tasks import TaskRunner
+from app.ui.models.elided_label import ElidedLabel, KeepEndDelegate
+from app.ui.models.verdicts import VERDICT_COLOURS as VERDICT_COLOURS  # the load dialog's
+from app.ui.models.verdicts import VerdictDelegate, budget_text, paint_verdict, verdict_text
 from app.ui.plain_text import PlainItemModel, plain_label
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
-# Background / text colours per verdict: readable on light and dark palettes.
-VERDICT_COLOURS = {
-    FITS: (QColor("#d7f5dd"), QColor("#11602a")),
-    TIGHT: (QColor("#fff1c7"), QColor("#7a5300")),
-    NO_FIT: (QColor("#fbd9d7"), QColor("#8c1d18")),
-    UNSUPPORTED: (QColor("#eceef2"), QColor("#5b6170")),
-}
-DEFAULT_CONTEXT = 8192
 _MODE_COLUMN0 = 2  # first KV-mode column in the tree
 
 
-def paint_verdict(item: QStandardItem | QTableWidgetItem, verdict: str) -> None:
-    background, foreground = VERDICT_COLOURS[verdict]
-    item.setBackground(QBrush(background))
-    item.setForeground(QBrush(foreground))
-
-
-class _VerdictDelegate(QStyledItemDelegate):
-    """Keeps a verdict cell's colours on a selected row (the name column shows the selection)."""
-
-    def initStyleOption(self, option, index) -> None:
-        super().initStyleOption(option, index)
-        option.state &= ~QStyle.StateFlag.State_Selected
-
-
-def verdict_text(fit: ModeFit) -> str:
-    return (
-        f"{fit.verdict} · max {fmt.tokens_short(fit.largest_n_ctx)}"
-        if fit.largest_n_ctx
-        else fit.verdict
-    )
-
-
-def budget_text(budget: FreeMemory) -> str:
-    """'free VRAM (NVIDIA H200)' or 'free system RAM'."""
-    return f"free VRAM ({budget.device})" if budget.on_gpu else f"free {budget.device}"
+def _quant_tail(index: QModelIndex | QPersistentModelIndex) -> str:
+    """The end of a file row's name from its quantization on ('IQ4_XS', 'Q4_K_M  (2 parts)')."""
+    entry = index.data(ENTRY_ROLE)
+    text = str(index.data() or "")
+    if not isinstance(entry, GgufEntry) or not entry.quantization:
+        return ""
+    at = text.upper().rfind(entry.quantization.upper())
+    return text[at:] if at >= 0 else ""
 
 
 class RepoView(QWidget):
@@ -84,7 +60,8 @@ class RepoView(QWidget):
     download_requested = Signal(object)
     token_requested = Signal()
 
-    HEADERS = ("Quantization / file", "Size") + tuple(f"KV {m.label}" for m in COMPARE_MODES)
+    # "File": the files sit under a bold row per quantization.
+    HEADERS = ("File", "Size") + tuple(f"KV {m.label}" for m in COMPARE_MODES)
 
     def __init__(
         self,
@@ -92,7 +69,10 @@ class RepoView(QWidget):
         fit_fn: FitEstimator,
         runner: TaskRunner,
         parent: QWidget | None = None,
+        default_context: int = DEFAULT_CONTEXT,
     ) -> None:
+        """`default_context`: the context the estimates start at, the default load setting
+        (the chat's load dialog starts there too, so both say the same about a model)."""
         super().__init__(parent)
         self._list_fn = list_fn
         self._fit_fn = fit_fn
@@ -101,18 +81,20 @@ class RepoView(QWidget):
         self._entries: dict[str, tuple[GgufEntry, QStandardItem]] = {}  # first_file -> (entry, row)
         self._fits: dict[str, FitEstimate] = {}
 
-        self.title_label = plain_label(QLabel("Pick a model on the left to see its files."))
+        # Elided: a long repo id held the window at 1142 px or more (issue 12).
+        self.title_label = ElidedLabel("Pick a model on the left to see its files.")
         self.title_label.setObjectName("repoTitle")
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.context_spin = QSpinBox()
         self.context_spin.setRange(256, 1 << 21)
         self.context_spin.setSingleStep(1024)
-        self.context_spin.setValue(DEFAULT_CONTEXT)
+        self.context_spin.setValue(default_context)
         self.context_spin.setSuffix(" tokens")
         self.context_spin.setToolTip("The context length the fit estimate is for")
         self.status_label = plain_label(QLabel())  # repo and file names are the Hub's text
         self.status_label.setWordWrap(True)
-        self.budget_label = QLabel()
+        self.budget_label = QLabel()  # one long sentence: wrapped, or it sets the window's width
+        self.budget_label.setWordWrap(True)
         self.budget_label.setStyleSheet("color: palette(mid);")
 
         self.gate_label = plain_label(QLabel())
@@ -134,11 +116,11 @@ class RepoView(QWidget):
         self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
-        self.tree.setTextElideMode(
-            Qt.TextElideMode.ElideMiddle
-        )  # keep the quantization at the name's end visible
+        self.tree.setIndentation(14)  # files sit one level in; the name needs the width more
+        # A narrow window elides a file's name before its quantization, never the quantization.
+        self.tree.setItemDelegateForColumn(0, KeepEndDelegate(_quant_tail, self.tree))
         for col in range(_MODE_COLUMN0, len(self.HEADERS)):
-            self.tree.setItemDelegateForColumn(col, _VerdictDelegate(self.tree))
+            self.tree.setItemDelegateForColumn(col, VerdictDelegate(self.tree))
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col in range(1, len(self.HEADERS)):
@@ -146,7 +128,7 @@ class RepoView(QWidget):
 
         self.detail = QTableWidget(0, 5)
         self.detail.setHorizontalHeaderLabels(
-            ["KV mode", "KV at context", "Total needed", "Verdict", "Largest context"]
+            ["KV mode", "KV cache", "Total needed", "Verdict", "Max context"]
         )
         self.detail.verticalHeader().hide()
         self.detail.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -157,6 +139,11 @@ class RepoView(QWidget):
         self.detail_label = plain_label(QLabel())
         self.detail_label.setWordWrap(True)
         self.destination_combo = QComboBox()  # filled by the page: HF cache or a folder
+        # A long folder path is elided in the combo rather than widening the window.
+        self.destination_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.destination_combo.setMinimumContentsLength(12)
         self.destination_combo.setToolTip("Where downloads are saved")
         self.download_button = QPushButton("Download")
         self.download_button.setObjectName("primaryButton")

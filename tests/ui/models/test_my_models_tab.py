@@ -3,10 +3,13 @@ where downloads go, and Load into chat."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
+from app.ui.models.library_view import LOADED_MARK
 from tests.fake_engine import FakeEngine
 from tests.ui.models.page_driver import Q8, REPO, WAIT, download_q8, make_page, shut, start_download
 
@@ -148,4 +151,87 @@ def test_load_into_chat_loads_the_model_with_the_users_load_options(qtbot, env):
     finally:
         shut(page)
         window.close()
+        parts.close()
+
+
+# ---- one row per file, the loaded model marked, Load from Downloads -------------------------
+
+
+def test_a_model_file_reached_by_two_paths_is_listed_once(qtbot, env, monkeypatch):
+    page = make_page(qtbot, env)
+    path = download_q8(qtbot, page)
+    # The same file under a user folder too: a hard link (a copy the disk does not hold
+    # twice), as a backup tool or `cp -l` makes, and a link to the folder holding it.
+    folder = env / "my-models"
+    folder.mkdir()
+    os.link(os.path.realpath(path), folder / "tiny-llama-Q8_0.gguf")
+    (env / "my-models-link").symlink_to(folder)
+    for added in (folder, env / "my-models-link"):
+        monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_a, d=added, **_k: str(d))
+        with qtbot.waitSignal(page.library_view.listed, timeout=WAIT):
+            page.library_view.add_folder_button.click()
+    rows = [m for m in page.library_view.model.rows() if m.name == "tiny-llama-Q8_0"]
+    assert [m.path for m in rows] == [path]
+    shut(page)
+
+
+def _app_on_fake_engine(qtbot):
+    from app.core.paths import data_dir
+    from app.gui import build_app
+    from app.services.engine_client import EngineClient
+    from app.ui.models.page import ModelsPage
+
+    engine = FakeEngine()
+    parts = build_app(data_dir(), engine=EngineClient(process_factory=lambda: engine))
+    parts.window.show()
+    parts.window.show_page("Models")
+    page = parts.window.findChild(ModelsPage)
+    return parts, page, engine
+
+
+def _name_cell(page, path) -> str:
+    model = page.library_view.model
+    return model.index(model.paths().index(str(path)), 0).data()
+
+
+def test_the_loaded_model_is_marked_in_my_models(qtbot, env):
+    parts, page, _engine = _app_on_fake_engine(qtbot)
+    try:
+        path = download_q8(qtbot, page)
+        assert _name_cell(page, path) == "tiny-llama-Q8_0"
+        with qtbot.waitSignal(parts.engine.model_loaded, timeout=WAIT):
+            qtbot.mouseClick(page.library_view.load_button, Qt.MouseButton.LeftButton)
+        assert _name_cell(page, path) == f"tiny-llama-Q8_0  {LOADED_MARK}"
+        # A fresh listing keeps the mark; an unload takes it away.
+        with qtbot.waitSignal(page.library_view.listed, timeout=WAIT):
+            page.library_view.refresh()
+        assert _name_cell(page, path) == f"tiny-llama-Q8_0  {LOADED_MARK}"
+        with qtbot.waitSignal(parts.engine.model_unloaded, timeout=WAIT):
+            parts.engine.unload()
+        assert _name_cell(page, path) == "tiny-llama-Q8_0"
+    finally:
+        shut(page)
+        parts.window.close()
+        parts.close()
+
+
+def test_a_finished_download_loads_into_the_chat_from_the_downloads_tab(qtbot, env):
+    from app.engine.messages import Load
+
+    parts, page, engine = _app_on_fake_engine(qtbot)
+    try:
+        path = download_q8(qtbot, page)
+        page.tabs.setCurrentIndex(page.TAB_DOWNLOADS)
+        view = page.downloads_view
+        view.select(view.model.key_at(0))
+        assert view.load_button.isEnabled() and view.load_button.isVisible()
+        with qtbot.waitSignal(parts.engine.model_loaded, timeout=WAIT):
+            qtbot.mouseClick(view.load_button, Qt.MouseButton.LeftButton)
+        assert parts.window.pages.currentWidget() is parts.window.chat
+        (load,) = [c for c in engine.sent if isinstance(c, Load)]
+        assert load.options.model_path == str(path)  # as My models' Load sends it
+        assert _name_cell(page, path).endswith(LOADED_MARK)
+    finally:
+        shut(page)
+        parts.window.close()
         parts.close()

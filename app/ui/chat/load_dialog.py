@@ -1,0 +1,397 @@
+"""Loading a model in one dialog: its load settings (context length, K/V cache types, GPU
+layers, threads), a live estimate of whether they fit this machine, and Load, or Reload for
+the model that is loaded. What the user loads with is remembered for that model file
+(app.core.load_choices); a model never loaded from here uses the default load settings."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core import starter
+from app.core import units as fmt
+from app.core.fit import FITS, NO_FIT, TIGHT
+from app.core.kv_types import KV_TYPES
+from app.core.load_check import gpu_build
+from app.core.load_choices import (
+    LiveFit,
+    LoadChoice,
+    LoadFacts,
+    default_choice,
+    live_fit,
+    read_load_facts,
+    remember_choice,
+    remembered_choice,
+)
+from app.core.model_ref import resolve_model
+from app.core.settings import Settings
+from app.engine.build_info import BackendPairs
+from app.engine.rpc_load_check import load_options_for
+from app.services.local_workers import LocalWorkers
+from app.services.tasks import TaskRunner
+from app.ui.chat.model_picker import STARTER
+from app.ui.chat.status_bar import model_name
+from app.ui.chat.workers_box import WorkersBox
+from app.ui.models.repo_view import VERDICT_COLOURS, budget_text
+from app.ui.plain_text import plain_label, plain_tooltip
+
+log = logging.getLogger(__name__)
+
+# What the dialog offers when the chosen K/V pair has no Flash Attention kernel in the
+# running GPU backend: int8 K and V (in llama.cpp's default pair list), or plain f16.
+ALTERNATIVE_PAIRS = (("q8_0", "q8_0"), ("f16", "f16"))
+NO_GPU = "CPU only: no GPU layers"
+ADVICE = "lower the context length, or press Load and choose Load anyway"
+MAX_CONTEXT = 1_048_576
+_WARNING_STYLE = (
+    "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
+    "border-radius: 6px; padding: 6px;"
+)
+
+
+def _fit_style(verdict: str) -> str:
+    background, foreground = VERDICT_COLOURS[verdict]
+    return (
+        f"background: {background.name()}; color: {foreground.name()}; "
+        "border-radius: 6px; padding: 8px;"
+    )
+
+
+def describe_fit(fit: LiveFit, choice: LoadChoice) -> str:
+    """The estimate in one or two sentences, with the Models page's numbers; a load that would
+    be refused says it in load_check's words instead."""
+    mode_fit = fit.mode_fit
+    if fit.refusal is not None:
+        return fit.refusal
+    if mode_fit is None or fit.estimate is None:
+        return ""
+    budget = fit.estimate.budget
+    head = {FITS: "Fits", TIGHT: "Tight fit", NO_FIT: "Does not fit"}.get(
+        mode_fit.verdict, mode_fit.verdict
+    )
+    need = mode_fit.need
+    parts = ""
+    if need is not None:
+        parts = (
+            f" (weights {fmt.size(need.weights_bytes)}, KV cache {choice.mode} at "
+            f"{choice.n_ctx:,} tokens {fmt.size(need.kv_bytes)}, buffers "
+            f"{fmt.size(need.compute_bytes + need.output_bytes)})"
+        )
+    text = (
+        f"{head}: needs {fmt.size(mode_fit.total_bytes)} of {fmt.size(budget.bytes)} "
+        f"{budget_text(budget)}{parts}."
+    )
+    if mode_fit.largest_n_ctx:
+        text += f" At most {mode_fit.largest_n_ctx:,} tokens fit with these settings."
+    if mode_fit.verdict == TIGHT:
+        text += " That is within the estimate's 10% margin: it may not load."
+    return text
+
+
+class LoadDialog(QDialog):
+    """Signals:
+    model_read(): the model's header and this machine's free memory were read; the estimate shows.
+    model_unreadable(str): the model could not be opened (the sentence is shown in the dialog).
+    fit_changed(object): the live estimate (a LiveFit) was redone for the settings shown.
+    load_requested(str): Load or Reload was pressed for this ref; its choice is remembered.
+    (The workers section's own signals are on `workers_box`.)
+    """
+
+    model_read = Signal()
+    model_unreadable = Signal(str)
+    fit_changed = Signal(object)
+    load_requested = Signal(str)
+
+    def __init__(
+        self,
+        ref: str,
+        settings: Settings,
+        folder: Path,
+        pairs: BackendPairs | None = None,
+        loaded_path: str | None = None,
+        parent: QWidget | None = None,
+        local_workers: LocalWorkers | None = None,
+    ) -> None:
+        """`ref`: a .gguf path or 'starter'; `settings`: the default load settings; `folder`:
+        the data folder (where choices are remembered); `pairs`: the K/V pairs the running
+        backend's Flash Attention has (a pair it lacks is said, with the pairs it has);
+        `loaded_path`: the model loaded now (its dialog offers Reload); `local_workers`: where
+        "Start a worker on this computer" starts one (None: the button is hidden)."""
+        super().__init__(parent)
+        self.setObjectName("loadDialog")
+        self.setWindowTitle("Load a model")
+        self._ref, self._settings, self._folder = ref, settings, folder
+        self._pairs = pairs
+        self._loaded_path = loaded_path
+        self.facts: LoadFacts | None = None
+        self.fit: LiveFit | None = None
+        self._showing = False  # the controls are being set: one estimate afterwards
+        self._runner = TaskRunner(self, max_threads=1)
+
+        name = f"Starter model: {starter.NAME}" if ref == STARTER else model_name(ref)
+        self.title = plain_label(QLabel(name))
+        self.title.setObjectName("loadDialogTitle")
+        self.title.setStyleSheet("font-size: 13pt; font-weight: 600;")
+        self.about = plain_label(QLabel("Reading the model…"))
+        self.about.setWordWrap(True)
+        self.n_ctx = QSpinBox()
+        self.n_ctx.setRange(256, MAX_CONTEXT)
+        self.n_ctx.setSingleStep(1024)
+        self.n_ctx.setSuffix(" tokens")
+        self.n_ctx.setGroupSeparatorShown(True)
+        self.type_k = QComboBox()
+        self.type_v = QComboBox()
+        for box in (self.type_k, self.type_v):
+            box.addItems(list(KV_TYPES))
+        self.gpu_layers = QSpinBox()
+        self.gpu_layers.setRange(-1, 999)
+        self.gpu_layers.setSpecialValueText("all")
+        self.no_gpu = QLabel(NO_GPU)
+        self.no_gpu.setObjectName("noGpuLayers")
+        self.no_gpu.setToolTip(
+            "The llama.cpp backend the engine runs has no GPU backend, so every layer runs "
+            "on the CPU. The Backends page adds a GPU one."
+        )
+        self.has_gpu = gpu_build()
+        self.gpu_layers.setVisible(self.has_gpu)
+        self.no_gpu.setVisible(not self.has_gpu)
+        gpu_row = QHBoxLayout()
+        gpu_row.setContentsMargins(0, 0, 0, 0)
+        gpu_row.addWidget(self.gpu_layers)
+        gpu_row.addWidget(self.no_gpu)
+        self.threads = QSpinBox()
+        self.threads.setRange(0, 512)
+        self.threads.setSpecialValueText("automatic")
+        form = QFormLayout()
+        form.addRow("Context length", self.n_ctx)
+        form.addRow("K cache type", self.type_k)
+        form.addRow("V cache type", self.type_v)
+        form.addRow("GPU layers", gpu_row)
+        form.addRow("CPU threads", self.threads)
+
+        self.pair_warning = QLabel()
+        self.pair_warning.setWordWrap(True)
+        self.pair_warning.setObjectName("pairWarning")
+        self.pair_warning.setStyleSheet(_WARNING_STYLE)
+        self.pair_buttons: dict[str, QPushButton] = {}
+        offers = QHBoxLayout()
+        for k, v in ALTERNATIVE_PAIRS:
+            button = QPushButton(f"Use K={k} / V={v}")
+            button.clicked.connect(lambda _=False, k=k, v=v: self._choose_pair(k, v))
+            self.pair_buttons[f"{k}/{v}"] = button
+            offers.addWidget(button)
+        offers.addStretch(1)
+
+        self.fit_label = plain_label(QLabel("Estimating the memory it needs…"))
+        self.fit_label.setObjectName("loadFit")
+        self.fit_label.setWordWrap(True)
+        self.fit_label.setMinimumHeight(self.fontMetrics().lineSpacing() * 3 + 16)
+        self.fit_button = QPushButton()  # "Use 32,768 tokens": the largest context that fits
+        self.fit_button.setObjectName("useLargestFit")
+        self.fit_button.hide()
+        self.fit_button.clicked.connect(self._on_fit_button_clicked)
+        fit_row = QHBoxLayout()
+        fit_row.addWidget(self.fit_button)
+        fit_row.addStretch(1)
+        hint = QLabel(
+            "Flash Attention is always on (the int8-K cache runs in it). These settings are "
+            "remembered for this model; other models use the default load settings."
+        )
+        hint.setWordWrap(True)
+        hint.setObjectName("hint")
+
+        self.workers_box = WorkersBox(folder, local_workers, ADVICE)
+        self.workers_box.workers_changed.connect(self._on_setting_changed)
+        self.workers_box.checked.connect(self._on_workers_checked)
+
+        self.buttons = QDialogButtonBox()
+        reload = loaded_path is not None and self._is_loaded(ref)
+        self.load_button = self.buttons.addButton(
+            "Reload" if reload else "Load", QDialogButtonBox.ButtonRole.AcceptRole
+        )
+        self.load_button.setObjectName("loadButton")
+        self.load_button.setDefault(True)
+        self.load_button.setEnabled(False)  # until the model is read: the choice's key
+        self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self._on_load_clicked)
+        self.buttons.rejected.connect(self.reject)
+
+        self._layout = layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addWidget(self.about)
+        layout.addLayout(form)
+        layout.addWidget(self.pair_warning)
+        layout.addLayout(offers)
+        layout.addWidget(self.fit_label)
+        layout.addLayout(fit_row)
+        layout.addWidget(self.workers_box)
+        layout.addWidget(hint)
+        layout.addStretch(1)  # spare height below the text, not between its lines
+        layout.addWidget(self.buttons)
+        self.setMinimumWidth(520)
+
+        self._show_choice(default_choice(settings))
+        self.n_ctx.valueChanged.connect(self._on_setting_changed)
+        self.gpu_layers.valueChanged.connect(self._on_setting_changed)
+        self.type_k.currentTextChanged.connect(self._on_setting_changed)
+        self.type_v.currentTextChanged.connect(self._on_setting_changed)
+        self._show_pair_support()
+        self._runner.submit(
+            "read", _read, ref, on_done=self._on_model_read, on_error=self._on_model_unreadable
+        )
+
+    # ---- the model and the estimate ----------------------------------------------------
+
+    def _is_loaded(self, ref_or_path: str) -> bool:
+        return self._loaded_path is not None and (
+            ref_or_path == self._loaded_path
+            or (self.facts is not None and self.facts.model_path == self._loaded_path)
+        )
+
+    def _on_model_read(self, facts: LoadFacts) -> None:
+        self.facts = facts
+        header = facts.header
+        trained = f", trained for {header.context_length:,} tokens" if header.context_length else ""
+        self.about.setText(f"{Path(facts.model_path).name}: {fmt.size(facts.file_size)}{trained}.")
+        self.about.setToolTip(plain_tooltip(facts.model_path))
+        remembered = remembered_choice(self._folder, facts.model_path)
+        self._show_choice(remembered or default_choice(self._settings, header.context_length))
+        if self._is_loaded(facts.model_path):
+            self.load_button.setText("Reload")
+        self.model_read.emit()
+        self._estimate()
+
+    def _on_model_unreadable(self, message: str, _error: BaseException) -> None:
+        self.about.setText(f"Could not open the model: {message}")
+        self.fit_label.setText("")
+        self.load_button.setEnabled(False)
+        self.model_unreadable.emit(message)
+
+    def _show_choice(self, choice: LoadChoice) -> None:
+        self._showing = True
+        self.n_ctx.setValue(choice.n_ctx)
+        self.type_k.setCurrentText(choice.type_k)
+        self.type_v.setCurrentText(choice.type_v)
+        self.gpu_layers.setValue(choice.n_gpu_layers)
+        self.threads.setValue(choice.n_threads or 0)
+        self.workers_box.set_workers(choice.rpc_workers)
+        self._showing = False
+
+    def _on_setting_changed(self) -> None:
+        if not self._showing:
+            self._estimate()
+
+    def _estimate(self) -> None:
+        """Redo the estimate for the settings shown: pure arithmetic on what was read, so it
+        runs on every change without a thread."""
+        self._show_pair_support()
+        if self.facts is None:
+            return
+        choice = self.chosen()
+        split = bool(choice.rpc_workers)
+        if split:  # this machine's fit alone says nothing: the workers' table does
+            self.workers_box.recheck(load_options_for(self.facts.model_path, choice))
+        self.fit_label.setVisible(not split)
+        fit = live_fit(self.facts, choice, ADVICE)
+        self.fit = fit
+        verdict = fit.mode_fit.verdict if fit.mode_fit else NO_FIT
+        if fit.refusal is not None:
+            verdict = NO_FIT
+        self.fit_label.setText(describe_fit(fit, choice))
+        self.fit_label.setStyleSheet(_fit_style(verdict))
+        self._update_load_button()
+        largest = fit.mode_fit.largest_n_ctx if fit.mode_fit else 0
+        offer = not split and fit.refusal is not None and 0 < largest < choice.n_ctx
+        self.fit_button.setText(f"Use {largest:,} tokens (the most that fit)" if offer else "")
+        self.fit_button.setVisible(offer)
+        self._grow()
+        self.fit_changed.emit(fit)
+
+    def _grow(self) -> None:
+        height = self._layout.totalHeightForWidth(self.width())  # wrapped at this width
+        if height > self.height():  # a longer sentence or the offer: grow, never squeeze
+            self.resize(self.width(), height)
+
+    def _update_load_button(self) -> None:
+        """Load needs the model read; across workers their checks' answer (a worker that is
+        down or cannot run the K/V pair is refused, memory can be forced), else this
+        machine's fit (its refusal forceable)."""
+        if self.facts is None or self.fit is None:
+            self.load_button.setEnabled(False)
+        elif self.workers_box.workers:
+            self.load_button.setEnabled(self.workers_box.allows_load)
+        else:
+            self.load_button.setEnabled(self.fit.refusal is None or self.fit.forceable)
+
+    def _on_workers_checked(self, _result: object) -> None:
+        self._update_load_button()
+        self._grow()
+
+    def _on_fit_button_clicked(self) -> None:
+        if self.fit is not None and self.fit.mode_fit is not None:
+            self.n_ctx.setValue(self.fit.mode_fit.largest_n_ctx)
+
+    # ---- K/V pairs the backend runs ------------------------------------------------------
+
+    def _choose_pair(self, k: str, v: str) -> None:
+        self._showing = True  # one estimate for the pair, not one per box
+        self.type_k.setCurrentText(k)
+        self.type_v.setCurrentText(v)
+        self._showing = False
+        self._estimate()
+
+    def _show_pair_support(self) -> None:
+        k, v = self.type_k.currentText(), self.type_v.currentText()
+        missing = self._pairs is not None and self._pairs.native(k, v) is False
+        self.pair_warning.setVisible(missing)
+        for name, button in self.pair_buttons.items():
+            ok = self._pairs is not None and self._pairs.native(*name.split("/")) is not False
+            button.setVisible(missing and ok)
+        if missing and self._pairs is not None:
+            offered = [n for n, b in self.pair_buttons.items() if not b.isHidden()]
+            instead = " or ".join(offered) if offered else "another pair"
+            self.pair_warning.setText(
+                f"The {self._pairs.backend} backend has no Flash Attention kernel for "
+                f"K={k} / V={v}: llama.cpp would convert the cache to f16 at every step, "
+                f"which is slow and gives back the memory int8-K saves. Use {instead} instead."
+            )
+
+    # ---- the choice --------------------------------------------------------------------
+
+    def chosen(self) -> LoadChoice:
+        """The settings shown, as a load would use them."""
+        return LoadChoice(
+            n_ctx=self.n_ctx.value(),
+            type_k=self.type_k.currentText(),
+            type_v=self.type_v.currentText(),
+            n_gpu_layers=self.gpu_layers.value(),
+            n_threads=self.threads.value() or None,
+            rpc_workers=self.workers_box.workers,
+        )
+
+    def _on_load_clicked(self) -> None:
+        if self.facts is None or not self.load_button.isEnabled():
+            return
+        remember_choice(self._folder, self.facts.model_path, self.chosen())
+        self.accept()
+        self.load_requested.emit(self._ref)
+
+
+def _read(ref: str) -> LoadFacts:
+    """Off the GUI thread: the file `ref` names (the starter is joined on first use), its
+    header, and the free memory a load would go into."""
+    return read_load_facts(resolve_model(ref, allow_pull=False))

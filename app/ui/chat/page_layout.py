@@ -1,0 +1,120 @@
+"""Where the chat page's widgets go: conversations on the left, the header (picker, Chat
+settings), the engine-stopped notice, then the conversation with its offers and input, or the
+completion panel for a base model, and the per-chat settings on the right."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+EMPTY_STATE = (
+    "<div style='font-size:17pt; font-weight:600; color:#1f2328'>Start a conversation</div>"
+    "<div style='color:#6b7280; margin-top:6px'>Messages stay on this computer, "
+    "saved as they stream.</div>"
+)
+EDITING = "Editing a message: Enter resends it (later messages are replaced), Esc cancels."
+
+
+@dataclass(frozen=True)
+class PageLayout:
+    """The containers the page switches between (and the splitter tests size)."""
+
+    empty_state: QLabel
+    stack: QStackedWidget  # the empty state or the messages
+    edit_banner: QLabel
+    modes: QStackedWidget  # the conversation (chat_area) or the completion panel
+    chat_area: QWidget
+    splitter: QSplitter
+
+
+def lay_out(
+    page: QWidget,
+    header: tuple[QWidget, QWidget],
+    view: QWidget,
+    composer: tuple[QWidget, QWidget, QWidget],
+    notices: tuple[QWidget, QWidget],
+    completion: QWidget,
+    sides: tuple[QWidget, QWidget],
+) -> PageLayout:
+    """Put the page's widgets in place. `header`: picker, settings toggle; `composer`: input,
+    Send, Regenerate; `notices`: the no-model offer, the engine-stopped notice; `sides`: the
+    conversation list, the settings panel (hidden until asked for)."""
+    top = QFrame()
+    top.setObjectName("chatHeader")
+    top_layout = QHBoxLayout(top)
+    top_layout.setContentsMargins(16, 8, 16, 8)
+    top_layout.addWidget(header[0])
+    top_layout.addStretch(1)
+    top_layout.addWidget(header[1])
+
+    empty_state = QLabel(EMPTY_STATE)
+    empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
+    empty_state.setObjectName("emptyState")
+    stack = QStackedWidget()
+    stack.addWidget(empty_state)
+    stack.addWidget(view)
+
+    edit_banner = QLabel(EDITING)
+    edit_banner.setObjectName("editBanner")
+    edit_banner.hide()
+
+    box = QFrame()
+    box.setObjectName("composer")
+    box_layout = QHBoxLayout(box)
+    box_layout.setContentsMargins(10, 8, 10, 8)
+    box_layout.addWidget(composer[0], 1)
+    buttons = QVBoxLayout()
+    buttons.addWidget(composer[1])
+    buttons.addWidget(composer[2])
+    box_layout.addLayout(buttons)
+
+    bottom = QVBoxLayout()
+    bottom.setContentsMargins(24, 6, 24, 14)
+    bottom.addWidget(notices[0])
+    bottom.addWidget(edit_banner)
+    bottom.addWidget(box)
+
+    chat_area = QWidget()
+    chat_layout = QVBoxLayout(chat_area)
+    chat_layout.setContentsMargins(0, 0, 0, 0)
+    chat_layout.setSpacing(0)
+    chat_layout.addWidget(stack, 1)
+    chat_layout.addLayout(bottom)
+    modes = QStackedWidget()
+    modes.addWidget(chat_area)
+    modes.addWidget(completion)
+
+    center = QWidget()
+    center.setObjectName("chatCenter")
+    center_layout = QVBoxLayout(center)
+    center_layout.setContentsMargins(0, 0, 0, 0)
+    center_layout.setSpacing(0)
+    center_layout.addWidget(top)
+    stopped_row = QHBoxLayout()  # above both modes: a dead engine concerns either
+    stopped_row.setContentsMargins(24, 8, 24, 0)
+    stopped_row.addWidget(notices[1])
+    center_layout.addLayout(stopped_row)
+    center_layout.addWidget(modes, 1)
+
+    sides[1].hide()
+    splitter = QSplitter()
+    splitter.addWidget(sides[0])
+    splitter.addWidget(center)
+    splitter.addWidget(sides[1])
+    splitter.setStretchFactor(1, 1)
+    splitter.setSizes([240, 900, 280])
+    splitter.setChildrenCollapsible(False)
+    layout = QHBoxLayout(page)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(splitter)
+    return PageLayout(empty_state, stack, edit_banner, modes, chat_area, splitter)

@@ -1,0 +1,333 @@
+"""The load dialog's "Workers (other machines)" section: the llama.cpp RPC workers a model is
+split across (addresses the user types, or a worker started on this computer), what a worker
+on a network address exposes, and the fit on every device from check_rpc_load, redone off the
+GUI thread whenever the workers or the load settings change (the latest request wins).
+
+Worker addresses come only from here (typed, or started here) and the model's remembered load
+choice, never from a model or any downloaded file (docs/several-machines.md, Security)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core import units as fmt
+from app.core.errors import BadInputError
+from app.core.kv_cache import llama_mib
+from app.core.rpc_fit import DeviceShare
+from app.core.rpc_workers import MAX_WORKERS, check_address, exposure_warning, is_loopback
+from app.engine.messages import LoadOptions
+from app.engine.rpc_load_check import RpcLoadCheck, WorkersCheck, check_workers
+from app.services.local_workers import LocalWorkers
+from app.services.tasks import TaskRunner
+from app.ui.plain_text import plain_label
+
+log = logging.getLogger(__name__)
+
+BACKENDS_ADVICE = "the Backends page"  # how to choose a backend with RPC, in the app
+COLUMNS = ("Device", "Weights", "KV cache", "Compute", "Free")
+_WARNING_STYLE = (
+    "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
+    "border-radius: 6px; padding: 6px;"
+)
+_REFUSAL_STYLE = "color: #b91c1c;"
+
+
+class WorkersBox(QWidget):
+    """Signals:
+    workers_changed(): a worker was added or removed (the dialog redoes its estimate).
+    checked(object): a WorkersCheck for the settings last asked about (only the latest).
+    """
+
+    workers_changed = Signal()
+    checked = Signal(object)
+
+    def __init__(
+        self,
+        data_folder: Path,
+        local_workers: LocalWorkers | None,
+        advice: str,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("workersBox")
+        self._folder, self._local, self._advice = data_folder, local_workers, advice
+        self.result: WorkersCheck | None = None
+        self.checking = False
+        self._asked = 0  # the newest check asked for: older ones skip their work
+        self._runner = TaskRunner(self, max_threads=1)
+
+        title = QLabel("Workers (other machines)")
+        title.setStyleSheet("font-weight: 600;")
+        about = QLabel(
+            "Split the model across computers running 'kvstudio worker' (llama.cpp RPC). "
+            "Their devices take layers first; this machine's CPU keeps the rest."
+        )
+        about.setWordWrap(True)
+        about.setObjectName("hint")
+        self.list = QListWidget()
+        self.list.setObjectName("workersList")
+        self.list.setFixedHeight(max(self.fontMetrics().lineSpacing() * 4 + 8, 72))
+        self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.address = QLineEdit()
+        self.address.setObjectName("workerAddress")
+        self.address.setPlaceholderText("host:port, e.g. 192.168.1.20:50052")
+        self.add_button = QPushButton("Add")
+        self.add_button.setObjectName("addWorker")
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.setObjectName("removeWorker")
+        self.start_button = QPushButton("Start a worker on this computer")
+        self.start_button.setObjectName("startLocalWorker")
+        self.start_button.setToolTip(
+            "Runs 'kvstudio worker' on 127.0.0.1 and a free port, to try a split without a "
+            "second machine; it stops when KV Studio closes."
+        )
+        self.start_button.setVisible(local_workers is not None)
+        self.error = plain_label(QLabel())
+        self.error.setObjectName("workerError")
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet(_REFUSAL_STYLE)
+        self.error.hide()
+        self.exposure = plain_label(QLabel())
+        self.exposure.setObjectName("workerExposure")
+        self.exposure.setWordWrap(True)
+        self.exposure.setStyleSheet(_WARNING_STYLE)
+        self.exposure.hide()
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setObjectName("deviceFit")
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # "RPC1 (host:port)"
+        self.table.hide()
+        self.sentence = plain_label(QLabel())
+        self.sentence.setObjectName("deviceFitSentence")
+        self.sentence.setWordWrap(True)
+        self.sentence.hide()
+
+        entry = QHBoxLayout()
+        entry.addWidget(self.address, 1)
+        entry.addWidget(self.add_button)
+        entry.addWidget(self.remove_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 6, 0, 0)
+        layout.addWidget(title)
+        layout.addWidget(about)
+        layout.addWidget(self.list)
+        layout.addLayout(entry)
+        layout.addWidget(self.start_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.error)
+        layout.addWidget(self.exposure)
+        layout.addWidget(self.table)
+        layout.addWidget(self.sentence)
+
+        self.add_button.clicked.connect(self._on_add_clicked)
+        self.address.returnPressed.connect(self._on_add_clicked)
+        self.remove_button.clicked.connect(self._on_remove_clicked)
+        self.start_button.clicked.connect(self._on_start_clicked)
+        if local_workers is not None:
+            local_workers.started.connect(self._on_local_worker_started)
+            local_workers.failed.connect(self._on_local_worker_failed)
+        self._show_workers()
+
+    # ---- the list ----------------------------------------------------------------------
+
+    @property
+    def workers(self) -> tuple[str, ...]:
+        return tuple(self.list.item(i).text() for i in range(self.list.count()))
+
+    def set_workers(self, workers: tuple[str, ...]) -> None:
+        """Show `workers` (a remembered choice) without a change signal."""
+        self.list.clear()
+        self.list.addItems(list(workers))
+        self._show_workers()
+
+    def add_worker(self, text: str) -> bool:
+        """Add `text` as a worker address; a bad one is said in one sentence (False)."""
+        address = text.strip()
+        try:
+            check_address(address)
+            if address in self.workers:
+                raise BadInputError(f"The worker at {address} is in the list already.")
+            if len(self.workers) >= MAX_WORKERS:
+                raise BadInputError(f"llama.cpp takes at most {MAX_WORKERS} workers.")
+        except BadInputError as error:
+            self._say(str(error))
+            return False
+        self._say("")
+        self.list.addItem(address)
+        self._show_workers()
+        self.workers_changed.emit()
+        return True
+
+    def _on_add_clicked(self) -> None:
+        if self.add_worker(self.address.text()):
+            self.address.clear()
+
+    def _on_remove_clicked(self) -> None:
+        row = self.list.currentRow()
+        if row < 0:
+            row = self.list.count() - 1
+        if row >= 0:
+            self.list.takeItem(row)
+            self._say("")
+            self._show_workers()
+            self.workers_changed.emit()
+
+    def _on_start_clicked(self) -> None:
+        if self._local is not None:
+            self.start_button.setEnabled(False)
+            self.start_button.setText("Starting a worker…")
+            self._local.start()
+
+    def _on_local_worker_started(self, address: str) -> None:
+        self._reset_start_button()
+        self.add_worker(address)
+
+    def _on_local_worker_failed(self, message: str) -> None:
+        self._reset_start_button()
+        self._say(message)
+
+    def _reset_start_button(self) -> None:
+        self.start_button.setEnabled(True)
+        self.start_button.setText("Start a worker on this computer")
+
+    def _say(self, sentence: str) -> None:
+        self.error.setText(sentence)
+        self.error.setVisible(bool(sentence))
+
+    def _show_workers(self) -> None:
+        self.remove_button.setEnabled(self.list.count() > 0)
+        self.list.setVisible(self.list.count() > 0)  # no empty box on a load on this machine
+        exposed = [w for w in self.workers if not is_loopback(check_address(w)[0])]
+        if exposed:
+            host, port = check_address(exposed[0])
+            text = exposure_warning(host, port, here=False)
+            self.exposure.setText(text[0].upper() + text[1:])
+        self.exposure.setVisible(bool(exposed))
+        if not self.workers:
+            self._asked += 1  # an answer still on its way is for workers no longer listed
+            self.result, self.checking = None, False
+            self.table.hide()
+            self.sentence.hide()
+
+    # ---- the fit on every device ---------------------------------------------------------
+
+    def recheck(self, options: LoadOptions) -> None:
+        """Redo the checks for `options` (its rpc_workers are this list) off the GUI thread."""
+        self._asked += 1
+        asked = self._asked
+        self.checking = True
+        self.result = None
+        self.sentence.setStyleSheet("")
+        self.sentence.setText("Asking the workers and reading their devices' free memory…")
+        self.sentence.show()
+        self._runner.submit(
+            "check",
+            self._check_if_latest,
+            asked,
+            options,
+            on_done=self._on_checked,
+            on_error=self._on_check_failed,
+        )
+
+    def _check_if_latest(self, asked: int, options: LoadOptions) -> WorkersCheck | None:
+        if asked != self._asked:  # superseded while queued: skip the child process
+            return None
+        return check_workers(options, self._folder, BACKENDS_ADVICE, self._advice)
+
+    def _on_checked(self, result: WorkersCheck | None) -> None:
+        if result is None:
+            return
+        self._show_result(result)
+
+    def _on_check_failed(self, message: str, _error: BaseException) -> None:
+        self._show_result(WorkersCheck(None, message, forceable=False))
+
+    def _show_result(self, result: WorkersCheck) -> None:
+        self.checking = False
+        self.result = result
+        check = result.check
+        shares = check.fit.shares if check is not None else ()
+        self.table.setRowCount(len(shares))
+        for row, share in enumerate(shares):
+            for column, (text, tip) in enumerate(_cells(share)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(tip)
+                if column:
+                    item.setTextAlignment(
+                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+                    )
+                self.table.setItem(row, column, item)
+        self.table.setVisible(bool(shares))
+        if shares:
+            header_height = self.table.horizontalHeader().height()
+            rows_height = sum(self.table.rowHeight(r) for r in range(len(shares)))
+            self.table.setFixedHeight(header_height + rows_height + 4)
+        lines = []
+        if result.refusal is not None:
+            lines.append(result.refusal)
+        elif check is not None:
+            lines.append(_fits_sentence(check))
+        if check is not None:
+            lines += check.notices()
+        self.sentence.setText(" ".join(lines))
+        self.sentence.setStyleSheet(_REFUSAL_STYLE if result.refusal else "")
+        self.sentence.setVisible(bool(lines))
+        self.checked.emit(result)
+
+    @property
+    def allows_load(self) -> bool:
+        """Whether Load may be pressed: the checks answered, and any refusal can be forced."""
+        return (
+            not self.checking
+            and self.result is not None
+            and (self.result.refusal is None or self.result.forceable)
+        )
+
+    def wait(self, msecs: int = 60000) -> bool:
+        return self._runner.wait(msecs)
+
+
+def _cells(share: DeviceShare) -> list[tuple[str, str]]:
+    """(text, tooltip) per column for one device's share."""
+    per_cache = ", ".join(f"{llama_mib(b).strip()} MiB" for b in share.kv_bytes_per_cache)
+    layers = f"{len(share.layers)} layers" + (" and the output layer" if share.has_output else "")
+    return [
+        (share.label, layers),
+        (fmt.size(share.weights_bytes, 1), "the weights of its layers"),
+        (
+            fmt.size(share.kv_bytes, 2, unit="MiB"),
+            f"per cache, as llama.cpp allocates it: {per_cache}",
+        ),
+        (fmt.size(share.compute_bytes, 1), "compute buffer (estimated)"),
+        (fmt.size(share.budget_bytes, 1), "free memory as llama.cpp reads it"),
+    ]
+
+
+def _fits_sentence(check: RpcLoadCheck) -> str:
+    """A load that fits, in one sentence naming the device with the least room left."""
+    fit = check.fit
+    share = fit.runs_out_first()
+    return (
+        f"Fits at {fit.n_ctx:,} tokens ({fit.mode.label}) on every device; the least room is "
+        f"left on {share.label}: it needs {fmt.size(share.need_bytes, 1)} of "
+        f"{fmt.size(share.budget_bytes, 1)} free."
+    )

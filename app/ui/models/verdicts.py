@@ -1,0 +1,45 @@
+"""How a fit verdict looks wherever the Models page shows one: colours, text, the budget."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QBrush, QColor, QStandardItem
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QTableWidgetItem
+
+from app.core import units as fmt
+from app.core.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED, ModeFit
+from app.core.probes import FreeMemory
+
+# Background / text colours per verdict: readable on light and dark palettes.
+VERDICT_COLOURS = {
+    FITS: (QColor("#d7f5dd"), QColor("#11602a")),
+    TIGHT: (QColor("#fff1c7"), QColor("#7a5300")),
+    NO_FIT: (QColor("#fbd9d7"), QColor("#8c1d18")),
+    UNSUPPORTED: (QColor("#eceef2"), QColor("#5b6170")),
+}
+
+
+def paint_verdict(item: QStandardItem | QTableWidgetItem, verdict: str) -> None:
+    background, foreground = VERDICT_COLOURS[verdict]
+    item.setBackground(QBrush(background))
+    item.setForeground(QBrush(foreground))
+
+
+class VerdictDelegate(QStyledItemDelegate):
+    """Keeps a verdict cell's colours on a selected row (the name column shows the selection)."""
+
+    def initStyleOption(self, option, index) -> None:
+        super().initStyleOption(option, index)
+        option.state &= ~QStyle.StateFlag.State_Selected
+
+
+def verdict_text(fit: ModeFit) -> str:
+    return (
+        f"{fit.verdict} · max {fmt.tokens_short(fit.largest_n_ctx)}"
+        if fit.largest_n_ctx
+        else fit.verdict
+    )
+
+
+def budget_text(budget: FreeMemory) -> str:
+    """'free VRAM (NVIDIA H200)' or 'free system RAM'."""
+    return f"free VRAM ({budget.device})" if budget.on_gpu else f"free {budget.device}"
