@@ -4,6 +4,9 @@
 QT_QPA_PLATFORM=offscreen python scripts/render_dashboard.py --live docs/screenshots/dashboard.png
 # from a recording saved by `kvstudio bench --record` (e.g. the NVML run on a GPU)
 QT_QPA_PLATFORM=offscreen python scripts/render_dashboard.py --recording run.json out.png
+# what a window shows without scrolling, at each size: /tmp/d-1024x640.png, /tmp/d-1280x800.png
+QT_QPA_PLATFORM=offscreen python scripts/render_dashboard.py --live /tmp/d.png \
+    --visible 1024x640,1280x800
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=1500)
+    parser.add_argument(
+        "--visible",
+        default="",
+        help="sizes WxH,WxH: save what the page shows at each without scrolling (OUT-WxH.png)",
+    )
     args = parser.parse_args(argv)
 
     from PySide6.QtWidgets import QApplication
@@ -93,8 +101,20 @@ def main(argv: list[str] | None = None) -> int:
         page.kv_panel.set_tokens(page._n_past)
         app.processEvents()
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        page.content.grab().save(str(args.out))
-        print(f"wrote {args.out}")
+        if not args.visible:
+            page.content.grab().save(str(args.out))
+            print(f"wrote {args.out}")
+        for size in filter(None, args.visible.split(",")):
+            # The page's size at this window size: the sidebar and status bar take the rest.
+            width, height = (int(x) for x in size.split("x"))
+            page.resize(width - 104, height - 27)
+            for _ in range(10):
+                app.processEvents()
+            page._redraw(force_text=True)
+            app.processEvents()
+            out = args.out.with_name(f"{args.out.stem}-{size}{args.out.suffix}")
+            page.grab().save(str(out))
+            print(f"wrote {out}")
     finally:
         page.shutdown()
         client.shutdown()
