@@ -1,5 +1,6 @@
 """The load `kvstudio run` and `kvstudio serve` ask for, from their shared options (MODEL, --ctx,
---kv, --threads, --gpu-layers, --rpc, --force), checked before any engine process is spawned."""
+--kv, --threads, --gpu-layers, --rpc, --split, --force), checked before any engine process is
+spawned."""
 
 from __future__ import annotations
 
@@ -20,6 +21,12 @@ def add_rpc_argument(parser: argparse.ArgumentParser) -> None:
         "--rpc",
         metavar="HOST:PORT[,...]",
         help="split the model across these workers ('kvstudio worker' on each machine)",
+    )
+    parser.add_argument(
+        "--split",
+        metavar="SHARE[,...]",
+        help="with --rpc: each device's share of the layers, in the order the load lists them "
+        "(the workers' devices, then this machine's GPUs), e.g. 1,3; default: by free memory",
     )
 
 
@@ -46,23 +53,30 @@ def checked_load_options(args: argparse.Namespace) -> tuple[LoadOptions, KvMode]
         type_v=mode.v.name,
         n_threads=args.threads,
     )
+    split = getattr(args, "split", None)
     if getattr(args, "rpc", None) is not None:
-        return _checked_workers(args.rpc, options, args.force), mode
+        return _checked_workers(args.rpc, split, options, args.force), mode
+    if split is not None:
+        raise BadInputError("--split divides the layers between the --rpc workers: give --rpc too.")
     check_model_load(path, options, force=args.force)
     return options, mode
 
 
-def _checked_workers(text: str, options: LoadOptions, force: bool) -> LoadOptions:
-    """`options` with the --rpc workers, refused with one sentence unless the chosen backend has
-    RPC, every worker answers (llama.cpp aborts the engine on a worker it cannot reach), runs
-    the K/V mode, and the model fits on every device."""
+def _checked_workers(
+    text: str, split: str | None, options: LoadOptions, force: bool
+) -> LoadOptions:
+    """`options` with the --rpc workers (and --split shares), refused with one sentence unless
+    the chosen backend has RPC, every worker answers (llama.cpp aborts the engine on a worker it
+    cannot reach), runs the K/V mode, the split has a share per device, and the model fits on
+    every device."""
     from app.core.paths import data_dir
-    from app.core.rpc_workers import parse_workers
+    from app.core.rpc_workers import parse_layer_split, parse_workers
     from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
 
     workers = parse_workers(text)
+    shares = parse_layer_split(split) if split is not None else ()
     folder = backend_with_rpc(data_dir())
-    options = replace(options, rpc_workers=workers)
+    options = replace(options, rpc_workers=workers, layer_split=shares)
     checked = check_rpc_load(options, folder, force=force)
     for notice in checked.notices():
         print_error(f"warning: {notice}")

@@ -51,6 +51,8 @@ class LoadShape(Protocol):
     def n_ubatch(self) -> int: ...
     @property
     def swa_full(self) -> bool: ...
+    @property
+    def layer_split(self) -> tuple[float, ...]: ...
 
 
 def _sizes(*n_bytes: int) -> list[str]:
@@ -164,6 +166,7 @@ def check_split_fits(
             swa_full=options.swa_full,
             flash_attn=options.flash_attn,
             file_size=file_size,
+            layer_split=options.layer_split,
         )
 
     fit = fit_at(n_ctx)

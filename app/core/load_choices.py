@@ -54,6 +54,8 @@ class LoadChoice:
     # llama.cpp RPC workers ("host:port") the model is split across; only ever typed by the
     # user in the load dialog (or started there), never read from a model or downloaded file.
     rpc_workers: tuple[str, ...] = ()
+    # Each device's share of the layers (llama.cpp's tensor_split); empty: by free memory.
+    layer_split: tuple[float, ...] = ()
 
     # What every load from the chat has (LoadOptions' defaults); not the user's to choose.
     flash_attn: bool = True
@@ -89,7 +91,18 @@ def _good(entry: object) -> bool:
         and whole(entry.get("n_gpu_layers"), -1, 1 << 20)
         and (entry.get("n_threads") is None or whole(entry.get("n_threads"), 1, 4096))
         and _good_workers(entry.get("rpc_workers", []))
+        and _good_split(entry.get("layer_split", []))
     )
+
+
+def _good_split(shares: object) -> bool:
+    from app.core.rpc_workers import MAX_WORKERS, good_layer_split
+
+    if not isinstance(shares, list) or len(shares) > MAX_WORKERS:
+        return False
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in shares):
+        return False
+    return not shares or good_layer_split(tuple(float(x) for x in shares))
 
 
 def _good_workers(workers: object) -> bool:
@@ -121,8 +134,11 @@ def read_choices(folder: Path) -> dict[str, LoadChoice]:
     for key, entry in models.items() if isinstance(models, dict) else ():
         if 0 < len(key) <= _MAX_PATH_CHARS and _good(entry):
             fields = ("n_ctx", "type_k", "type_v", "n_gpu_layers", "n_threads")
-            workers = tuple(entry.get("rpc_workers", []))
-            choices[key] = LoadChoice(**{name: entry[name] for name in fields}, rpc_workers=workers)
+            choices[key] = LoadChoice(
+                **{name: entry[name] for name in fields},
+                rpc_workers=tuple(entry.get("rpc_workers", [])),
+                layer_split=tuple(float(x) for x in entry.get("layer_split", [])),
+            )
         else:
             log.warning("load settings for %r were not usable; the defaults apply", key[:200])
     return choices

@@ -5,8 +5,9 @@ llama_model_base::load_tensors (src/llama-model.cpp):
 - devices in llama.cpp's order: RPC workers' devices first, then local GPUs (llama.cpp.cpp,
   llama_prepare_model_devices); the local CPU is not one of them: it keeps the input layer
   (token embeddings) and any layer not offloaded;
-- split points by free memory (tensor_split unset): splits[i] = cumulative free / total free,
-  in float32; with n_gpu = n_gpu_layers (-1: n_layer + 1) and i_gpu_start = n_layer + 1 - n_gpu,
+- split points from the user's shares (tensor_split, when any is above 0), else from each
+  device's free memory: splits[i] = cumulative share / total, in float32; with
+  n_gpu = n_gpu_layers (-1: n_layer + 1) and i_gpu_start = n_layer + 1 - n_gpu,
   layer il (il = n_layer is the output layer) goes to CPU when il < i_gpu_start, else to the
   first device whose split point is above float(il - i_gpu_start) / n_gpu;
 - the KV cache of a layer lives on its layer's device, so each device holds its layers' rows
@@ -116,15 +117,16 @@ def _f32(x: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", x))[0])
 
 
-def layer_devices(n_layer: int, n_gpu_layers: int, free: list[int]) -> list[int]:
-    """The device index (into `free`, llama.cpp's device order) of layers 0..n_layer, the
-    last being the output layer; CPU where a layer stays on this machine's CPU."""
+def layer_devices(n_layer: int, n_gpu_layers: int, shares: list[float]) -> list[int]:
+    """The device index (into `shares`, llama.cpp's device order: each device's free memory,
+    or the user's split) of layers 0..n_layer, the last being the output layer; CPU where a
+    layer stays on this machine's CPU."""
     n_gpu = n_gpu_layers if n_gpu_layers >= 0 else n_layer + 1
     i_gpu_start = max(n_layer + 1 - n_gpu, 0)
-    act_gpu_layers = min(n_gpu, n_layer + 1) if free else 0
+    act_gpu_layers = min(n_gpu, n_layer + 1) if shares else 0
     points, running = [], 0.0
-    for bytes_free in free:  # float32 sums, as llama.cpp's std::vector<float>
-        running = _f32(running + _f32(float(bytes_free)))
+    for share in shares:  # float32 sums, as llama.cpp's std::vector<float>
+        running = _f32(running + _f32(float(share)))
         points.append(running)
     points = [_f32(p / running) if running else 0.0 for p in points]
     placed = []
@@ -151,14 +153,20 @@ def split_fit(
     swa_full: bool = False,
     flash_attn: bool = True,
     file_size: int | None = None,
+    layer_split: tuple[float, ...] = (),
 ) -> SplitFit:
     """Each device's weights, KV cache and compute buffer when llama.cpp splits `header`'s model
-    over `devices` (llama.cpp's order) at `n_ctx` with K/V `kv_mode`; the CPU's share first."""
+    over `devices` (llama.cpp's order) at `n_ctx` with K/V `kv_mode`, by `layer_split` when it
+    has a share above 0, else by free memory; the CPU's share first."""
     kv = kv_cache_bytes(
         header, n_ctx, kv_mode, n_ubatch=n_ubatch, swa_full=swa_full, flash_attn=flash_attn
     )
     n_layer = header.block_count
-    placed = layer_devices(n_layer, n_gpu_layers, [d.free_bytes for d in devices])
+    by_user = any(share > 0 for share in layer_split)
+    # llama.cpp reads one share per device from a zero-padded array
+    padded = (list(layer_split) + [0.0] * len(devices))[: len(devices)]
+    split_by = padded if by_user else [float(d.free_bytes) for d in devices]
+    placed = layer_devices(n_layer, n_gpu_layers, split_by)
     weights = _weights_by_place(header, placed, file_size)
     kv_by_place = _kv_by_place(kv, placed)
     peaks = compute_peaks(header, kv, on_gpu=bool(devices), flash_attn=flash_attn)

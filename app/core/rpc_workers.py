@@ -4,6 +4,7 @@ engine is spawned: `host:port` with a port in range, and reachable over TCP."""
 from __future__ import annotations
 
 import ipaddress
+import math
 import socket
 
 from app.core.errors import BadInputError
@@ -29,6 +30,43 @@ def parse_workers(text: str) -> tuple[str, ...]:
     if len(set(workers)) != len(workers):
         raise BadInputError(f"--rpc names a worker twice: '{text[:80]}'.")
     return workers
+
+
+def parse_layer_split(text: str, name: str = "--split") -> tuple[float, ...]:
+    """`1,3`: each device's share of the layers (llama.cpp's tensor_split), as numbers that
+    are not negative and not all zero, or BadInputError with one sentence naming `name`."""
+    try:
+        shares = tuple(float(part.strip()) for part in text.split(","))
+    except ValueError:
+        shares = ()
+    if not good_layer_split(shares):
+        raise BadInputError(
+            f"{name} needs a share per device, like 1,3 (numbers not below 0, not all 0), "
+            f"not '{text[:80]}'."
+        )
+    if len(shares) > MAX_WORKERS:
+        raise BadInputError(
+            f"llama.cpp splits over at most {MAX_WORKERS} devices, not {len(shares)}."
+        )
+    return shares
+
+
+def good_layer_split(shares: tuple[float, ...]) -> bool:
+    """Shares llama.cpp can split by: some, each a finite number not below 0, not all 0."""
+    return (
+        bool(shares)
+        and all(math.isfinite(x) and x >= 0 for x in shares)
+        and any(x > 0 for x in shares)
+    )
+
+
+def check_layer_split(split: tuple[float, ...], device_labels: list[str]) -> None:
+    """BadInputError unless `split` has one share per device of the load, in llama.cpp's order."""
+    if split and len(split) != len(device_labels):
+        raise BadInputError(
+            f"The layer split gives {len(split)} shares but the load has {len(device_labels)} "
+            f"devices, in this order: {', '.join(device_labels)}."
+        )
 
 
 def check_address(worker: str) -> tuple[str, int]:

@@ -67,6 +67,8 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
         # message from the crash report; the log itself goes through our callback anyway.
         "verbose": True,
     }
+    if options.layer_split:
+        kwargs["tensor_split"] = list(options.layer_split)
     if options.n_threads:
         kwargs["n_threads"] = options.n_threads
         kwargs["n_threads_batch"] = options.n_threads

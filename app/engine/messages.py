@@ -41,6 +41,9 @@ class LoadOptions:
     # llama.cpp RPC workers ("host:port", checked by app.core.rpc_workers): the model is split
     # across their devices (and this machine's GPUs) by llama.cpp.
     rpc_workers: tuple[str, ...] = ()
+    # Each device's share of the layers, in llama.cpp's device order (the workers' devices, then
+    # this machine's GPUs): llama.cpp's tensor_split. Empty: split by each device's free memory.
+    layer_split: tuple[float, ...] = ()
     # llama.cpp's repacked CPU weights (its "extra buffer types", CPU_REPACK): faster CPU matrix
     # products, but summed in another order than an RPC worker's CPU device, so greedy text
     # differs by where the layers run. Off by default: the same text in-process and split.

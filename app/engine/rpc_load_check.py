@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from app.core.errors import BadInputError, ContextTooLargeError
 from app.core.load_check import CLI_ADVICE, check_split_fits
 from app.core.rpc_fit import SplitDevice, SplitFit
-from app.core.rpc_workers import check_reachable
+from app.core.rpc_workers import check_layer_split, check_reachable
 from app.core.worker_hello import WorkerBuild, ask_worker, check_workers_run_mode
 from app.engine.messages import LoadOptions
 
@@ -81,6 +81,7 @@ def check_rpc_load(
     builds = [build for _, build in answers if build is not None]
     check_workers_run_mode(builds, options.type_k, options.type_v)
     devices = read_split_devices(backend_folder, workers)
+    check_layer_split(options.layer_split, [device.label for device in devices])
     path = Path(options.model_path)
     fit = check_split_fits(
         read_gguf_header(path),
@@ -147,4 +148,5 @@ def load_options_for(model_path: str, choice: LoadChoice) -> LoadOptions:
         type_v=choice.type_v,
         n_threads=choice.n_threads,
         rpc_workers=choice.rpc_workers,
+        layer_split=choice.layer_split,
     )

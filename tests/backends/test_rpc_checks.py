@@ -84,6 +84,55 @@ def test_each_worker_gets_the_kv_cache_the_fit_check_predicts(cpu_chosen):
     assert first.kv_bytes + second.kv_bytes == kv_cache_bytes(header, 1024).total_bytes
 
 
+def test_a_layer_split_set_by_the_user_puts_the_layers_where_asked(cpu_chosen):
+    """--split 1,3: the first worker takes a quarter of the layers, whatever the free memory
+    says; the fit check predicts each worker's KV cache for that split, byte for byte, and
+    the text is the same as with llama.cpp's own split."""
+    model = resolve_model("starter")
+    header = read_gguf_header(model)
+    proc = EngineProcess(backends=BackendStore(cpu_chosen))
+    with workers(cpu_chosen, 2) as (a, b):
+        pair = f"{a.address},{b.address}"
+        by_user = greedy_run(cpu_chosen, "--rpc", pair, "--split", "1,3")
+        by_memory = greedy_run(cpu_chosen, "--rpc", pair)
+        three = greedy_run(cpu_chosen, "--rpc", pair, "--split", "1,1,2")
+        try:
+            devices = read_split_devices(cpu_chosen / "backends" / "cpu", (a.address, b.address))
+            options = LoadOptions(
+                str(model), n_ctx=1024, rpc_workers=(a.address, b.address), layer_split=(1, 3)
+            )
+            proc.send(Load(options))
+            loaded = _next(proc)
+        finally:
+            proc.stop()
+    assert by_user.returncode == 0, by_user.stderr
+    assert by_user.stdout.strip() and by_user.stdout == by_memory.stdout
+    assert_bad_input(
+        three,
+        "The layer split gives 3 shares but the load has 2 devices, in this order: "
+        f"RPC0 ({a.address}), RPC1 ({b.address}).",
+    )
+    assert isinstance(loaded, Loaded), loaded
+    fit = split_fit(header, 1024, "q8_0/f16", list(devices), 1 << 40, layer_split=(1, 3))
+    _cpu, first, second = fit.shares
+    # A quarter of the starter's 19 (18 layers and the output layer) is 4.75: split points
+    # 0.25 and 1.0 give layers 0-4 to the first worker, the rest and the output to the second.
+    assert first.layers == (0, 1, 2, 3, 4) and not first.has_output
+    assert len(second.layers) == 13 and second.has_output
+    by_free = split_fit(header, 1024, "q8_0/f16", list(devices), 1 << 40).shares[1]
+    assert len(by_free.layers) != len(first.layers)  # not what free memory alone would give
+    # The first worker holds no global-attention layer (5, 11, 17): llama.cpp allocates, and
+    # logs, no buffer of that cache there, as predicted.
+    assert first.kv_bytes_per_cache[0] == 0 < second.kv_bytes_per_cache[0]
+    for index, cache in enumerate(loaded.kv_caches):
+        logged = dict(zip(cache.devices, cache.device_mib, strict=True))
+        predicted = {
+            f"RPC0[{a.address}]": first.kv_bytes_per_cache[index],
+            f"RPC0[{b.address}]": second.kv_bytes_per_cache[index],
+        }
+        assert logged == {name: float(llama_mib(n)) for name, n in predicted.items() if n}
+
+
 def _next(proc: EngineProcess) -> object:
     while True:
         event = proc.recv(timeout=120)

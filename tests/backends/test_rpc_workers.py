@@ -72,6 +72,24 @@ def test_bad_worker_addresses_are_refused(cpu_chosen):
     assert_bad_input(greedy_run(cpu_chosen, "--rpc", "127.0.0.1"), "is not HOST:PORT")
 
 
+@pytest.mark.parametrize("split", ["1,x", "-1,2", "0,0", "nan,1", ""])
+def test_bad_layer_splits_are_refused(cpu_chosen, split):
+    address = f"127.0.0.1:{free_port()}"  # refused before any worker is asked
+    result = greedy_run(cpu_chosen, "--rpc", address, f"--split={split}")  # "-1" is no option
+    assert_bad_input(
+        result,
+        f"--split needs a share per device, like 1,3 (numbers not below 0, not all 0), "
+        f"not '{split}'.",
+    )
+
+
+def test_a_layer_split_without_workers_is_refused(cpu_chosen):
+    assert_bad_input(
+        greedy_run(cpu_chosen, "--split", "1,3"),
+        "--split divides the layers between the --rpc workers: give --rpc too.",
+    )
+
+
 def test_a_worker_that_dies_mid_reply_is_named_and_the_engine_goes_on(cpu_chosen):
     proc = EngineProcess(backends=BackendStore(cpu_chosen))
     with workers(cpu_chosen, 2) as (a, b):

@@ -41,6 +41,14 @@ def test_a_choice_is_remembered_for_its_file_and_others_use_the_defaults(
     )
 
 
+def test_workers_and_their_layer_split_are_remembered(tmp_path, starter_model_path) -> None:
+    chosen = LoadChoice(
+        2048, "q8_0", "f16", -1, None, rpc_workers=("127.0.0.1:50052",), layer_split=(1.0, 3.0)
+    )
+    remember_choice(tmp_path, str(starter_model_path), chosen)
+    assert choice_for(tmp_path, Settings(), starter_model_path) == chosen
+
+
 def test_the_default_context_is_cut_to_what_the_model_was_trained_for(tmp_path) -> None:
     from tests.gguf_factory import write_tiny_gguf
 
@@ -61,6 +69,9 @@ def test_an_entry_of_the_wrong_shape_is_dropped_alone(tmp_path) -> None:
                     "/m/text.gguf": {**good, "n_ctx": "2048"},
                     "/m/type.gguf": {**good, "type_k": "q3_0"},
                     "/m/bool.gguf": {**good, "n_gpu_layers": True},
+                    "/m/split-text.gguf": {**good, "layer_split": ["1", "3"]},
+                    "/m/split-zero.gguf": {**good, "layer_split": [0, 0]},
+                    "/m/split-below.gguf": {**good, "layer_split": [-1, 2]},
                 },
             }
         )

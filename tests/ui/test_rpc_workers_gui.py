@@ -75,21 +75,31 @@ def test_two_local_workers_split_the_model_and_each_device_is_charted(qtbot, rpc
     assert labels == ["this machine's CPU", f"RPC0 ({a})", f"RPC1 ({b})"]
     assert box.sentence.text().startswith("Fits at 2,048 tokens (q8_0/f16) on every device;")
     assert dialog.load_button.isEnabled()
+    # By free memory, two CPU workers on one machine share the layers about evenly; the user
+    # sets the split: a quarter of the layers on the first worker.
+    with qtbot.waitSignal(box.checked, timeout=CHECK_TIMEOUT_MS):
+        box.split.setText("1,3")
+        box.split.editingFinished.emit()
+    assert [table.item(r, 0).toolTip() for r in (1, 2)] == [
+        "5 layers",
+        "13 layers and the output layer",
+    ]
     predicted = {label: table.item(r, 2).toolTip() for r, label in enumerate(labels)}
 
     with qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS) as loaded_signal:
         dialog.load_button.click()
     loaded = loaded_signal.args[0]
-    assert loaded.options.rpc_workers == (a, b)
-    assert remembered_choice(app.settings.folder, loaded.model_path).rpc_workers == (a, b)
-    # The table's KV cache per worker, per cache, is what llama.cpp allocated on it.
+    assert loaded.options.rpc_workers == (a, b) and loaded.options.layer_split == (1.0, 3.0)
+    remembered = remembered_choice(app.settings.folder, loaded.model_path)
+    assert remembered.rpc_workers == (a, b) and remembered.layer_split == (1.0, 3.0)
+    # The table's KV cache per worker, per cache, is what llama.cpp allocated on it (no
+    # buffer at all where it holds none of that cache's layers: the first worker has no
+    # global-attention layer at 1,3).
     for address, label in ((a, f"RPC0 ({a})"), (b, f"RPC1 ({b})")):
-        allocated = [
-            f"{mib:.2f} MiB"
-            for cache in loaded.kv_caches
-            for buffer, mib in zip(cache.devices, cache.device_mib, strict=True)
-            if buffer.endswith(f"[{address}]")
-        ]
+        allocated = []
+        for cache in loaded.kv_caches:
+            on_it = dict(zip(cache.devices, cache.device_mib, strict=True))
+            allocated.append(f"{on_it.get(f'RPC0[{address}]', 0.0):.2f} MiB")
         assert predicted[label] == "per cache, as llama.cpp allocates it: " + ", ".join(allocated)
 
     # A reply streams through the split model.
@@ -185,4 +195,26 @@ def test_a_network_worker_says_what_it_exposes_and_a_bad_address_gets_one_senten
         box.list.setCurrentRow(1)
         box.remove_button.click()
     assert box.workers == (idle,) and not box.exposure.isVisible()
+    dialog.reject()
+
+
+def test_a_bad_layer_split_gets_one_sentence_and_no_load(qtbot, chat_app):
+    dialog = _open_dialog(qtbot, chat_app)
+    box = dialog.workers_box
+    assert not box.split.isVisibleTo(dialog)  # a load on this machine has nothing to split
+    idle = f"127.0.0.1:{free_port()}"
+    with qtbot.waitSignal(box.checked, timeout=CHECK_TIMEOUT_MS):
+        assert box.add_worker(idle)
+    assert box.split.isVisibleTo(dialog)
+    assert box.split.placeholderText().startswith("by free memory")
+    with qtbot.waitSignal(box.checked, timeout=CHECK_TIMEOUT_MS):
+        box.split.setText("1,x")
+        box.split.editingFinished.emit()
+    assert box.error.isVisible()
+    assert box.error.text() == (
+        "The layer split needs a share per device, like 1,3 (numbers not below 0, not all 0), "
+        "not '1,x'."
+    )
+    assert box.layer_split == () and not dialog.load_button.isEnabled()
+    assert dialog.chosen().layer_split == ()
     dialog.reject()

@@ -288,7 +288,7 @@ class LoadDialog(QDialog):
         self.type_v.setCurrentText(choice.type_v)
         self.gpu_layers.setValue(choice.n_gpu_layers)
         self.threads.setValue(choice.n_threads or 0)
-        self.workers_box.set_workers(choice.rpc_workers)
+        self.workers_box.set_workers(choice.rpc_workers, choice.layer_split)
         self._showing = False
 
     def _on_setting_changed(self) -> None:
@@ -381,6 +381,7 @@ class LoadDialog(QDialog):
             n_gpu_layers=self.gpu_layers.value(),
             n_threads=self.threads.value() or None,
             rpc_workers=self.workers_box.workers,
+            layer_split=self.workers_box.layer_split,
         )
 
     def _on_load_clicked(self) -> None:

@@ -30,7 +30,13 @@ from app.core import units as fmt
 from app.core.errors import BadInputError
 from app.core.kv_cache import llama_mib
 from app.core.rpc_fit import DeviceShare
-from app.core.rpc_workers import MAX_WORKERS, check_address, exposure_warning, is_loopback
+from app.core.rpc_workers import (
+    MAX_WORKERS,
+    check_address,
+    exposure_warning,
+    is_loopback,
+    parse_layer_split,
+)
 from app.engine.messages import LoadOptions
 from app.engine.rpc_load_check import RpcLoadCheck, WorkersCheck, check_workers
 from app.services.local_workers import LocalWorkers
@@ -98,6 +104,16 @@ class WorkersBox(QWidget):
             "second machine; it stops when KV Studio closes."
         )
         self.start_button.setVisible(local_workers is not None)
+        self.split_label = QLabel("Layer split")
+        self.split = QLineEdit()
+        self.split.setObjectName("layerSplit")
+        self.split.setPlaceholderText("by free memory; or a share per device, e.g. 1,3")
+        self.split.setToolTip(
+            "Each device's share of the layers, in the order of the table below (the workers' "
+            "devices, then this computer's GPUs): llama.cpp's tensor split."
+        )
+        self._split: tuple[float, ...] = ()
+        self._split_error = False
         self.error = plain_label(QLabel())
         self.error.setObjectName("workerError")
         self.error.setWordWrap(True)
@@ -126,6 +142,9 @@ class WorkersBox(QWidget):
         entry.addWidget(self.address, 1)
         entry.addWidget(self.add_button)
         entry.addWidget(self.remove_button)
+        split_row = QHBoxLayout()
+        split_row.addWidget(self.split_label)
+        split_row.addWidget(self.split, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 6, 0, 0)
         layout.addWidget(title)
@@ -133,6 +152,7 @@ class WorkersBox(QWidget):
         layout.addWidget(self.list)
         layout.addLayout(entry)
         layout.addWidget(self.start_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addLayout(split_row)
         layout.addWidget(self.error)
         layout.addWidget(self.exposure)
         layout.addWidget(self.table)
@@ -142,6 +162,7 @@ class WorkersBox(QWidget):
         self.address.returnPressed.connect(self._on_add_clicked)
         self.remove_button.clicked.connect(self._on_remove_clicked)
         self.start_button.clicked.connect(self._on_start_clicked)
+        self.split.editingFinished.connect(self._on_split_edited)
         if local_workers is not None:
             local_workers.started.connect(self._on_local_worker_started)
             local_workers.failed.connect(self._on_local_worker_failed)
@@ -153,11 +174,33 @@ class WorkersBox(QWidget):
     def workers(self) -> tuple[str, ...]:
         return tuple(self.list.item(i).text() for i in range(self.list.count()))
 
-    def set_workers(self, workers: tuple[str, ...]) -> None:
-        """Show `workers` (a remembered choice) without a change signal."""
+    def set_workers(self, workers: tuple[str, ...], split: tuple[float, ...] = ()) -> None:
+        """Show `workers` and their layer split (a remembered choice) without a change signal."""
         self.list.clear()
         self.list.addItems(list(workers))
+        self._split, self._split_error = split, False
+        self.split.setText(",".join(f"{share:g}" for share in split))
         self._show_workers()
+
+    @property
+    def layer_split(self) -> tuple[float, ...]:
+        """Each device's share of the layers as last typed correctly; empty: by free memory."""
+        return self._split
+
+    def _on_split_edited(self) -> None:
+        text = self.split.text().strip()
+        try:
+            split = parse_layer_split(text, "The layer split") if text else ()
+        except BadInputError as error:
+            self._split_error = True
+            self._say(str(error))
+            self.workers_changed.emit()  # Load waits for a split it can use
+            return
+        changed = split != self._split or self._split_error
+        self._split, self._split_error = split, False
+        self._say("")
+        if changed:
+            self.workers_changed.emit()
 
     def add_worker(self, text: str) -> bool:
         """Add `text` as a worker address; a bad one is said in one sentence (False)."""
@@ -216,6 +259,8 @@ class WorkersBox(QWidget):
     def _show_workers(self) -> None:
         self.remove_button.setEnabled(self.list.count() > 0)
         self.list.setVisible(self.list.count() > 0)  # no empty box on a load on this machine
+        self.split_label.setVisible(self.list.count() > 0)
+        self.split.setVisible(self.list.count() > 0)
         exposed = [w for w in self.workers if not is_loopback(check_address(w)[0])]
         if exposed:
             host, port = check_address(exposed[0])
@@ -298,6 +343,7 @@ class WorkersBox(QWidget):
         """Whether Load may be pressed: the checks answered, and any refusal can be forced."""
         return (
             not self.checking
+            and not self._split_error
             and self.result is not None
             and (self.result.refusal is None or self.result.forceable)
         )
