@@ -14,7 +14,6 @@ Three checks, in order:
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -224,17 +223,12 @@ def gpu_build() -> bool:
     """Whether the llama.cpp the engine runs (the chosen backend package, else the installed
     llama-cpp-python's) has a GPU backend, from its library files (importing llama_cpp here
     would load it into the GUI process). True when it cannot tell."""
-    from app.core.backends import BackendStore
+    from app.core.backends import BackendStore, library_folder
     from app.core.paths import data_dir
 
     backend, _ = BackendStore(data_dir()).for_engine()
-    if backend.folder is not None:
-        lib_dirs = [backend.folder]
-    else:
-        spec = importlib.util.find_spec("llama_cpp")
-        folders = list(spec.submodule_search_locations or []) if spec else []
-        lib_dirs = [Path(folder) / "lib" for folder in folders]
-    libs = [p.name.lower() for folder in lib_dirs if folder.is_dir() for p in folder.iterdir()]
+    folder = library_folder(backend)
+    libs = [p.name.lower() for p in folder.iterdir()] if folder and folder.is_dir() else []
     if not libs:
         return True
     return any(f"ggml-{backend}" in name for name in libs for backend in _GPU_BACKENDS)
