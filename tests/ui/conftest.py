@@ -15,6 +15,32 @@ LOAD_TIMEOUT_MS = 180_000
 REPLY_TIMEOUT_MS = 180_000  # 2 shared CPU cores: a few tokens can take a while
 
 
+@pytest.fixture(autouse=True)
+def _closed_windows_end_with_their_test(qapp) -> Iterator[None]:
+    """Delete the main windows a test closed, once it ends. PySide keeps a window alive through
+    the connections of its signals to its own methods and lambdas, so each test's window (about
+    650 widgets) stayed for the rest of the run; by the end of the suite an app-wide restyle
+    (the theme and layout tests) repolished tens of thousands of widgets, minutes per test."""
+    yield
+    from PySide6.QtCore import QCoreApplication, QEvent
+    from PySide6.QtWidgets import QApplication
+
+    from app.services.tasks import TaskRunner
+    from app.ui.main_window import MainWindow
+
+    closed = [
+        widget
+        for widget in QApplication.topLevelWidgets()
+        if isinstance(widget, MainWindow) and not widget.isVisible()
+    ]
+    for window in closed:
+        for runner in window.findChildren(TaskRunner):
+            runner.wait()  # no background task reports to a deleted view
+        window.deleteLater()
+    if closed:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
 @pytest.fixture
 def chat_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from app.core.settings import SettingsFile
