@@ -11,6 +11,10 @@
 #     - checks every q8_0-K case of test-backend-ops' own list against the CPU -> eval.txt,
 #     - reads the decode kernels at depth 32,768 with Nsight Compute (time, DRAM bytes read,
 #       % of DRAM peak) -> ncu.csv, and their registers -> res-usage.txt.
+#  PERF_SHAPE (a test-backend-ops -p pattern) times other head sizes too, e.g.
+#  'hsk=(64|128|256),hsv=(64|128|256),nh=8,nr23=\[4,1\]'.
+#  A fourth field "a" (e.g. 4:8:3:a) also applies the aligned K loads of step 3
+#  (fa_tune_source.py aligned-k); each variant starts from upstream's sources.
 # Usage (device machine): SPLITS="32:32:1 4:8:1" bash scripts/fa_kernel_tune.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +29,14 @@ SHAPE='hsk=128,hsv=128,nh=8,nr23=\[4,1\]'
 if [ ! -d "$SRC" ]; then
   mkdir -p /tmp/src && tar xzf .device-carry/llama_cpp_python-0.3.36.tar.gz -C /tmp/src
 fi
+# Every variant starts from upstream's sources (a warm machine keeps /tmp/src between calls).
+PRISTINE=/tmp/src/pristine
+EDITED="ggml/src/ggml-cuda/fattn-vec.cuh ggml/src/ggml-cuda/fattn-common.cuh tests/test-backend-ops.cpp"
+if [ ! -d "$PRISTINE" ]; then
+  for f in $EDITED; do mkdir -p "$PRISTINE/$(dirname "$f")"; cp "$SRC/$f" "$PRISTINE/$f"; done
+fi
+restore() { for f in "$@"; do cmp -s "$PRISTINE/$f" "$SRC/$f" || cp "$PRISTINE/$f" "$SRC/$f"; done; }
+restore $EDITED
 python3 scripts/fa_tune_source.py "$SRC" perf-cases
 if [ ! -f "$B/build.ninja" ]; then
   { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -37,18 +49,22 @@ if [ ! -f "$B/build.ninja" ]; then
 fi
 
 for split in ${SPLITS:-32:32:1 8:32:1}; do
-  IFS=: read -r kq v blocks <<<"$split"
+  IFS=: read -r kq v blocks aligned <<<"$split"
+  restore ggml/src/ggml-cuda/fattn-vec.cuh ggml/src/ggml-cuda/fattn-common.cuh
+  if [ "${aligned:-}" = a ]; then
+    python3 scripts/fa_tune_source.py "$SRC" aligned-k || exit 1
+  fi
   python3 scripts/fa_tune_source.py "$SRC" split "$kq" "$v" "${blocks:-1}" || exit 1
   stamp "build $split"
   cmake --build "$B" --target test-backend-ops -j "$(nproc)" >"$OUT/build.log" 2>&1 \
     || { stamp "build $split failed"; tail -40 "$OUT/build.log"; exit 1; }
   stamp "perf $split"
   echo "== split $split" >>"$OUT/perf.txt"
-  "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT -p "$SHAPE,kv=[0-9]+,nb=${NB:-1}," 2>&1 \
+  "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT -p "${PERF_SHAPE:-$SHAPE},kv=[0-9]+,nb=${NB:-1}," 2>&1 \
     | grep -E "FLASH_ATTN_EXT\(" >>"$OUT/perf.txt"
   stamp "eval $split"
   echo "== split $split" >>"$OUT/eval.txt"
-  timeout 150 "$B/bin/test-backend-ops" test -b CUDA0 -o FLASH_ATTN_EXT -p 'type_K=q8_0' \
+  timeout "${EVAL_S:-150}" "$B/bin/test-backend-ops" test -b CUDA0 -o FLASH_ATTN_EXT -p 'type_K=q8_0' \
     >/tmp/eval.txt 2>&1; echo "exit $?" >>"$OUT/eval.txt"
   grep -E "FAIL|tests passed|Backend CUDA0" /tmp/eval.txt | head -40 >>"$OUT/eval.txt"
   grep -cE ": OK" /tmp/eval.txt | sed 's/^/cases OK: /' >>"$OUT/eval.txt"
