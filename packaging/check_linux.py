@@ -4,7 +4,8 @@
 
 1. packaging/build.py --platform linux (the app, .tar.gz, .deb, AppDir, sizes.json);
 2. the app folder is under the size budget (packaging/sizes.py);
-3. the AppDir's AppRun passes `kvstudio selftest` with an empty environment;
+3. the AppDir's AppRun passes `kvstudio selftest` with an empty environment, and
+   `kvstudio worker` starts on the built-in backend (its rpc-server is shipped) and stops on Ctrl-C;
 4. in a copy of a bare Debian 12 root (scripts/clean_root.sh; no Python, no project venv):
    `apt-get install ./kvstudio.deb` pulls in only its Depends, ldd then finds every library of
    every file, `kvstudio selftest` passes, the window opens offscreen and saves a screenshot, and
@@ -18,9 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -92,6 +96,53 @@ def check_appdir(appdir: Path) -> str:
     return result.stdout.strip()
 
 
+def _free_port_pair() -> int:
+    """A port P with P + 1 free too: a worker's rpc-server and its build report."""
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            port = int(first.getsockname()[1])
+            with socket.socket() as second:
+                try:
+                    second.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+        return port
+    raise CheckFailed("no two free ports in a row on 127.0.0.1")
+
+
+def check_appdir_worker(appdir: Path) -> str:
+    """The installed app is a worker as it is (docs/several-machines.md): AppRun worker prints
+    its banner on the built-in backend, and Ctrl-C stops it."""
+    port = _free_port_pair()
+    worker = subprocess.Popen(
+        ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={tempfile.mkdtemp()}", str(appdir / "AppRun"),
+         "worker", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    watchdog = threading.Timer(120, worker.kill)  # a worker that never speaks ends the read
+    watchdog.start()
+    try:
+        assert worker.stdout is not None
+        banner = worker.stdout.readline().strip()  # the first line says where it listens
+        expected = f"Worker listening at 127.0.0.1:{port} (backend built-in, rpc-server v"
+        if not banner.startswith(expected):
+            worker.kill()
+            _, err = worker.communicate(timeout=60)
+            raise CheckFailed(f"AppRun worker did not start: {(banner or err.strip())[-800:]}")
+        worker.send_signal(signal.SIGINT)
+        worker.communicate(timeout=60)
+    finally:
+        watchdog.cancel()
+        if worker.poll() is None:
+            worker.kill()
+    if worker.returncode != 130:
+        raise CheckFailed(f"AppRun worker ended with {worker.returncode} on Ctrl-C, not 130")
+    return banner
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="packaging/check_linux.py")
     parser.add_argument("--out", type=Path, default=ROOT / "dist")
@@ -113,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         mark = time.monotonic()
         appdir_line = check_appdir(out / "KVStudio.AppDir")
+        worker_line = check_appdir_worker(out / "KVStudio.AppDir")
         steps["appdir"] = time.monotonic() - mark
         mark = time.monotonic()
         package = next((ROOT / "build" / "packaging" / "linux" / "backend").glob("*.tar.gz"))
@@ -122,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"packaging check: {error}", file=sys.stderr)
         return 1
     print(f"packaging check: app {app_mib:.1f} MiB (budget {BUDGET_MIB}); AppDir: {appdir_line}")
+    print(f"packaging check: AppDir worker: {worker_line}; stopped by Ctrl-C")
     print(f"packaging check: installed .deb in a clean Debian 12 root: {deb_line}")
     timing = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in steps.items())
     print(f"packaging check passed in {time.monotonic() - started:.0f} s ({timing})")
