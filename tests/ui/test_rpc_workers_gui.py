@@ -217,4 +217,10 @@ def test_a_bad_layer_split_gets_one_sentence_and_no_load(qtbot, chat_app):
     )
     assert box.layer_split == () and not dialog.load_button.isEnabled()
     assert dialog.chosen().layer_split == ()
+    with qtbot.waitSignal(box.checked, timeout=CHECK_TIMEOUT_MS):
+        box.split.setText("2")
+        box.split.editingFinished.emit()
+    assert not box.error.isVisible() and dialog.chosen().layer_split == (2.0,)
+    box.remove_button.click()  # no workers left: nothing to split, nothing sent
+    assert dialog.chosen().layer_split == () and not box.split.isVisibleTo(dialog)
     dialog.reject()

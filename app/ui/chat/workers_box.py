@@ -184,8 +184,9 @@ class WorkersBox(QWidget):
 
     @property
     def layer_split(self) -> tuple[float, ...]:
-        """Each device's share of the layers as last typed correctly; empty: by free memory."""
-        return self._split
+        """Each device's share of the layers as last typed correctly; empty: by free memory, and
+        always without workers (the split is theirs: a load on this machine alone has none)."""
+        return self._split if self.workers else ()
 
     def _on_split_edited(self) -> None:
         text = self.split.text().strip()
