@@ -29,6 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.core.rpc_workers import free_port_pair  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Here is a long story about a lighthouse keeper and the sea. Once upon a time,"
 
@@ -47,20 +49,6 @@ def start_worker(port: int) -> subprocess.Popen[str]:
         if line.startswith("Stop it with Ctrl-C"):
             return worker
     raise SystemExit(f"the worker on port {port} did not start (exit {worker.wait()})")
-
-
-def free_port_pair() -> int:
-    import socket
-
-    while True:
-        with socket.socket() as a, socket.socket() as b:
-            a.bind(("127.0.0.1", 0))
-            port = int(a.getsockname()[1])
-            try:
-                b.bind(("127.0.0.1", port + 1))  # the worker's build report
-            except OSError:
-                continue
-            return port
 
 
 def server_bytes(ports: list[int]) -> tuple[int, int]:

@@ -20,7 +20,6 @@ import argparse
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -96,25 +95,12 @@ def check_appdir(appdir: Path) -> str:
     return result.stdout.strip()
 
 
-def _free_port_pair() -> int:
-    """A port P with P + 1 free too: a worker's rpc-server and its build report."""
-    for _ in range(50):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            port = int(first.getsockname()[1])
-            with socket.socket() as second:
-                try:
-                    second.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-        return port
-    raise CheckFailed("no two free ports in a row on 127.0.0.1")
-
-
 def check_appdir_worker(appdir: Path) -> str:
     """The installed app is a worker as it is (docs/several-machines.md): AppRun worker prints
     its banner on the built-in backend, and Ctrl-C stops it."""
-    port = _free_port_pair()
+    from app.core.rpc_workers import free_port_pair
+
+    port = free_port_pair()
     worker = subprocess.Popen(
         ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={tempfile.mkdtemp()}", str(appdir / "AppRun"),
          "worker", "--port", str(port)],

@@ -69,6 +69,22 @@ def check_layer_split(split: tuple[float, ...], device_labels: list[str]) -> Non
         )
 
 
+def free_port_pair(host: str = "127.0.0.1") -> int:
+    """A port P with P + 1 free as well: a worker's rpc-server and its build report."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            port = int(probe.getsockname()[1])
+        if port >= 65535:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, port + 1))
+            except OSError:
+                continue
+        return port
+
+
 def check_address(worker: str) -> tuple[str, int]:
     """(host, port) of one `host:port` address, or BadInputError."""
     host, sep, port_text = worker.rpartition(":")

@@ -13,34 +13,19 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QSocketNotifier, Signal
 
+from app.core.rpc_workers import free_port_pair
+
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"  # never another address: this button is for trying it out
 READY_LINE = "Stop it with Ctrl-C"  # the last line `kvstudio worker` prints once it listens
 STOP_TIMEOUT_S = 10.0
-
-
-def free_port_pair(host: str = HOST) -> int:
-    """A port P with P + 1 free as well (rpc-server and the worker's build report)."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind((host, 0))
-            port = int(probe.getsockname()[1])
-        if port >= 65535:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind((host, port + 1))
-            except OSError:
-                continue
-        return port
 
 
 def worker_command(port: int) -> list[str]:
@@ -79,7 +64,7 @@ class LocalWorkers(QObject):
         """Start one worker; `started` or `failed` follows. Returns its address."""
         from app.commands.worker import die_with
 
-        port = free_port_pair()
+        port = free_port_pair(HOST)
         address = f"{HOST}:{port}"
         process = subprocess.Popen(
             worker_command(port),

@@ -12,7 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from app.core.rpc_workers import free_port_pair
 from tests.cli_runner import ROOT, kvstudio
+
+__all__ = ["free_port_pair"]  # the tests import it from here with the other fixtures
 
 PROMPT = "The capital of France is"
 
@@ -39,19 +42,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def free_port_pair() -> int:
-    """A port P with P + 1 free too: a worker's rpc-server and its build report."""
-    while True:
-        port = free_port()
-        if port < 65535:
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-                return port
 
 
 class Worker:
