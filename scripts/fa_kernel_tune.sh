@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Issue 15 on an H200: how fast is llama.cpp's Flash Attention vector kernel with an 8-bit K cache,
-# and does it get faster when fewer threads share one K row? (docs/kernel-log.md has the why.)
+# with none, some or all of our patches (kernels/patches)? (docs/kernel-log.md has the why.)
 #
 #  1. builds test-backend-ops for sm_90 with the int8-K FA pairs from the trimmed sdist in
 #     .device-carry/ (CMake + Ninja, about 5 minutes on 16 cores; kept in /tmp while warm);
-#  2. for each variant in $SPLITS ("KQ:V:BLOCKS" = threads per K row : threads per V column :
-#     the launch bound's minimum blocks per multiprocessor; 32:32:1 is upstream's), rebuilds the FA vector kernels (scripts/fa_tune_source.py) and
+#  2. for each variant in $VARIANTS (N = upstream plus the first N patches, 0 = upstream),
+#     rebuilds the FA kernels and
 #     - times FLASH_ATTN_EXT at Llama-3-8B shapes, depths 4k-128k, decode (NB=1 tokens; NB=512
 #       or "(1|512)" for prompt batches) -> perf.txt,
-#     - checks every q8_0-K case of test-backend-ops' own list against the CPU -> eval.txt,
-#     - reads the decode kernels at depth 32,768 with Nsight Compute (time, DRAM bytes read,
-#       % of DRAM peak) -> ncu.csv, and their registers -> res-usage.txt.
+#     - for the variants in $EVAL_VARIANTS, checks test-backend-ops' own FLASH_ATTN_EXT cases
+#       with q8_0 K, and the one-token ones with f16 K, against the CPU -> eval.txt,
+#     - reads the decode kernels at depth 32,768 with Nsight Compute (time, DRAM and L2 bytes,
+#       % of DRAM and L2 peak) -> ncu.csv, and their registers -> res-usage.txt.
 #  PERF_SHAPE (a test-backend-ops -p pattern) times other head sizes too, e.g.
 #  'hsk=(64|128|256),hsv=(64|128|256),nh=8,nr23=\[4,1\]'.
-#  A fourth field "a" (e.g. 4:8:3:a) also applies the aligned K loads of step 3
-#  (fa_tune_source.py aligned-k); each variant starts from upstream's sources.
-# Usage (device machine): SPLITS="32:32:1 4:8:1" bash scripts/fa_kernel_tune.sh
+#  Every variant starts from upstream's sources.
+# Usage (device machine): VARIANTS="2 3" EVAL_VARIANTS=3 bash scripts/fa_kernel_tune.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/out}"; mkdir -p "$OUT"
@@ -48,35 +48,33 @@ if [ ! -f "$B/build.ninja" ]; then
     -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >>"$LOG" 2>&1 || { stamp "configure failed"; exit 1; }
 fi
 
-for split in ${SPLITS:-32:32:1 8:32:1}; do
-  IFS=: read -r kq v blocks aligned <<<"$split"
+for variant in ${VARIANTS:-0 3}; do
   restore ggml/src/ggml-cuda/fattn-vec.cuh ggml/src/ggml-cuda/fattn-common.cuh
-  if [ "${aligned:-}" = a ]; then
-    python3 scripts/fa_tune_source.py "$SRC" aligned-k || exit 1
-  fi
-  python3 scripts/fa_tune_source.py "$SRC" split "$kq" "$v" "${blocks:-1}" || exit 1
-  stamp "build $split"
+  python3 -m kernels.patch_set apply "$SRC" "$variant" >>"$LOG" || exit 1
+  stamp "build $variant"
   cmake --build "$B" --target test-backend-ops -j "$(nproc)" >"$OUT/build.log" 2>&1 \
-    || { stamp "build $split failed"; tail -40 "$OUT/build.log"; exit 1; }
-  stamp "perf $split"
-  echo "== split $split" >>"$OUT/perf.txt"
+    || { stamp "build $variant failed"; tail -40 "$OUT/build.log"; exit 1; }
+  stamp "perf $variant"
+  echo "== variant $variant" >>"$OUT/perf.txt"
   "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT -p "${PERF_SHAPE:-$SHAPE},kv=[0-9]+,nb=${NB:-1}," 2>&1 \
     | grep -E "FLASH_ATTN_EXT\(" >>"$OUT/perf.txt"
-  stamp "eval $split"
-  echo "== split $split" >>"$OUT/eval.txt"
-  timeout "${EVAL_S:-150}" "$B/bin/test-backend-ops" test -b CUDA0 -o FLASH_ATTN_EXT -p 'type_K=q8_0' \
-    >/tmp/eval.txt 2>&1; echo "exit $?" >>"$OUT/eval.txt"
-  grep -E "FAIL|tests passed|Backend CUDA0" /tmp/eval.txt | head -40 >>"$OUT/eval.txt"
-  grep -cE ": OK" /tmp/eval.txt | sed 's/^/cases OK: /' >>"$OUT/eval.txt"
-  stamp "ncu $split"
+  if [[ " ${EVAL_VARIANTS:-} " == *" $variant "* ]]; then
+    stamp "eval $variant"
+    echo "== variant $variant" >>"$OUT/eval.txt"
+    timeout "${EVAL_S:-150}" "$B/bin/test-backend-ops" test -b CUDA0 -o FLASH_ATTN_EXT \
+      -p 'type_K=q8_0|nb=1,.*type_K=f16' >/tmp/eval.txt 2>&1; echo "exit $?" >>"$OUT/eval.txt"
+    grep -E "FAIL|tests passed|Backend CUDA0" /tmp/eval.txt | head -40 >>"$OUT/eval.txt"
+    grep -cE ": OK" /tmp/eval.txt | sed 's/^/cases OK: /' >>"$OUT/eval.txt"
+  fi
+  stamp "ncu $variant"
   for kv in "f16,type_V=f16" "q8_0,type_V=f16" "q8_0,type_V=q8_0"; do
     ncu --clock-control none --kernel-name regex:flash_attn_ext_vec -c 6 --csv \
-      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread \
       "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
-      -p "$SHAPE,kv=32768,nb=1,.*type_K=$kv" 2>>"$LOG" | grep -E '^"' | sed "s/^/$split,/" >>"$OUT/ncu.csv"
+      -p "$SHAPE,kv=32768,nb=1,.*type_K=$kv" 2>>"$LOG" | grep -E '^"' | sed "s/^/$variant,/" >>"$OUT/ncu.csv"
   done
   cuobjdump -res-usage "$B/bin/libggml-cuda.so" 2>/dev/null | grep -A1 "flash_attn_ext_vecILi128ELi1E" \
-    | sed "s/^/$split /" >>"$OUT/res-usage.txt"
+    | sed "s/^/$variant /" >>"$OUT/res-usage.txt"
 done
 stamp "done"
 grep -E "kv=32768,nb=1," "$OUT/perf.txt" | sed -E 's/hsk=128,hsv=128,nh=8,nr23=\[4,1\],//; s/,permute.*\):/):/'
