@@ -2,7 +2,9 @@
 
 `python -m kernels variants`            lists the build variants and their CMAKE_ARGS
 `python -m kernels cmake-args VARIANT`   prints one variant's CMAKE_ARGS (for `pip install`)
-`python -m kernels build VARIANT`        builds llama-cpp-python with them
+`python -m kernels build VARIANT`        builds llama-cpp-python with them (GPU variants with
+                                         our kernel patches, kernels/patches)
+`python -m kernels.patch_set apply DIR [N]`  applies the first N patches (default all) to llama.cpp
 `python -m kernels verify [MODEL]`       checks the int8-K Flash Attention pair is compiled and used
 `python -m kernels isa-proof`            counts the int8 dot instruction in RDNA3 FA kernels
                                          (as root)

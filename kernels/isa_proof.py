@@ -23,6 +23,8 @@ from pathlib import Path
 
 from app.core.backend_manifest import sha256_file
 from kernels.isa_report import KernelCount, build_report, scan
+from kernels.patch_set import PatchError, kernel_version, patch_set_sha256
+from kernels.patch_set import apply as apply_patches
 from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION, VARIANTS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,10 +141,15 @@ def sha256_of(path: Path) -> str:
     return sha256_file(path)
 
 
-def unpack_ggml(sdist: Path, sha: str, root: Path) -> str:
-    """ggml's include/ and src/ from the sdist, inside the root; returns the path as seen in
-    the root."""
-    inside = f"/kvstudio/src/{sha[:16]}"
+def source_key(sha: str, patched: bool) -> str:
+    """Names the sources: the sdist's hash, plus the patch set's when kernels/patches is applied."""
+    return f"{sha[:16]}-{kernel_version()}-{patch_set_sha256()[:8]}" if patched else sha[:16]
+
+
+def unpack_ggml(sdist: Path, sha: str, root: Path, patched: bool = False) -> str:
+    """ggml's include/ and src/ from the sdist, inside the root, with our kernel patches when
+    `patched`; returns the path as seen in the root."""
+    inside = f"/kvstudio/src/{source_key(sha, patched)}"
     dest = root / inside.lstrip("/")
     if (dest / "ggml").is_dir():
         return inside
@@ -168,6 +175,11 @@ def unpack_ggml(sdist: Path, sha: str, root: Path) -> str:
             tar.extractall(partial, members=members, filter="data")
         else:
             tar.extractall(partial, members=members)
+    if patched:
+        try:
+            apply_patches(partial)
+        except PatchError as error:
+            raise IsaProofError(str(error)) from None
     partial.rename(dest)
     return inside
 
@@ -309,12 +321,13 @@ def prove(
     root = ensure_root(root, log)
     sdist = ensure_sdist(log)
     sha = sha256_of(sdist)
-    src = unpack_ggml(sdist, sha, root)
+    # The kernels the rocm-rdna3 backend ships: llama.cpp's with our patches (kernels/patches).
+    src = unpack_ggml(sdist, sha, root, patched=True)
     tools = toolchain(root)
     kernels: dict[str, dict[str, list[KernelCount]]] = {t: {} for t in targets}
     compiled = []
     for pair in pairs:
-        obj = f"/kvstudio/objects/{object_key(sha, pair, targets, tools)}.o"
+        obj = f"/kvstudio/objects/{object_key(source_key(sha, True), pair, targets, tools)}.o"
         if not use_cache or not (root / obj.lstrip("/")).is_file():
             log(f"Compiling {instance_file(pair)} for {', '.join(targets)}...")
             compile_instance(root, src, pair, targets, obj)
@@ -330,6 +343,7 @@ def prove(
         instance_files={pair: instance_file(pair) for pair in pairs},
         kernels=kernels,
     )
+    report["kernel"] = kernel_version()
     return ProofRun(report, tuple(compiled))
 
 
@@ -339,7 +353,7 @@ def compile_fresh(root: Path | None, pair: str, target: str, log: Log = print) -
     root = ensure_root(root, log)
     sdist = ensure_sdist(log)
     sha = sha256_of(sdist)
-    src = unpack_ggml(sdist, sha, root)
+    src = unpack_ggml(sdist, sha, root, patched=True)
     obj = f"/kvstudio/fresh/{pair}-{target}.o"
     compile_instance(root, src, pair, [target], obj)
     return kernel_counts(root, disassemble(root, obj, [target]))[target]

@@ -28,8 +28,10 @@ GGML_TYPE_NAMES = {
 }
 
 _LABEL = re.compile(r"^[0-9a-f]+ <(?P<symbol>[^>]+)>:$")
+# Upstream: <D, ncols, K, V, softcap>. With kernels/patches 0003: <D, ncols1, ncols2, K, V,
+# softcap>, ncols2 being the Q heads of a GQA group that share one block.
 _FA_VEC = re.compile(
-    r"flash_attn_ext_vec<(?P<d>\d+), (?P<ncols>\d+), \(ggml_type\)(?P<k>\d+), "
+    r"flash_attn_ext_vec<(?P<d>\d+), (?P<ncols>\d+), (?:(?P<heads>\d+), )?\(ggml_type\)(?P<k>\d+), "
     r"\(ggml_type\)(?P<v>\d+), (?P<softcap>true|false)>"
 )
 
@@ -47,14 +49,17 @@ class FaVecKernel:
     """The template arguments of one `flash_attn_ext_vec` instance."""
 
     head_size: int
-    ncols: int
+    ncols: int  # query tokens per block
     k_type: str
     v_type: str
     softcap: bool
+    heads: int = 1  # Q heads of a GQA group per block (kernels/patches 0003)
 
     @property
     def label(self) -> str:
-        return f"D={self.head_size} ncols={self.ncols}" + (" softcap" if self.softcap else "")
+        heads = f" heads={self.heads}" if self.heads > 1 else ""
+        softcap = " softcap" if self.softcap else ""
+        return f"D={self.head_size} ncols={self.ncols}{heads}{softcap}"
 
     @property
     def skipped_by_llama_cpp(self) -> bool:
@@ -171,6 +176,7 @@ def fa_vec_kernel(demangled: str) -> FaVecKernel | None:
         GGML_TYPE_NAMES.get(k, f"type{k}"),
         GGML_TYPE_NAMES.get(v, f"type{v}"),
         match["softcap"] == "true",
+        int(match["heads"] or 1),
     )
 
 
@@ -320,7 +326,8 @@ counts may differ.
 
 ## Counts
 
-Source: llama-cpp-python {version} sdist, sha256 `{sha}`.
+Source: llama-cpp-python {version} sdist, sha256 `{sha}`, with KV Studio's kernel patches
+({kernel}: kernels/patches, applied as `python -m kernels build` and `package` do).
 Toolchain: {toolchain}.
 
 Verdict: **{verdict}**
@@ -415,6 +422,7 @@ def render_markdown(report: dict, json_name: str = "int8k-isa-report.json") -> s
         instruction=report["instruction"],
         version=report["llama_cpp_python"],
         sha=report["sdist_sha256"],
+        kernel=report.get("kernel", "upstream"),
         toolchain=", ".join(report["toolchain"]),
         verdict=verdict_text(report),
         table=table,

@@ -34,7 +34,9 @@ from app.core.backend_manifest import (
     allowed_file_name,
     sha256_file,
 )
-from kernels.isa_proof import cache_home, ensure_sdist, sha256_of
+from kernels.isa_proof import cache_home, ensure_sdist, sha256_of, source_key
+from kernels.patch_set import PatchError, kernel_version
+from kernels.patch_set import apply as apply_patches
 from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION, BuildVariant
 
 Log = Callable[[str], None]
@@ -91,7 +93,7 @@ def gpu_targets(args: Sequence[str]) -> tuple[str, ...]:
 
 def fa_pairs(args: Sequence[str]) -> tuple[str, ...]:
     """The CUDA/HIP FA pairs the build compiles; () for backends that take every pair."""
-    if not any(a in ("-DGGML_HIP=ON", "-DGGML_CUDA=ON") for a in args):
+    if not has_gpu_kernels(args):
         return ()
     for arg in args:
         match = _FA_QUANTS.match(arg)
@@ -158,8 +160,19 @@ class Runner:
             )
 
 
-def unpack_llama_cpp(sdist: Path, sha: str, dest: Path) -> Path:
-    """The sdist's vendor/llama.cpp tree at dest (once per sdist)."""
+def has_gpu_kernels(args: Sequence[str]) -> bool:
+    """Whether the build compiles llama.cpp's CUDA/HIP kernels, the ones kernels/patches changes."""
+    return any(a in ("-DGGML_HIP=ON", "-DGGML_CUDA=ON") for a in args)
+
+
+def kernel_of(args: Sequence[str]) -> str:
+    """The kernel version a build with these CMake arguments carries ("" without GPU kernels)."""
+    return kernel_version() if has_gpu_kernels(args) else ""
+
+
+def unpack_llama_cpp(sdist: Path, sha: str, dest: Path, patched: bool = False) -> Path:
+    """The sdist's vendor/llama.cpp tree at dest (once per sdist), with kernels/patches applied
+    when `patched` (dest must then be a folder for patched sources, see source_key)."""
     if (dest / "CMakeLists.txt").is_file():
         return dest
     partial = dest.with_name(dest.name + ".partial")
@@ -180,6 +193,11 @@ def unpack_llama_cpp(sdist: Path, sha: str, dest: Path) -> Path:
             tar.extractall(partial, members=members)
     if not (partial / "CMakeLists.txt").is_file():
         raise PackageBuildError(f"{sdist.name} holds no vendor/llama.cpp sources.")
+    if patched:
+        try:
+            apply_patches(partial)
+        except PatchError as error:
+            raise PackageBuildError(str(error)) from None
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial.rename(dest)
     return dest
@@ -248,17 +266,19 @@ def build_package(
     args = cmake_args(variant)
     key = hashlib.sha256("\n".join(args).encode()).hexdigest()[:10]
     runner = Runner(root)
+    # GPU builds compile llama.cpp's CUDA/HIP kernels with our patches; the others never compile
+    # the patched files, so they keep the plain sources (and their cached build).
+    patched = has_gpu_kernels(args)
+    source = source_key(sha, patched)
     src_inside = (
-        f"/kvstudio/backend-src/{sha[:16]}"
-        if root
-        else str(cache_home() / "backend-src" / sha[:16])
+        f"/kvstudio/backend-src/{source}" if root else str(cache_home() / "backend-src" / source)
     )
     build_inside = (
-        f"/kvstudio/backend-build/{variant.name}-{sha[:16]}-{key}"
+        f"/kvstudio/backend-build/{variant.name}-{source}-{key}"
         if root
-        else str(cache_home() / "backend-build" / f"{variant.name}-{sha[:16]}-{key}")
+        else str(cache_home() / "backend-build" / f"{variant.name}-{source}-{key}")
     )
-    src = unpack_llama_cpp(sdist, sha, runner.host_path(src_inside))
+    src = unpack_llama_cpp(sdist, sha, runner.host_path(src_inside), patched)
     build_dir = runner.host_path(build_inside)
     build_dir.mkdir(parents=True, exist_ok=True)
     log_file = build_dir / "kvstudio-build.log"
@@ -293,6 +313,7 @@ def build_package(
         cmake_args=args,
         gpu_targets=targets,
         fa_pairs=fa_pairs(args),
+        kernel=kernel_of(args),
         files=files,
         instruction_counts=count_instructions(folder),
         build={

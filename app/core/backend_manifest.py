@@ -20,6 +20,9 @@ from typing import Any
 from app.core.errors import BadInputError
 
 MANIFEST_NAME = "manifest.json"
+# Beside the built-in backend's libraries (llama_cpp/lib), written by `python -m kernels build`:
+# the kernel version that pip build carries (a package says it in its manifest instead).
+KERNEL_NOTE = "kvstudio-kernel.txt"
 MANIFEST_FORMAT = 1
 # The names a package may carry besides its manifest: llama.cpp's libraries and its RPC server.
 _ALLOWED_FILE = re.compile(
@@ -57,6 +60,10 @@ class BackendManifest:
     # {"gfx1100": {"q8_0-f16": 624, "f16-f16": 0}}: int8 dot instructions in the FA kernels.
     instruction_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     build: dict[str, Any] = field(default_factory=dict)  # seconds, cores, date, note
+    # Which Flash Attention GPU kernels the build carries: "kvstudio-fa.3" for llama.cpp's with
+    # the first 3 patches of kernels/patches, "upstream" for llama.cpp's own (and GPU packages
+    # made before the field), "" where there are no CUDA/HIP kernels (CPU, Vulkan).
+    kernel: str = ""
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -66,6 +73,29 @@ class BackendManifest:
     def handles_pair(self, k: str, v: str) -> bool:
         """Whether Flash Attention runs K=k/V=v natively (no conversion to f16)."""
         return handles_pair(self.fa_pairs, k, v)
+
+
+def kernel_text(kernel: str) -> str:
+    """The Flash Attention GPU kernels a build carries, in the user's words."""
+    if not kernel:
+        return "none (no CUDA/HIP kernels in this build)"
+    if kernel == "upstream":
+        return "llama.cpp's own (without KV Studio's kernel patches)"
+    return f"{kernel}: llama.cpp's with KV Studio's kernel patches (faster int8-K decode)"
+
+
+def built_in_kernel(lib_folder: Path | None) -> str:
+    """What the built-in backend carries: "" without a CUDA/HIP library; else its note when
+    `python -m kernels build` made it, or llama.cpp's own kernels (a plain pip install)."""
+    gpu_libraries = ("libggml-cuda*", "libggml-hip*")
+    if lib_folder is None or not any(any(lib_folder.glob(g)) for g in gpu_libraries):
+        return ""
+    note = lib_folder / KERNEL_NOTE
+    if note.is_file():
+        text = note.read_text(encoding="utf-8", errors="replace").strip()
+        if re.fullmatch(r"[a-z0-9.-]{1,40}", text):
+            return text
+    return "upstream"
 
 
 def handles_pair(fa_pairs: tuple[str, ...], k: str, v: str) -> bool:
@@ -155,7 +185,18 @@ def parse_manifest(text: str) -> BackendManifest:
         files=files,
         instruction_counts={t: dict(per) for t, per in counts.items()},
         build=build if isinstance(build, dict) else {},
+        kernel=_kernel(raw),
     )
+
+
+def _kernel(raw: dict[str, Any]) -> str:
+    if "kernel" not in raw:
+        # Packages made before the field: a GPU one (it lists its FA pairs) has llama.cpp's own.
+        return "upstream" if raw.get("fa_pairs") else ""
+    kernel = raw["kernel"]
+    if not isinstance(kernel, str) or not re.fullmatch(r"[a-z0-9.-]{0,40}", kernel):
+        raise BadPackageError("The package's kernel version is not a short name.")
+    return kernel
 
 
 def read_manifest(folder: Path) -> BackendManifest:

@@ -27,7 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.backends import BUILT_IN, BackendStore, InstalledBackend
+from app.core.backend_manifest import built_in_kernel, kernel_text
+from app.core.backends import BUILT_IN, BackendStore, InstalledBackend, built_in_folder
 from app.core.safe_text import safe_text
 from app.engine.backend_probe import probe
 from app.engine.backend_verify import VerifyResult, instruction_counter, verify
@@ -46,6 +47,7 @@ def manifest_lines(backend: InstalledBackend) -> list[str]:
         return [
             "built-in: the llama.cpp compiled when llama-cpp-python was installed (pip).",
             "It is always there, and the engine falls back to it when a package is damaged.",
+            "Flash Attention GPU kernels: " + kernel_text(built_in_kernel(built_in_folder())),
         ]
     manifest = backend.manifest
     if manifest is None:
@@ -59,6 +61,7 @@ def manifest_lines(backend: InstalledBackend) -> list[str]:
         "GPU targets: " + (", ".join(manifest.gpu_targets) or "none (CPU)"),
         "Flash Attention K-V pairs: "
         + (", ".join(manifest.fa_pairs) or "every pair (no GPU kernel list)"),
+        "Flash Attention GPU kernels: " + kernel_text(manifest.kernel),
     ]
     for target, per in sorted(manifest.instruction_counts.items()):
         counts = ", ".join(f"{pair} {n}" for pair, n in sorted(per.items()))

@@ -324,12 +324,13 @@ def _rdna3_fatbins() -> dict[str, bytes]:
     try:
         root = isa_proof.ensure_root(log=lambda line: None)
         sha = isa_proof.sha256_of(isa_proof.ensure_sdist(log=lambda line: None))
+        source = isa_proof.source_key(sha, patched=True)  # the RDNA3 proof compiles our kernels
         tools = isa_proof.toolchain(root)
         objects = {
             p: root
             / "kvstudio"
             / "objects"
-            / f"{isa_proof.object_key(sha, p, isa_proof.DEFAULT_TARGETS, tools)}.o"
+            / f"{isa_proof.object_key(source, p, isa_proof.DEFAULT_TARGETS, tools)}.o"
             for p in FA_PAIRS
         }
         if not all(o.is_file() for o in objects.values()):

@@ -31,6 +31,7 @@ from kernels.isa_report import (
     scan,
     violations,
 )
+from kernels.patch_set import kernel_version
 from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +77,23 @@ def test_the_proof_covers_the_rdna3_build(report: dict) -> None:
     assert report["targets"] == ["gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151"]
     assert list(report["instances"]) == ["q8_0-f16", "q8_0-q8_0", "f16-f16"]
     assert report["llama_cpp_python"] == LLAMA_CPP_PYTHON_VERSION
+    assert report["kernel"] == kernel_version()  # the kernels the rocm-rdna3 build ships
+
+
+def test_the_patched_kernels_that_share_a_block_among_4_heads_use_it_too(report: dict) -> None:
+    """Patch 0003's kernels (4 Q heads per block, 128-wide heads, quantized K) are compiled for
+    RDNA3 as well and hold the int8 dot instruction; the f16 control has none of them."""
+    for target in report["targets"]:
+        for pair in INT8_K:
+            packed = [(e, k) for e, k in _fa(report["kernels"][target][pair]) if k.heads == 4]
+            labels = sorted(k.label for _, k in packed)
+            assert labels == ["D=128 ncols=1 heads=4", "D=128 ncols=1 heads=4 softcap"], (
+                f"{target} {pair}: {labels}"
+            )
+            for e, k in packed:
+                assert e["count"] > 0 and not e["traps"], f"{target} {pair} {k.label}"
+        control = _fa(report["kernels"][target]["f16-f16"])
+        assert [k for _, k in control if k.heads > 1] == [], target
 
 
 def test_every_q8_0_k_kernel_holds_the_int8_dot_instruction(report: dict) -> None:
@@ -119,6 +137,7 @@ def test_the_docs_report_is_this_run(report: dict) -> None:
         "targets",
         "instances",
         "kernels",
+        "kernel",
         "ok",
     ):
         assert docs[key] == report[key], (

@@ -47,6 +47,9 @@ def test_switching_the_running_engine_to_a_package_and_refusing_a_tampered_one(
 
     page.table.selectRow(1)
     assert "GPU targets: none (CPU)" in page.details.toPlainText()
+    assert "Flash Attention GPU kernels: none (no CUDA/HIP kernels in this build)" in (
+        page.details.toPlainText()
+    )
     with (
         qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS),
         qtbot.waitSignal(page.backend_switched, timeout=TASK_MS),

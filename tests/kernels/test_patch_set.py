@@ -1,0 +1,168 @@
+"""Our kernel patches (kernels/patches) against the llama.cpp of the pinned llama-cpp-python sdist:
+they apply, strictly and all or nothing; GPU builds (pip and packages) get them, CPU builds do
+not; and the version a build carries is what a manifest and the Backends page say."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from app.core.backend_manifest import (
+    KERNEL_NOTE,
+    BadPackageError,
+    built_in_kernel,
+    kernel_text,
+    parse_manifest,
+)
+from kernels import build, package, patch_set
+from kernels.isa_proof import ensure_sdist, sha256_of, source_key
+from kernels.variants import VARIANTS
+
+ROOT = Path(__file__).resolve().parents[2]
+CUDA = "ggml/src/ggml-cuda"
+PREFIX = "llama_cpp_python-0.3.36/vendor/llama.cpp/"
+
+
+@pytest.fixture(scope="module")
+def sdist() -> Path:
+    return ensure_sdist(log=lambda line: None)
+
+
+@pytest.fixture
+def llama_cpp(sdist: Path, tmp_path: Path) -> Path:
+    """The Flash Attention sources of the pinned llama.cpp, as they come."""
+    with tarfile.open(sdist, "r:gz") as tar:
+        members = [m for m in tar if m.name.startswith(f"{PREFIX}{CUDA}/fattn")]
+        for member in members:
+            member.name = member.name[len(PREFIX) :]
+        tar.extractall(tmp_path / "llama.cpp", members=members, filter="data")
+    return tmp_path / "llama.cpp"
+
+
+def _sources(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / CUDA).iterdir())}
+
+
+def test_the_patches_are_numbered_described_and_touch_only_the_fa_kernels() -> None:
+    patches = patch_set.load_patches()
+    assert [p.number for p in patches] == list(range(1, len(patches) + 1))
+    assert len(patches) >= 3
+    for p in patches:
+        assert p.summary.startswith(("CUDA", "CUDA/HIP")), p.name
+        assert {f.path for f in p.files} <= {f"{CUDA}/fattn-vec.cuh", f"{CUDA}/fattn-common.cuh"}
+    assert patch_set.kernel_version() == f"kvstudio-fa.{len(patches)}"
+    assert patch_set.kernel_version(0) == "upstream"
+
+
+def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
+    before = _sources(llama_cpp)
+    applied = patch_set.apply(llama_cpp)
+    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003"]
+    vec = (llama_cpp / CUDA / "fattn-vec.cuh").read_text()
+    common = (llama_cpp / CUDA / "fattn-common.cuh").read_text()
+    assert "constexpr int nthreads_KQ_q = (D/4 < 4 ? D/4 : 4);" in vec  # 0001
+    assert "__funnelshift_r(words[l], words[l + 1], shift)" in common  # 0002
+    assert "template<int D, int ncols1, int ncols2, ggml_type type_K" in vec  # 0003
+    assert "<D, 1, 4, type_K, type_V>" in vec
+    changed = {name for name, data in _sources(llama_cpp).items() if data != before[name]}
+    assert changed == {"fattn-vec.cuh", "fattn-common.cuh"}
+
+
+def test_the_first_n_patches_only(llama_cpp: Path) -> None:
+    before = _sources(llama_cpp)
+    assert patch_set.apply(llama_cpp, 0) == []
+    assert _sources(llama_cpp) == before
+    patch_set.apply(llama_cpp, 1)
+    vec = (llama_cpp / CUDA / "fattn-vec.cuh").read_text()
+    assert "nthreads_KQ_q = (D/4 < 4 ? D/4 : 4)" in vec and "ncols2" not in vec
+    assert (llama_cpp / CUDA / "fattn-common.cuh").read_bytes() == before["fattn-common.cuh"]
+
+
+def test_applying_twice_is_refused_and_changes_nothing(llama_cpp: Path) -> None:
+    patch_set.apply(llama_cpp)
+    patched = _sources(llama_cpp)
+    with pytest.raises(patch_set.PatchError) as refused:
+        patch_set.apply(llama_cpp)
+    assert str(refused.value).startswith("0001-fattn-vec-fewer-threads-per-quantized-row: ")
+    assert "already patched, or another llama.cpp version" in str(refused.value)
+    assert _sources(llama_cpp) == patched
+
+
+def test_other_sources_are_refused_all_or_nothing(llama_cpp: Path) -> None:
+    """0002 no longer matches: nothing is written, not even 0001's change to another file."""
+    common = llama_cpp / CUDA / "fattn-common.cuh"
+    common.write_text(common.read_text().replace("ggml_cuda_memcpy_1<sizeof(v), 2>", "memcpy"))
+    before = _sources(llama_cpp)
+    with pytest.raises(patch_set.PatchError, match=r"^0002-.*fattn-common\.cuh around line"):
+        patch_set.apply(llama_cpp)
+    assert _sources(llama_cpp) == before
+
+
+def test_the_command_line(llama_cpp: Path, tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "kernels.patch_set", *args]
+        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+
+    listed = run("list")
+    assert listed.returncode == 0
+    assert listed.stdout.splitlines()[0].startswith("0001-fattn-vec-fewer-threads-per-quantized")
+    done = run("apply", str(llama_cpp), "2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith(": kernel kvstudio-fa.2")
+    missing = run("apply", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and missing.stdout == ""
+    (line,) = missing.stderr.strip().splitlines()
+    assert line.startswith("kernels: 0001-") and line.endswith(f"is not in {tmp_path / 'nowhere'}.")
+
+
+def test_gpu_builds_carry_the_patches_and_cpu_builds_keep_their_sources(
+    sdist: Path, tmp_path: Path
+) -> None:
+    for name in ("cuda", "cuda-hopper", "rocm-rdna3", "rocm-rdna4"):
+        assert package.kernel_of(package.cmake_args(VARIANTS[name])) == patch_set.kernel_version()
+    for name in ("cpu", "vulkan"):
+        assert package.kernel_of(package.cmake_args(VARIANTS[name])) == ""
+    sha = sha256_of(sdist)
+    # The CPU package keeps its source folder (and its cached build); a patched one is apart.
+    assert source_key(sha, patched=False) == sha[:16]
+    assert source_key(sha, patched=True).startswith(f"{sha[:16]}-kvstudio-fa.3-")
+
+    src = package.unpack_llama_cpp(sdist, sha, tmp_path / "src", patched=True)
+    assert "ncols2" in (src / CUDA / "fattn-vec.cuh").read_text()
+    folder = build.patched_source(str(sdist), tmp_path / "pip")
+    assert (folder / "pyproject.toml").is_file()
+    assert "ncols2" in (folder / "vendor" / "llama.cpp" / CUDA / "fattn-vec.cuh").read_text()
+
+
+def _manifest(record: str, **fields: object) -> str:
+    """A recorded package's manifest (docs/backend-packages), with some fields changed."""
+    raw = json.loads((ROOT / "docs" / "backend-packages" / record).read_text())
+    raw.update(fields)
+    return json.dumps(raw)
+
+
+def test_the_manifest_says_which_kernel_the_package_carries() -> None:
+    cuda = "cuda-hopper.json"  # recorded before the field: llama.cpp's own kernels
+    assert parse_manifest(_manifest(cuda)).kernel == "upstream"
+    assert parse_manifest(_manifest("vulkan.json")).kernel == ""
+    assert parse_manifest(_manifest(cuda, kernel="kvstudio-fa.3")).kernel == "kvstudio-fa.3"
+    with pytest.raises(BadPackageError, match=r"^The package's kernel version is not a short"):
+        parse_manifest(_manifest(cuda, kernel="<b>3</b>"))
+    assert kernel_text("kvstudio-fa.3").startswith("kvstudio-fa.3: llama.cpp's with KV Studio's")
+    assert kernel_text("") == "none (no CUDA/HIP kernels in this build)"
+
+
+def test_the_built_in_backend_says_what_its_build_left(tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libggml-cpu.so").write_bytes(b"")
+    assert built_in_kernel(lib) == ""  # CPU only: no GPU kernels at all
+    (lib / "libggml-cuda.so").write_bytes(b"")
+    assert built_in_kernel(lib) == "upstream"  # a plain pip install
+    (lib / KERNEL_NOTE).write_text("kvstudio-fa.3\n")
+    assert built_in_kernel(lib) == "kvstudio-fa.3"  # `python -m kernels build cuda`
