@@ -78,21 +78,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(store: BackendStore) -> None:
+    from app.core.backend_manifest import built_in_kernel
+    from app.core.backends import built_in_folder
     from app.core.safe_text import safe_text
     from app.core.text_table import aligned_rows
 
     chosen = store.chosen_name()
-    rows = [["  BACKEND", "GPU TARGETS", "FA PAIRS", "WHAT"]]
+    # FA KERNEL: the Flash Attention GPU kernels a build carries (kvstudio-fa.N: with our patches).
+    rows = [["  BACKEND", "GPU TARGETS", "FA PAIRS", "FA KERNEL", "WHAT"]]
     for backend in store.installed():
         manifest = backend.manifest
         if backend.folder is None:
             what, targets, pairs = "llama-cpp-python's own build", "-", "-"
+            kernel = built_in_kernel(built_in_folder()) or "-"
         elif manifest is None:
             what, targets, pairs = f"damaged: {safe_text(backend.problem, LINE_LIMIT)}", "-", "-"
+            kernel = "-"
         else:  # a manifest is the package author's text: no escapes, no megabyte summary
             what = safe_text(manifest.summary, 120)
             targets = safe_text(",".join(manifest.gpu_targets), 80) or "-"
             pairs = safe_text(",".join(manifest.fa_pairs), 80) or "all"
+            kernel = manifest.kernel or "-"
         mark = "*" if backend.name == chosen else " "
-        rows.append([f"{mark} {backend.name}", targets, pairs, what])
+        rows.append([f"{mark} {backend.name}", targets, pairs, kernel, what])
     print("\n".join(aligned_rows(rows)))

@@ -20,8 +20,9 @@ def test_add_use_verify_and_run_on_the_cpu_package(data_folder, cpu_package):
     assert added.stdout == "Added the cpu backend; the engine now runs it.\n"
 
     listed = kvstudio("backend", "ls", env=env).stdout.splitlines()
-    assert listed[0].split() == ["BACKEND", "GPU", "TARGETS", "FA", "PAIRS", "WHAT"]
+    assert listed[0].split() == ["BACKEND", "GPU", "TARGETS", "FA", "PAIRS", "FA", "KERNEL", "WHAT"]
     assert listed[1].startswith("  built-in") and listed[2].startswith("* cpu")
+    assert listed[2].split()[2:5] == ["-", "all", "-"]  # CPU only: no GPU kernels to name
 
     verified = kvstudio("backend", "verify", env=env)
     assert verified.returncode == 0, verified
