@@ -34,7 +34,8 @@ marker=.venv/.llama-cmake-args
 rebuilt=no
 if [ -n "$user_cmake_args" ] && [ "$(cat "$marker" 2>/dev/null)" != "$CMAKE_ARGS" ]; then
   echo "Compiling llama.cpp with CMAKE_ARGS=$CMAKE_ARGS ..." >&2
-  .venv/bin/python -m pip install --quiet --no-cache-dir --force-reinstall --no-deps "llama-cpp-python==0.3.36"
+  # A CUDA/HIP build gets KV Studio's Flash Attention kernel patches (kernels/patches).
+  .venv/bin/python -m kernels build custom
   printf '%s' "$CMAKE_ARGS" > "$marker"
   rebuilt=yes
 elif [ ! -f "$lib_dir/libggml-rpc.so" ]; then

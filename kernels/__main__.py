@@ -22,8 +22,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("variants", help="list build variants and their CMAKE_ARGS")
     args = sub.add_parser("cmake-args", help="print one variant's CMAKE_ARGS")
     args.add_argument("variant")
-    build = sub.add_parser("build", help="pip install llama-cpp-python for a variant")
-    build.add_argument("variant")
+    build = sub.add_parser(
+        "build",
+        help="pip install llama-cpp-python for a variant (CUDA/HIP ones with kernels/patches)",
+    )
+    build.add_argument("variant", help="a variant's name, or 'custom' for $CMAKE_ARGS")
     build.add_argument("--source", help="an sdist file or unpacked folder (default: PyPI)")
     build.add_argument("--target", help="install into this folder instead of the environment")
     build.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
@@ -119,8 +122,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "build":
             from kernels.build import build
+            from kernels.variants import custom_variant
 
-            return build(variant(args.variant), args.source, args.target, args.jobs)
+            chosen = (
+                custom_variant(os.environ.get("CMAKE_ARGS", ""))
+                if args.variant == "custom"
+                else variant(args.variant)
+            )
+            return build(chosen, args.source, args.target, args.jobs)
         if args.command == "isa-proof":
             if args.render and not args.cuda:
                 raise ValueError("--render is for the NVIDIA record: give --cuda too.")

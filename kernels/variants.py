@@ -8,6 +8,7 @@ names the pairs the app uses. The CPU and Vulkan backends handle mixed pairs wit
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
@@ -69,3 +70,10 @@ def variant(name: str) -> BuildVariant:
         raise ValueError(
             f"Unknown build variant '{name}'; choose one of: {', '.join(VARIANTS)}."
         ) from None
+
+
+def custom_variant(cmake_args: str) -> BuildVariant:
+    """`python -m kernels build custom`: the CMAKE_ARGS a user set (./quickstart.sh passes them),
+    built like a named variant, so a CUDA/HIP build gets our kernel patches too."""
+    args = tuple(shlex.split(cmake_args))
+    return BuildVariant("custom", "the CMAKE_ARGS of the environment", args)

@@ -21,7 +21,7 @@ from app.core.backend_manifest import (
 )
 from kernels import build, package, patch_set
 from kernels.isa_proof import ensure_sdist, sha256_of, source_key
-from kernels.variants import VARIANTS
+from kernels.variants import VARIANTS, custom_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = "ggml/src/ggml-cuda"
@@ -127,6 +127,11 @@ def test_gpu_builds_carry_the_patches_and_cpu_builds_keep_their_sources(
         assert package.kernel_of(package.cmake_args(VARIANTS[name])) == patch_set.kernel_version()
     for name in ("cpu", "vulkan"):
         assert package.kernel_of(package.cmake_args(VARIANTS[name])) == ""
+    # ./quickstart.sh's GPU build: the user's CMAKE_ARGS, as `python -m kernels build custom`
+    users = custom_variant("-DGGML_RPC=ON -DGGML_HIP=ON -DGPU_TARGETS=gfx1100;gfx1101")
+    assert users.cmake_args[1:] == ("-DGGML_HIP=ON", "-DGPU_TARGETS=gfx1100;gfx1101")
+    assert package.kernel_of(users.cmake_args) == patch_set.kernel_version()
+    assert package.kernel_of(custom_variant("-DGGML_RPC=ON").cmake_args) == ""
     sha = sha256_of(sdist)
     # The CPU package keeps its source folder (and its cached build); a patched one is apart.
     assert source_key(sha, patched=False) == sha[:16]
