@@ -50,14 +50,17 @@ def patched_source(source: str | None, workdir: Path) -> Path:
         folder = workdir / given.name
         shutil.copytree(given, folder, symlinks=True)
     else:
-        with tarfile.open(given, "r:gz") as tar:
-            tops = {name.split("/", 1)[0] for name in tar.getnames()}
-            if len(tops) != 1:
-                raise ValueError(f"{given.name} is not an sdist (one top-level folder).")
-            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
-                tar.extractall(workdir, filter="data")
-            else:
-                tar.extractall(workdir)
+        try:
+            with tarfile.open(given, "r:gz") as tar:
+                tops = {name.split("/", 1)[0] for name in tar.getnames()}
+                if len(tops) != 1:
+                    raise ValueError(f"{given.name} is not an sdist (one top-level folder).")
+                if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                    tar.extractall(workdir, filter="data")
+                else:
+                    tar.extractall(workdir)
+        except (tarfile.TarError, OSError) as error:
+            raise ValueError(f"{given} could not be read as an sdist ({error}).") from None
         folder = workdir / tops.pop()
     apply_patches(folder)
     return folder

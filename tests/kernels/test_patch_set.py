@@ -142,6 +142,10 @@ def test_gpu_builds_carry_the_patches_and_cpu_builds_keep_their_sources(
     folder = build.patched_source(str(sdist), tmp_path / "pip")
     assert (folder / "pyproject.toml").is_file()
     assert "ncols2" in (folder / "vendor" / "llama.cpp" / CUDA / "fattn-vec.cuh").read_text()
+    not_an_sdist = tmp_path / "notes.tar.gz"
+    not_an_sdist.write_text("hello")
+    with pytest.raises(ValueError, match=r"notes\.tar\.gz could not be read as an sdist"):
+        build.patched_source(str(not_an_sdist), tmp_path / "pip2")
 
 
 def _manifest(record: str, **fields: object) -> str:
