@@ -35,7 +35,8 @@ from app.engine.backend_verify import VerifyResult, instruction_counter, verify
 from app.services.tasks import TaskRunner
 from app.ui.plain_text import plain_label
 
-COLUMNS = ("", "Backend", "GPU targets", "FA pairs", "What")
+# "FA kernel": the Flash Attention GPU kernels a build carries (kvstudio-fa.N with our patches).
+COLUMNS = ("", "Backend", "GPU targets", "FA pairs", "FA kernel", "What")
 # A package is a file from outside: its manifest's summary, note, targets and versions are its
 # author's text, and reach this page cleaned and cut (a line of details, a cell).
 LINE_LIMIT = 300
@@ -136,13 +137,15 @@ class BackendsPage(QWidget):
         for row, backend in enumerate(backends):
             manifest = backend.manifest
             if backend.folder is None:
-                cells = ("-", "-", "llama-cpp-python's own build")
+                kernel = built_in_kernel(built_in_folder()) or "-"
+                cells = ("-", "-", kernel, "llama-cpp-python's own build")
             elif manifest is None:
-                cells = ("-", "-", f"damaged: {backend.problem}")
+                cells = ("-", "-", "-", f"damaged: {backend.problem}")
             else:
                 cells = (
                     ", ".join(manifest.gpu_targets) or "-",
                     ", ".join(manifest.fa_pairs) or "all",
+                    manifest.kernel or "-",
                     manifest.summary,
                 )
             mark = "● in use" if backend.name == chosen else ""

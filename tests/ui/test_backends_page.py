@@ -44,6 +44,8 @@ def test_switching_the_running_engine_to_a_package_and_refusing_a_tampered_one(
     assert added.args == ["Added the cpu backend. Select it and press Use to run the engine on it."]
     names = [page.table.item(row, 1).text() for row in range(page.table.rowCount())]
     assert names == [BUILT_IN, "cpu"]
+    assert page.table.horizontalHeaderItem(4).text() == "FA kernel"
+    assert page.table.item(1, 4).text() == "-"  # a CPU package has no GPU kernels to name
 
     page.table.selectRow(1)
     assert "GPU targets: none (CPU)" in page.details.toPlainText()

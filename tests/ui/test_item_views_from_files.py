@@ -185,7 +185,7 @@ def test_the_backends_page_shows_a_hostile_manifest_cleaned(
     cells = [page.table.item(1, c).text() for c in range(page.table.columnCount())]
     for cell in cells:
         assert_clean(cell, max_lines=1, max_chars=300)
-    assert cells[2] == SHOWN and cells[4].startswith(SHOWN) and cells[4].endswith("…")
+    assert cells[2] == SHOWN and cells[5].startswith(SHOWN) and cells[5].endswith("…")
     details = page.details.toPlainText()
     assert_clean(details, max_lines=30, max_chars=300)
     assert f"Note: {SHOWN}" in details and HTML in details
