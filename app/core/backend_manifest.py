@@ -81,7 +81,8 @@ def kernel_text(kernel: str) -> str:
         return "none (no CUDA/HIP kernels in this build)"
     if kernel == "upstream":
         return "llama.cpp's own (without KV Studio's kernel patches)"
-    return f"{kernel}: llama.cpp's with KV Studio's kernel patches (faster int8-K decode)"
+    # No speed claim here: that was measured on one GPU (docs/kernel-log.md), not on this one.
+    return f"{kernel}: llama.cpp's with KV Studio's kernel patches"
 
 
 def built_in_kernel(lib_folder: Path | None) -> str:
