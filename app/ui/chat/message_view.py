@@ -85,8 +85,9 @@ class MessageView(QListView):
 
     def _scroll_down_later(self) -> None:
         if self._follow:
-            # After the delayed layout has run, not before it.
-            QTimer.singleShot(0, self._scroll_to_bottom)
+            # After the delayed layout has run, not before it. The view is the timer's
+            # context, so a view closed meanwhile cancels it instead of being called dead.
+            QTimer.singleShot(0, self, self._scroll_to_bottom)
 
     def _scroll_to_bottom(self) -> None:
         self.executeDelayedItemsLayout()
