@@ -38,7 +38,7 @@ says nothing about speed.
 
 ## Counts
 
-Source: llama-cpp-python {version}; sha256 over the files the instances compile from
+Source: llama-cpp-python {version}{patches}; sha256 over the files the instances compile from
 (`ggml/include`, `ggml/src`'s own files, `ggml/src/ggml-cuda`) `{sources}`.
 Toolchain: {toolchain}.
 
@@ -80,6 +80,12 @@ def render_cuda_markdown(report: dict, json_name: str = "int8k-isa-sm90.json") -
         instruction=report["instruction"],
         version=report["llama_cpp_python"],
         sources=report.get("sources_sha256", "-"),
+        patches=(
+            f" with KV Studio's kernel patches ({report['kernel']}: kernels/patches, applied as "
+            "`python -m kernels build` and `package` do)"
+            if report.get("kernel")
+            else " as published (llama.cpp's own kernels, without KV Studio's patches)"
+        ),
         toolchain=", ".join(report["toolchain"]),
         verdict=verdict_text(report),
         table=table,

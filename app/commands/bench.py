@@ -170,14 +170,9 @@ def _from_results(args: argparse.Namespace) -> int:
 
 
 def _title(data: dict[str, Any]) -> str:
-    from app.core.safe_text import safe_text
+    from app.engine.compare_result import run_title
 
-    # a saved result is a file like any other: its model name is shown cleaned
-    model = safe_text(Path(str(data.get("model", ""))).name, 120)
-    return (
-        f"{model} - n_ctx {data.get('n_ctx')}, depth {data.get('depth')} - "
-        f"{data.get('device') or data.get('probe')}"
-    )
+    return run_title(data)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -232,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
             f"{safe_text(path.name, 120)}: n_ctx {args.ctx}, depth {args.depth}; "
             f"memory from {result.probe}"
             f"{' (' + result.device + ')' if result.device else ''}"
+            f"{'; Flash Attention GPU kernels: ' + result.fa_kernel if result.fa_kernel else ''}"
         )
         print(result.table())
         for mode in result.modes:

@@ -99,6 +99,18 @@ def built_in_kernel(lib_folder: Path | None) -> str:
     return "upstream"
 
 
+def kernel_of_folder(lib_folder: Path | None) -> str:
+    """The Flash Attention GPU kernels of the libraries in `lib_folder`, as kernel_text takes
+    them: an installed package's manifest says it; the built-in backend's note, else llama.cpp's
+    own (see built_in_kernel)."""
+    if lib_folder is not None and (lib_folder / MANIFEST_NAME).is_file():
+        try:
+            return read_manifest(lib_folder).kernel
+        except BadInputError:
+            pass  # a package the app would refuse to start is not what runs; say what the files do
+    return built_in_kernel(lib_folder)
+
+
 def handles_pair(fa_pairs: tuple[str, ...], k: str, v: str) -> bool:
     """Whether a build with these manifest `fa_pairs` runs K=k/V=v natively: () means every
     pair (CPU, Vulkan), "all" likewise."""

@@ -379,5 +379,6 @@ def run_compare(
     result.seconds = time.perf_counter() - started
     # A saved recording carries the table too, so the dashboard can show both from a file.
     recording.metadata["results"] = result.rows()
+    recording.metadata["fa_kernel"] = result.fa_kernel
     run.progress(f"done in {result.seconds:.0f} s")
     return result

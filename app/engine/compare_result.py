@@ -7,9 +7,11 @@ import csv
 import io
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from app.core.recording import Recording
+from app.core.safe_text import safe_text
 from app.core.text_table import aligned_rows
 from app.engine.messages import BenchDone, Evaluated, Loaded
 
@@ -45,9 +47,11 @@ class ModeResult:
     cpu_load: float | None = None  # 1-minute load average after the speed run
     warnings: tuple[str, ...] = ()
     kv_lines: tuple[str, ...] = ()  # llama.cpp's own log lines
+    fa_kernel: str = ""  # the backend's Flash Attention GPU kernels (Loaded.fa_kernel)
 
     def apply_loaded(self, loaded: Loaded) -> None:
         self.n_ctx = loaded.n_ctx
+        self.fa_kernel = loaded.fa_kernel
         self.load_seconds = loaded.load_seconds
         self.kv_allocated_bytes = sum(c.total_bytes for c in loaded.kv_caches)
         self.k_bytes = sum(c.k_bytes for c in loaded.kv_caches)
@@ -73,6 +77,23 @@ class ModeResult:
         self.top1_agreement = (
             evaluated.top1_agreement if evaluated.top1_agreement is not None else 1.0
         )
+
+
+def run_title(data: dict[str, Any]) -> str:
+    """A comparison's one-line title, from its saved form (to_dict, or a recording's
+    metadata): model, n_ctx, depth, where memory was read, and the GPU kernels the speeds
+    come from. A saved run is a file like any other, so its words are cleaned."""
+
+    def number(key: str) -> str:
+        value = data.get(key)
+        return f"{value:,}" if isinstance(value, int) else "?"
+
+    model = safe_text(Path(str(data.get("model", ""))).name, 120)
+    where = safe_text(str(data.get("device") or data.get("probe") or "unknown device"), 80)
+    kernel = safe_text(str(data.get("fa_kernel") or ""), 40)
+    return f"{model} - n_ctx {number('n_ctx')}, depth {number('depth')} - {where}" + (
+        f" - FA kernels: {kernel}" if kernel else ""
+    )
 
 
 # (row key, table heading, format)
@@ -105,6 +126,12 @@ class CompareResult:
     modes: list[ModeResult] = field(default_factory=list)
     recording: Recording | None = None
     seconds: float = 0.0
+
+    @property
+    def fa_kernel(self) -> str:
+        """The Flash Attention GPU kernels the speeds were measured with (every mode runs on
+        the same backend); "" without CUDA/HIP kernels."""
+        return next((m.fa_kernel for m in self.modes if m.fa_kernel), "")
 
     @property
     def reference(self) -> ModeResult | None:
@@ -171,6 +198,7 @@ class CompareResult:
             "probe": self.probe,
             "probe_limits": self.probe_limits,
             "device": self.device,
+            "fa_kernel": self.fa_kernel,
             "seconds": round(self.seconds, 1),
             "modes": self.rows(),
             "kv_lines": {m.mode: list(m.kv_lines) for m in self.modes},

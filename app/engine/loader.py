@@ -117,6 +117,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
         at=time.monotonic(),
         # Read once the weights and caches are placed, so "free" is what the load left.
         device_memory=_device_memory() if options.rpc_workers else (),
+        fa_kernel=_fa_kernel(),
     )
     log.info("loaded %s in %.2f s (pid %d)", path.name, seconds, os.getpid())
     return LoadedModel(llm, loaded, template)
@@ -231,6 +232,16 @@ def _failure_reason(lines: list[str]) -> str:
             reason = "".join(c if c.isprintable() else " " for c in reason)
             return reason[:_MAX_REASON_CHARS]
     return ""
+
+
+def _fa_kernel() -> str:
+    """Which Flash Attention GPU kernels the loaded libraries carry: llama-cpp-python loads
+    LLAMA_CPP_LIB_PATH's when it is set (a chosen backend package), else its own."""
+    from app.core.backend_manifest import kernel_of_folder
+    from app.core.backends import built_in_folder
+
+    chosen = os.environ.get("LLAMA_CPP_LIB_PATH")
+    return kernel_of_folder(Path(chosen) if chosen else built_in_folder())
 
 
 def _device_memory() -> tuple[Any, ...]:

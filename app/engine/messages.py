@@ -219,6 +219,9 @@ class Loaded:
     # the load (this machine's CPU first, then the devices in split order; a worker's over its
     # RPC connection). Empty for a load on this machine alone.
     device_memory: tuple[SplitDevice, ...] = ()
+    # The Flash Attention GPU kernels of the libraries that loaded it (kernel_of_folder):
+    # "kvstudio-fa.3", "upstream", or "" for a build without CUDA/HIP kernels.
+    fa_kernel: str = ""
 
 
 @dataclass(frozen=True)

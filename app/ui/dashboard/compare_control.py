@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import logging
 import os
-from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject
@@ -23,6 +22,7 @@ from app.engine.compare_estimate import (
     rates_from_result,
     rates_from_session,
 )
+from app.engine.compare_result import run_title
 from app.engine.messages import Finished, Loaded
 from app.services.compare_runner import CompareRunner
 from app.ui.dashboard.compare_panel import ComparePanel
@@ -155,12 +155,7 @@ class CompareControl(QObject):
         self._learn(result)
         points = result.recording.points if result.recording is not None else []
         panel.set_peak_measure(*peak_measure(result.probe, process_seen(points)))
-        name = safe_text(Path(str(result.model_path)).name, 120)
-        panel.set_result(
-            result,
-            f"{name} - n_ctx {result.n_ctx:,}, depth {result.depth:,} - "
-            f"{result.device or result.probe}",
-        )
+        panel.set_result(result, run_title(result.to_dict()))
         notes = " ".join(result.notes())
         panel.set_status(
             f"Measured in {result.seconds:.0f} s. Memory: {result.probe} "

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 from app.core.errors import AppError
 from app.core.kv_summary import NO_MODEL_SENTENCE, kv_sentence
 from app.core.recording import Recording
-from app.core.safe_text import safe_text
+from app.engine.compare_result import run_title
 from app.engine.messages import (
     Finished,
     KernelWarning,
@@ -59,12 +59,6 @@ MIB = 1024 * 1024
 SIDE_BY_SIDE_MIN_WIDTH = 760  # px of page: below it the two charts stack
 SOURCES = ("live", "compare", "file")
 SOURCE_LABELS = ("Live engine", "Compare run", "Opened recording")
-
-
-def _model_name(path: object) -> str:
-    """The model's file name as the dashboard shows it: a file's (or a recording's) text,
-    cleaned and cut."""
-    return safe_text(Path(str(path)).name, 120)
 
 
 def _section(title: str) -> QLabel:
@@ -389,12 +383,8 @@ class DashboardPage(QWidget):
         if results:
             meta = recording.metadata
             self.compare.result = None
-            self.compare.set_rows(
-                results,
-                f"{_model_name(meta.get('model', ''))} - n_ctx "
-                f"{meta.get('n_ctx', '?')}, depth {meta.get('depth', '?')} - "
-                f"{recording.device_name or recording.probe_name}",
-            )
+            where = {"device": recording.device_name, "probe": recording.probe_name}
+            self.compare.set_rows(results, run_title({**meta, **where}))
             self.compare.set_peak_measure(
                 *peak_measure(
                     recording.probe_name or "an unknown probe", process_seen(recording.points)
