@@ -28,7 +28,6 @@ from kernels.isa_proof import (
     unpack_ggml,
 )
 from kernels.isa_report import KernelCount, build_report
-from kernels.patch_set import kernel_version
 from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION
 
 DEFAULT_ARCH = "sm_90"  # the cuda-hopper variant: the H100/H200 of the reference runs
@@ -194,8 +193,7 @@ def _setup(sdist: Path | None, log: Log) -> tuple[str, Path, str]:
     sdist = sdist or ensure_sdist(log)
     sha = sha256_of(sdist)
     root = cache_home() / "cuda"
-    # The kernels the CUDA builds ship: llama.cpp's with our patches (kernels/patches).
-    src = root / unpack_ggml(sdist, sha, root, patched=True).lstrip("/")
+    src = root / unpack_ggml(sdist, sha, root).lstrip("/")
     return nvcc, src, sha
 
 
@@ -231,7 +229,6 @@ def prove(
         command=COMMAND,
     )
     report["sources_sha256"] = sources_sha256(src)
-    report["kernel"] = kernel_version()
     report["machine"] = machine()
     return ProofRun(report, tuple(compiled))
 

@@ -2,9 +2,10 @@
 # Issue 15 end to end on an H200 (docs/kernel-log.md, "End to end"): does the patched kernel make
 # `kvstudio bench` decode faster with an 8-bit K cache than with f16, as users run it?
 #   scripts/kernel_e2e_run.sh patched   builds the cuda-hopper backend from the trimmed sdist with
-#       kernels/patches (/tmp/llama; beside it, scripts/isa_sm90_run.sh's sm_90 ISA proof of the
-#       patched sources, isa-count and verify), then benches it at depth 32,768 on the random
-#       Llama-3-8B-shaped model in f16 and in Q4_K_M (llama.cpp's own quantizer).
+#       kernels/patches (/tmp/llama) through scripts/isa_sm90_run.sh, whose isa-count reads IDP.4A
+#       from that patched build's libggml-cuda.so (its isa-proof compiles the sources as
+#       published), then benches it at depth 32,768 on the random Llama-3-8B-shaped model in f16
+#       and in Q4_K_M (llama.cpp's own quantizer).
 #   scripts/kernel_e2e_run.sh upstream  builds the same sdist without the patches (/tmp/llama-up)
 #       and benches both builds on both models, upstream then patched, in one call.
 # Everything goes to one tar in $OUT, re-packed after each step so a call cut short still
