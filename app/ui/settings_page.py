@@ -130,7 +130,11 @@ class ThemeSection(QGroupBox):
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addWidget(self.system_label)
-        theme.scheme_shown.connect(lambda _s: self.refresh())
+        # A bound method, not a lambda: Qt drops it with this widget (the theme outlives it).
+        theme.scheme_shown.connect(self._on_scheme_shown)
+        self.refresh()
+
+    def _on_scheme_shown(self, _scheme: object) -> None:
         self.refresh()
 
     def refresh(self) -> None:
@@ -168,7 +172,10 @@ class BackendSection(QGroupBox):
         row.addWidget(self.summary, 1)
         row.addWidget(self.open_button)
         self.open_button.clicked.connect(self.backends_page_requested)
-        backends.task_finished.connect(lambda _text: self.refresh())
+        backends.task_finished.connect(self._on_backend_task_finished)  # bound: dropped with us
+        self.refresh()
+
+    def _on_backend_task_finished(self, _text: str) -> None:
         self.refresh()
 
     def refresh(self) -> None:

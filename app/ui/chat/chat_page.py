@@ -169,7 +169,8 @@ class ChatPage(QWidget):
         e.model_unloaded.connect(self._on_engine_model_unloaded)
         e.kernel_warnings_changed.connect(self.status.set_warnings)
         e.event_received.connect(self._on_engine_event_received)
-        e.busy_changed.connect(lambda _b: self._update_buttons())
+        # Bound methods, not lambdas: Qt drops them with this page, and the engine outlives it.
+        e.busy_changed.connect(self._on_engine_busy_changed)
 
     # ---- user actions -----------------------------------------------------------------
 
@@ -468,6 +469,9 @@ class ChatPage(QWidget):
         self.stack.setCurrentWidget(
             self.view if self.session.model.rowCount() else self.empty_state
         )
+        self._update_buttons()
+
+    def _on_engine_busy_changed(self, _busy: bool) -> None:
         self._update_buttons()
 
     def _update_buttons(self) -> None:

@@ -224,8 +224,10 @@ class DownloadsView(QWidget):
         self.clear_button.clicked.connect(self._on_clear_clicked)
         self.load_button.clicked.connect(self._on_load_clicked)
         self.table.selectionModel().selectionChanged.connect(lambda *_: self._update_buttons())
-        manager.download_changed.connect(lambda _k: self._update_buttons())
-        manager.download_removed.connect(lambda _k: self._update_buttons())
+        # Bound, not lambdas: Qt drops them with the view, and the manager's threads may still
+        # report a download after the view is gone.
+        manager.download_changed.connect(self._on_download_changed)
+        manager.download_removed.connect(self._on_download_changed)
         self._update_buttons()
 
     def select(self, key: str) -> None:
@@ -250,6 +252,9 @@ class DownloadsView(QWidget):
         for item in self.manager.items():
             if item.state in (DownloadState.FINISHED, DownloadState.CANCELLED):
                 self.manager.remove(item.key)
+
+    def _on_download_changed(self, _key: str) -> None:
+        self._update_buttons()
 
     def _update_buttons(self) -> None:
         key = self.selected_key()

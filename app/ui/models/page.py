@@ -149,7 +149,7 @@ class ModelsPage(QWidget):
             self.downloads.download_changed,
             self.downloads.download_removed,
         ):
-            signal.connect(lambda _k: self._update_tab_titles())
+            signal.connect(self._on_download_list_changed)  # bound: dropped with the page
         self.library_view.load_requested.connect(self.load_requested)
         self.downloads_view.load_requested.connect(self.load_requested)  # the library's path
         if engine is not None:
@@ -267,6 +267,9 @@ class ModelsPage(QWidget):
         clear_header_cache()  # a file that failed before may open with the new token
         self.fit_estimator.forget_headers()
         self.repo_view.reload()
+
+    def _on_download_list_changed(self, _key: str) -> None:
+        self._update_tab_titles()
 
     def _update_tab_titles(self) -> None:
         active = sum(1 for i in self.downloads.items() if i.is_active)
