@@ -211,6 +211,8 @@ def prove(
     kernels: dict[str, list[KernelCount]] = {}
     compiled = []
     for pair in pairs:
+        # Keyed by the sdist: these are its sources as published. A proof of the patched
+        # sources must key by the patch set too (isa_proof.source_key), as the RDNA3 one does.
         obj = cache_home() / "cuda" / "objects" / f"{object_key(sha, pair, arch, tools)}.o"
         if not use_cache or not obj.is_file():
             log(f"Compiling {instance_file(pair)} for {arch}...")
