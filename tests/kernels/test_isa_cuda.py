@@ -192,12 +192,13 @@ def test_the_parser_counts_mnemonics_only() -> None:
 
 @pytest.fixture(scope="module")
 def cuda_objects(report: dict) -> dict[str, Path]:
-    found = {
-        p: sorted((isa_proof.cache_home() / "cuda" / "objects").glob(f"{p}-sm_90-*.o"))
-        for p in FA_PAIRS
-    }
-    assert all(found.values()), found
-    return {p: max(paths, key=lambda path: path.stat().st_mtime) for p, paths in found.items()}
+    """The objects `report` was read from, by the cache's own key (the cache may hold others:
+    other sources or toolchains, compiled later)."""
+    folder = isa_proof.cache_home() / "cuda" / "objects"
+    sha, tools = report["sdist_sha256"], report["toolchain"]
+    found = {p: folder / f"{isa_cuda.object_key(sha, p, 'sm_90', tools)}.o" for p in FA_PAIRS}
+    assert all(path.is_file() for path in found.values()), found
+    return found
 
 
 def _by_symbol(entries: list[dict]) -> list[dict]:
