@@ -33,6 +33,18 @@ def _package_saying(kernel: str, archive: Path, tmp_path: Path) -> Path:
     return repack(folder, tmp_path / "cpu.tar.gz")
 
 
+def _bench(model: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """`kvstudio bench` of f16/f16 alone, small and quick; it must succeed."""
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "bench", str(model), "--ctx", "512", "--depth", "0",
+         "--modes", "f16/f16", "--chunks", "0", "--prompt-tokens", "32", "--gen-tokens", "4",
+         "--repetitions", "1", "--threads", "2", *options],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 def test_bench_prints_saves_and_shows_the_backends_kernel(
     qtbot, store, data_folder, cpu_package, starter_model_path, tmp_path
 ):
@@ -40,13 +52,7 @@ def test_bench_prints_saves_and_shows_the_backends_kernel(
     store.use("cpu", probe)
     assert kernel_of_folder(store.folder / "cpu") == "kvstudio-fa.3"
     recording = tmp_path / "run.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "app", "bench", str(starter_model_path), "--ctx", "512",
-         "--depth", "0", "--modes", "f16/f16", "--chunks", "0", "--prompt-tokens", "32",
-         "--gen-tokens", "4", "--repetitions", "1", "--threads", "2", "--record", str(recording)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    result = _bench(starter_model_path, "--record", str(recording))
     assert "Flash Attention GPU kernels: kvstudio-fa.3" in result.stdout.splitlines()[0]
     assert json.loads(recording.read_text())["metadata"]["fa_kernel"] == "kvstudio-fa.3"
 
@@ -64,11 +70,5 @@ def test_the_built_in_cpu_build_has_no_gpu_kernels_to_name(
     data_folder, starter_model_path, tmp_path
 ):
     """The plain pip build here (CPU) carries no CUDA/HIP kernels: the bench names none."""
-    result = subprocess.run(
-        [sys.executable, "-m", "app", "bench", str(starter_model_path), "--ctx", "512",
-         "--depth", "0", "--modes", "f16/f16", "--chunks", "0", "--prompt-tokens", "32",
-         "--gen-tokens", "4", "--repetitions", "1", "--threads", "2", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    result = _bench(starter_model_path, "--json")
     assert json.loads(result.stdout)["fa_kernel"] == ""
