@@ -126,6 +126,20 @@ def test_previous_and_next_switch_the_reply_shown(qtbot, chat_app) -> None:
     assert (model.message_at(1).content, model.message_at(1).version) == ("Second version", 2)
 
 
+def test_versions_of_other_heights_switch_click_after_click(qtbot, chat_app) -> None:
+    """A version with more lines moves the buttons under it; the next click, at once, lands on
+    the button where it is now drawn (no turn of the event loop between the clicks)."""
+    page, _reply = _open(chat_app, ["One line.", "Three\n\nlines\n\nhere.", "One again."])
+    model, delegate = page.session.model, page.view.delegate
+    shown = []
+    for name in (PREVIOUS, PREVIOUS, NEXT, NEXT):
+        rect = delegate.button_rect(_row_rect(page, 1), model.index(1), name)
+        assert rect is not None and page.view.indexAt(rect.center()).row() == 1, name
+        _click(qtbot, page, rect.center())
+        shown.append(model.message_at(1).version)
+    assert shown == [2, 1, 2, 3]
+
+
 def test_export_writes_markdown_and_json_from_the_conversation_menu(
     qtbot, chat_app, tmp_path: Path, monkeypatch
 ) -> None:

@@ -143,7 +143,11 @@ class MessageView(QListView):
             height = self.delegate.sizeHint(option, index).height()
             if self._laid_out.get(message_id) != height:
                 self._laid_out[message_id] = height
-                self.delegate.sizeHintChanged.emit(index)
+                # Qt's delayed layout, not sizeHintChanged: Qt 6 answers that signal with a
+                # queued doItemsLayout, which executeDelayedItemsLayout cannot run early, so
+                # until the event loop turned, indexAt still saw the old row heights while
+                # visualRect saw the new ones (a click at a moved button hit nothing).
+                self.scheduleDelayedItemsLayout()
             else:
                 self.viewport().update(self.visualRect(index))
         self._follow = follow
