@@ -10,7 +10,10 @@ row is 1 MiB, and asking llama.cpp for logits of a whole long context costs giga
 
 The reference run (fp16 KV) writes the scored positions' log-probabilities to a float16
 .npy file; a compared run reads it back, row for row, to compute the mean KL divergence
-KL(P_ref || P_mode) and how often both pick the same top-1 token.
+KL(P_ref || P_mode) and how often both pick the same top-1 token. The compared run's own
+log-probabilities are rounded to float16 first, as the reference's were: both sides of the
+comparison then carry the same rounding, so a mode identical to the reference scores exactly
+0 KL and 100% top-1 instead of the rounding noise of one side.
 """
 
 from __future__ import annotations
@@ -184,9 +187,10 @@ def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None =
                     reference[row : row + len(targets)] = logp
                 elif compare:
                     ref = np.asarray(reference[row : row + len(targets)], dtype=np.float32)
+                    own = logp.astype(np.float16).astype(np.float32)  # like with like
                     p_ref = np.exp(ref)
-                    scores.kl += float((p_ref * (ref - logp)).sum())
-                    scores.same_top1 += int((ref.argmax(axis=1) == logp.argmax(axis=1)).sum())
+                    scores.kl += float((p_ref * (ref - own)).sum())
+                    scores.same_top1 += int((ref.argmax(axis=1) == own.argmax(axis=1)).sum())
             log.debug(
                 "quality chunk %d/%d: ppl so far %.3f",
                 c + 1,

@@ -76,8 +76,9 @@ def test_logits_are_fetched_in_pieces(reference):
 def test_same_mode_against_itself_agrees(reference):
     again = reference["again"]
     assert again.perplexity == pytest.approx(reference["result"].perplexity, rel=1e-6)
-    assert 0 <= abs(again.mean_kl_divergence) < 1e-3  # only the float16 rounding of the file
-    assert again.top1_agreement > 0.99
+    # The same build, text and batches give the same logits, rounded alike: nothing differs.
+    assert again.mean_kl_divergence == 0.0
+    assert again.top1_agreement == 1.0
 
 
 def test_int8_k_against_fp16(reference, starter_model_path, text):
@@ -216,8 +217,12 @@ def test_reported_kl_and_top1_are_what_numpy_computes_from_the_logits(
     )
     # int8 K changes some top-1 picks on this model, so a count that ignores them shows.
     assert 0 < same.sum() < rows - 3
-    # The engine compares float32 against the float16 file, numpy float16 against float16:
-    # one near-tie may flip, and KL moves by the rounding only (0.03% here; the reverse
-    # direction, KL(P_int8K || P_f16), is 0.5% away).
-    assert abs(reported.top1_agreement - same.mean()) <= 1 / rows
-    assert reported.mean_kl_divergence == pytest.approx(kl.mean(), rel=1e-3, abs=1e-6)
+    # Both sides compare the same float16-rounded log-probabilities (the engine rounds its
+    # own as the file's were), so the top-1 picks are the same picks on any CPU. The KL sums
+    # differ only by float32 against float64 arithmetic: exp() in float32 is off by about
+    # 2^-24 relative, and numpy's pairwise sum of 262,144 float32 terms p * (ref - own) by
+    # at most ~18 * 2^-24 of the sum of their sizes, a few times the row's KL. That is ~1e-6
+    # relative; 1e-4 leaves a hundredfold margin and still tells the reverse direction,
+    # KL(P_int8K || P_f16), 0.5% away, from this one.
+    assert reported.top1_agreement == same.mean()
+    assert reported.mean_kl_divergence == pytest.approx(kl.mean(), rel=1e-4)
