@@ -81,6 +81,7 @@ def main() -> int:
 
     from app.core.kv_types import KvMode
     from app.core.model_ref import resolve_model
+    from app.engine.loader import weights_repacked
     from app.engine.messages import Load, Loaded, LoadOptions
     from app.engine.process import EngineProcess
 
@@ -109,7 +110,8 @@ def main() -> int:
     }
     if args.threads:
         kwargs.update(n_threads=args.threads, n_threads_batch=args.threads)
-    llm = llama_cpp.Llama(str(path), **kwargs)
+    with weights_repacked(False):  # as the engine loads (app/engine/loader.py says why)
+        llm = llama_cpp.Llama(str(path), **kwargs)
 
     proc = EngineProcess()
     proc.send(Load(options))

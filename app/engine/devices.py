@@ -155,6 +155,11 @@ def system_info() -> str:
     return _text(llama_cpp.llama_print_system_info()).strip()
 
 
+def has_amx() -> bool:
+    """Whether this build's CPU backend runs Intel AMX kernels (built for a CPU that has them)."""
+    return "AMX_INT8 = 1" in system_info()
+
+
 def supports_gpu_offload() -> bool:
     """Whether a GPU is there to offload to. llama_supports_gpu_offload() alone also says yes
     for a CPU build with RPC compiled in (every backend package has it), where no layer can

@@ -18,7 +18,7 @@ from typing import Any
 
 import llama_cpp
 
-from app.core.errors import AppError, EngineFailedError
+from app.core.errors import AppError, BadInputError, EngineFailedError
 from app.core.kv_types import kv_type
 from app.core.model_kind import base_model_reason
 from app.engine import devices, rpc_devices
@@ -47,6 +47,8 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
     k, v = kv_type(options.type_k), kv_type(options.type_v)
     if options.n_ctx <= 0:
         raise EngineFailedError(f"The context size must be positive, not {options.n_ctx}.")
+    if options.repack_weights and devices.has_amx():
+        raise BadInputError(AMX_REPACK_REFUSAL)
     rpc_devices.add_workers(options.rpc_workers)
     router.flush()
     router.take_lines()  # only this load's lines are parsed below
@@ -73,7 +75,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
         kwargs["n_threads"] = options.n_threads
         kwargs["n_threads_batch"] = options.n_threads
     try:
-        with _templates_left_to_us(), _weights_repacked(options.repack_weights):
+        with _templates_left_to_us(), weights_repacked(options.repack_weights):
             llm = llama_cpp.Llama(**kwargs)
     except AppError:
         raise
@@ -147,8 +149,17 @@ def check_loadable(options: LoadOptions, router: LlamaLogRouter) -> None:
     )
 
 
+# Repacking lets llama.cpp put Q4_K/Q8_0 weights in its AMX buffer where the CPU has AMX, and
+# its AMX matrix kernel crashes there (SIGSEGV in ggml_backend_amx_mul_mat on the starter, seen
+# on a Sapphire Rapids Xeon; llama.cpp issue 20824, open). Without repacking no AMX is used.
+AMX_REPACK_REFUSAL = (
+    "Repacked weights are not offered on this CPU: with them llama.cpp uses its AMX kernels, "
+    "which crash on this model (llama.cpp issue 20824); load without --repack."
+)
+
+
 @contextmanager
-def _weights_repacked(repack: bool) -> Iterator[None]:
+def weights_repacked(repack: bool) -> Iterator[None]:
     """While inside, the model params llama_cpp.Llama starts from have `use_extra_bufts` set to
     `repack` (llama.cpp's --no-repack when False). llama-cpp-python 0.3.36 has the field in its
     struct but no Llama argument for it, and Llama.__init__ reads the defaults from the

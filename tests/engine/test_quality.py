@@ -12,6 +12,7 @@ import pytest
 
 from app.core.errors import BadInputError, EngineFailedError
 from app.engine.bench import run_bench
+from app.engine.loader import weights_repacked
 from app.engine.messages import Bench, Evaluate
 from app.engine.quality import default_reference_text, evaluate
 
@@ -21,16 +22,19 @@ N_CHUNKS = 2
 
 
 def _llm(path, k: str, v: str):
+    """A Llama as the engine loads one: weights not repacked (on a CPU with AMX, repacking
+    would run llama.cpp's AMX kernels, which crash on this model)."""
     types = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0}
-    return llama_cpp.Llama(
-        str(path),
-        n_ctx=1024,
-        flash_attn=True,
-        type_k=types[k],
-        type_v=types[v],
-        n_threads=2,
-        verbose=False,
-    )
+    with weights_repacked(False):
+        return llama_cpp.Llama(
+            str(path),
+            n_ctx=1024,
+            flash_attn=True,
+            type_k=types[k],
+            type_v=types[v],
+            n_threads=2,
+            verbose=False,
+        )
 
 
 @pytest.fixture(scope="module")
