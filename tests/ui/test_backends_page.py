@@ -5,18 +5,17 @@ backend has no kernel for the chosen K/V pair and offers pairs it has."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from app.core.backends import BUILT_IN
 from app.engine.build_info import BackendPairs, parse_system_info
 from tests.backends.package_edits import copy_package, flip_a_byte, mapped_libllama, repack
+from tests.docs_output import save_screenshot
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
+from tests.waits import HANG_GUARD_MS
 
 pytestmark = pytest.mark.slow
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 TASK_MS = 120_000
 # llama.cpp's system-info line of a CUDA build made without GGML_CUDA_FA_QUANTS: its default
 # pair list, which lacks K=q8_0/V=f16 (the format the H200 reference run printed).
@@ -32,7 +31,7 @@ def backends_page(app):
 
 
 def test_switching_the_running_engine_to_a_package_and_refusing_a_tampered_one(
-    qtbot, loaded_chat_app, cpu_package, tmp_path
+    qtbot, loaded_chat_app, cpu_package, tmp_path, docs_folder
 ):
     app = loaded_chat_app
     page = backends_page(app)
@@ -75,8 +74,7 @@ def test_switching_the_running_engine_to_a_package_and_refusing_a_tampered_one(
         page.verify_button.click()
     assert verified.args == ["The cpu backend verified."]
     assert "no GPU int8-K kernel is involved" in page.details.toPlainText()
-    DOCS.mkdir(parents=True, exist_ok=True)
-    app.window.grab().save(str(DOCS / "backends.png"))
+    save_screenshot(app.window, docs_folder, "backends.png")
 
     folder = copy_package(cpu_package, tmp_path)
     flip_a_byte(folder / "libllama.so")
@@ -95,14 +93,16 @@ def test_switching_the_running_engine_to_a_package_and_refusing_a_tampered_one(
     assert "site-packages/llama_cpp/lib" in str(mapped_libllama(app.engine.engine_pid))
 
 
-def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(qtbot, tmp_path):
+def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(
+    qtbot, tmp_path, docs_folder
+):
     from app.core.settings import Settings
     from app.ui.chat.load_dialog import LoadDialog
 
     pairs = BackendPairs("cuda", parse_system_info(DEFAULT_PAIRS_CUDA_LINE).fa_pairs)
     dialog = LoadDialog("starter", Settings(type_k="q8_0", type_v="f16"), tmp_path, pairs)
     qtbot.addWidget(dialog)
-    with qtbot.waitSignal(dialog.model_read, timeout=60_000):
+    with qtbot.waitSignal(dialog.model_read, timeout=HANG_GUARD_MS):
         dialog.show()
     assert dialog.pair_warning.isVisible()
     assert dialog.pair_warning.text() == (
@@ -110,8 +110,7 @@ def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(qtb
         "convert the cache to f16 at every step, which is slow and gives back the memory int8-K "
         "saves. Use q8_0/q8_0 or f16/f16 instead."
     )
-    DOCS.mkdir(parents=True, exist_ok=True)
-    dialog.grab().save(str(DOCS / "load-dialog-missing-pair.png"))
+    save_screenshot(dialog, docs_folder, "load-dialog-missing-pair.png")
     dialog.pair_buttons["q8_0/q8_0"].click()
     assert (dialog.chosen().type_k, dialog.chosen().type_v) == ("q8_0", "q8_0")
     assert not dialog.pair_warning.isVisible()
@@ -126,7 +125,7 @@ def test_load_dialog_says_nothing_on_a_backend_that_runs_every_pair(qtbot, tmp_p
     pairs = BackendPairs(BUILT_IN, parse_system_info(cpu_line).fa_pairs)
     dialog = LoadDialog("starter", Settings(type_k="q8_0", type_v="f16"), tmp_path, pairs)
     qtbot.addWidget(dialog)
-    with qtbot.waitSignal(dialog.model_read, timeout=60_000):
+    with qtbot.waitSignal(dialog.model_read, timeout=HANG_GUARD_MS):
         dialog.show()
     assert not dialog.pair_warning.isVisible()
     assert not any(b.isVisible() for b in dialog.pair_buttons.values())

@@ -19,11 +19,12 @@ from app.core.backends import BUILT_IN, BackendStore
 from app.core.gpu_detect import Gpu, detect_gpus
 from app.ui.backends_page import BackendsPage
 from tests.backends.package_edits import copy_package, flip_a_byte, repack
+from tests.docs_output import save_screenshot
 from tests.gpu_sysfs import RX_7900_XTX, fake_sysfs
+from tests.waits import HANG_GUARD_MS
 
 pytestmark = pytest.mark.slow
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 TASK_MS = 180_000  # hashing and two test loads of the package on 2 shared cores
 SENTENCE = "Radeon RX 7900 XTX found: the rocm-rdna3 backend runs the int8-K kernel on it."
 
@@ -43,13 +44,13 @@ def open_dialog(qtbot, app, tmp_path: Path):  # type: ignore[no-untyped-def]
 
     dialog = offer_first_run_dialog(app, detect=rx_7900_xtx(tmp_path))
     assert dialog is not None
-    with qtbot.waitSignal(dialog.detection_finished, timeout=10_000):
+    with qtbot.waitSignal(dialog.detection_finished, timeout=HANG_GUARD_MS):
         pass
     return dialog
 
 
 def test_installing_a_package_from_a_file_makes_it_the_backend_without_network(
-    network_attempts, qtbot, chat_app, cpu_package, tmp_path, monkeypatch
+    network_attempts, qtbot, chat_app, cpu_package, tmp_path, monkeypatch, docs_folder
 ):
     from app.gui import offer_first_run_dialog
     from app.ui import first_run
@@ -61,8 +62,7 @@ def test_installing_a_package_from_a_file_makes_it_the_backend_without_network(
     assert "ROCm 6" in dialog.needs.text()
     assert chat_app.settings.settings.first_run_done
     assert offer_first_run_dialog(chat_app) is None  # once only
-    DOCS.mkdir(parents=True, exist_ok=True)
-    dialog.grab().save(str(DOCS / "first-run.png"))
+    save_screenshot(dialog, docs_folder, "first-run.png")
 
     monkeypatch.setattr(
         first_run.QFileDialog, "getOpenFileName", lambda *a, **k: (str(cpu_package), "")
@@ -76,7 +76,6 @@ def test_installing_a_package_from_a_file_makes_it_the_backend_without_network(
     assert finished.args == ["Installed the cpu backend; the engine now runs it."]
     assert dialog.message.text() == finished.args[0]
     assert dialog.keep_button.text() == "Done"
-    dialog.grab().save("/tmp/first_run_installed.png")
 
     store = BackendStore(chat_app.settings.folder)  # what the settings file on disk says
     assert [b.name for b in store.installed()] == [BUILT_IN, "cpu"]
@@ -175,7 +174,7 @@ def test_a_download_can_be_cancelled_and_a_plain_http_address_is_refused(
     qtbot, chat_app, cpu_package, tmp_path, server
 ):
     dialog = open_dialog(qtbot, chat_app, tmp_path)
-    with qtbot.waitSignal(dialog.install_finished, timeout=10_000) as finished:
+    with qtbot.waitSignal(dialog.install_finished, timeout=HANG_GUARD_MS) as finished:
         dialog.install_from_url("http://example.com/kvstudio-backend-cpu.tar.gz")
     assert finished.args == [
         "http://example.com/kvstudio-backend-cpu.tar.gz is not an https:// address; backend "
@@ -193,7 +192,7 @@ def test_a_download_can_be_cancelled_and_a_plain_http_address_is_refused(
     ):
         dialog.install_from_url(url)
     assert dialog.cancel_button.isVisible() and dialog.progress.isVisible()
-    with qtbot.waitSignal(dialog.install_finished, timeout=30_000) as finished:
+    with qtbot.waitSignal(dialog.install_finished, timeout=HANG_GUARD_MS) as finished:
         dialog.cancel_button.click()
     assert finished.args == [
         "The download was cancelled; nothing changed. The engine keeps the built-in backend."

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_output import save_screenshot
 from tests.gguf_factory import write_tiny_gguf
 from tests.ui.models.page_driver import (
     GATED,
@@ -279,10 +280,10 @@ DEMO = "demo/Llama-3.1-8B-shapes-GGUF"
 
 
 @pytest.mark.slow
-def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
+def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path, docs_folder):
     """Renders the Discover tab to a PNG: search results and, for a repo of zero-weight GGUFs
     with Llama-3.1-8B shapes (real headers, sparse files), the fit verdicts at 128k context
-    against this machine's free memory. KVSTUDIO_SCREENSHOTS=1 refreshes
+    against this machine's free memory. scripts/refresh_docs.py refreshes
     docs/screenshots/models.png."""
     hub.add_repo(
         "kvstudio/gemma-3-270m-GGUF",
@@ -332,11 +333,7 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path):
     assert kv[0] == 16 * GIB  # 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 131072
     assert kv[1] == 16 * GIB * (64 + 34) // 128 and kv[2] == 16 * GIB * 34 // 64
     page.repo_view.select_entry("Llama-3.1-8B-shapes-Q4_K_M.gguf")
-    out = tmp_path / "models.png"
-    assert page.grab().save(str(out)) and out.stat().st_size > 10_000
-    if os.environ.get("KVSTUDIO_SCREENSHOTS") == "1":
-        target = Path(__file__).resolve().parents[3] / "docs" / "screenshots" / "models.png"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        assert page.grab().save(str(target))
+    assert save_screenshot(page, docs_folder, "models.png").stat().st_size > 10_000
+    save_screenshot(page, docs_folder, "models.png")
     app.setStyleSheet(old_style)
     shut(page)
