@@ -86,7 +86,7 @@ def test_a_hostile_template_loads_with_the_plain_one_and_says_why(engine, tmp_pa
         path = write_tiny_gguf(tmp_path / f"{len(template)}.gguf", chat_template=template)
         started = time.monotonic()
         loaded = _load(engine, path)
-        assert time.monotonic() - started < 10, reason
+        assert time.monotonic() - started < 60, reason  # unbounded, it ran for minutes
         assert loaded.chat_format == "chatml"
         assert reason in loaded.chat_template_notice, loaded.chat_template_notice
         assert loaded.chat_template_notice.endswith("Using the plain chatml template.")

@@ -107,7 +107,8 @@ def test_stop_ends_an_endless_render():
     stop.set()
     worker.join(10)
     assert not worker.is_alive() and isinstance(outcome[0], RenderStopped)
-    assert time.monotonic() - pressed < 1
+    # Stopped by the press, not by its 600 s limit (a generous bound for a busy machine).
+    assert time.monotonic() - pressed < 60
 
 
 def test_a_refused_gguf_template_falls_back_with_a_notice(reliability):

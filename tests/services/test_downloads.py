@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.waits import HANG_GUARD_MS
+
 pytest.importorskip("pytestqt")
 from PySide6.QtCore import QCoreApplication, QThread
 
@@ -15,7 +17,7 @@ from app.core.model_folders import ModelFolders
 from app.services.downloads import DownloadManager, DownloadState
 
 REPO = "acme/tiny-GGUF"
-WAIT = 20_000
+WAIT = HANG_GUARD_MS
 
 
 @pytest.fixture

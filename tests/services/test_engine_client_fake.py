@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.waits import HANG_GUARD_MS
+
 pytest.importorskip("pytestqt")
 
 from app.engine.messages import Generate, LoadOptions
 from app.services.engine_client import EngineClient
 from tests.fake_engine import FakeEngine
 
-WAIT = 5_000
+WAIT = HANG_GUARD_MS
 
 
 def test_load_then_a_reply_streams_in_order(qtbot) -> None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.waits import HANG_GUARD_MS
+
 pytest.importorskip("pytestqt")
 
 from app.engine.messages import Generate, LoadOptions
 from app.services.engine_client import EngineClient
 from tests.fake_engine import FakeEngine
 
-WAIT = 5_000
+WAIT = HANG_GUARD_MS
 
 
 def test_replies_wait_their_turn_and_a_waiting_one_can_be_stopped(qtbot) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_MS
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 LOAD_TIMEOUT_MS = 180_000
@@ -79,7 +81,7 @@ def loaded_chat_app(qtbot, chat_app):
         page.offer_button.click()
     assert busy_shown == [True]  # an indeterminate bar and elapsed seconds while it loads
     assert not page.status.busy_bar.isVisible()
-    qtbot.waitUntil(lambda: not page.offer.isVisible(), timeout=5000)
+    qtbot.waitUntil(lambda: not page.offer.isVisible(), timeout=HANG_GUARD_MS)
     # The starter is a base model: the page offers text continuation; these tests chat with it.
     assert page.completion_mode
     page.completion.chat_anyway_button.click()

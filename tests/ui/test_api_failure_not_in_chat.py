@@ -5,19 +5,20 @@ chat's own failed reply is still said."""
 from __future__ import annotations
 
 from app.engine.messages import ChatMessage, Generate
+from tests.waits import HANG_GUARD_MS
 
 
 def test_a_failed_api_request_is_not_reported_as_the_chats_reply(qtbot, chat_app) -> None:
     engine, page = chat_app.engine, chat_app.window.chat
     warnings: list[str] = []
     chat_app.bridge.warning_reported.connect(warnings.append)
-    with qtbot.waitSignal(engine.request_failed, timeout=5000) as failed:
+    with qtbot.waitSignal(engine.request_failed, timeout=HANG_GUARD_MS) as failed:
         # What the server does for an API request (no model is loaded, so it fails).
         engine.generate(Generate("api-1", messages=(ChatMessage("user", "hi"),)))
     assert failed.args[0] == "api-1"
     assert warnings == []
 
     page.session.new_conversation()
-    with qtbot.waitSignal(page.session.reply_failed, timeout=5000):
+    with qtbot.waitSignal(page.session.reply_failed, timeout=HANG_GUARD_MS):
         page.send("hello?")
     assert [w for w in warnings if w.startswith("The reply failed: ")]

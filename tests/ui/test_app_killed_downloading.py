@@ -24,6 +24,7 @@ import pytest
 
 from app.core.hub import list_gguf_files
 from app.core.hub.downloader import partial_paths
+from tests.waits import HANG_GUARD_MS
 
 pytestmark = [
     pytest.mark.slow,
@@ -111,7 +112,9 @@ def test_a_download_running_when_the_app_is_killed_resumes_where_it_was(
     parts = build_app(folder)
     try:
         models = parts.window.pages.widget(1)
-        with qtbot.waitSignal(models.downloads.download_finished, timeout=60_000) as finished:
+        with qtbot.waitSignal(
+            models.downloads.download_finished, timeout=HANG_GUARD_MS
+        ) as finished:
             parts.window.show()
         _, done = finished.args
         assert hashlib.sha256(Path(done.path).read_bytes()).hexdigest() == served.sha256

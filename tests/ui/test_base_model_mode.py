@@ -14,6 +14,7 @@ from app.ui.chat.completion_panel import BASE_MODEL_LINE
 from app.ui.models.page import ModelsPage
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.ui.layout_checks import LARGE, SMALL, layout_problems
+from tests.waits import HANG_GUARD_MS
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ def test_the_empty_chat_offers_the_starter_and_a_chat_model(qtbot, chat_app) -> 
         assert layout_problems(window, size, [page.send_button, page.offer_button, find]) == []
     for size in SCREENSHOT_SIZES:
         window.resize(size)
-        qtbot.waitUntil(lambda size=size: window.size() == size, timeout=3000)
+        qtbot.waitUntil(lambda size=size: window.size() == size, timeout=HANG_GUARD_MS)
         window.grab().save(f"/tmp/chat_empty_{size.width()}x{size.height()}.png")
 
     find.click()
@@ -91,7 +92,7 @@ def test_the_starter_continues_text_in_a_completion_box(qtbot, chat_app) -> None
     assert f"{finished.generated_tokens} tokens" in panel.result_label.text()
     for size in SCREENSHOT_SIZES:
         app.window.resize(size)
-        qtbot.waitUntil(lambda size=size: app.window.size() == size, timeout=3000)
+        qtbot.waitUntil(lambda size=size: app.window.size() == size, timeout=HANG_GUARD_MS)
         app.window.grab().save(f"/tmp/completion_{size.width()}x{size.height()}.png")
 
     # Chat anyway: the conversation view comes back for this model.

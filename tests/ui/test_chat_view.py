@@ -16,6 +16,7 @@ from app.ui.chat.input_box import InputBox
 from app.ui.chat.message_delegate import EDIT
 from app.ui.chat.message_model import MessageListModel
 from app.ui.chat.message_view import MessageView
+from tests.waits import HANG_GUARD_MS
 
 _REPLY = (
     "Here is **Markdown** with `inline code`, a list and a block:\n\n- one\n- two\n\n"
@@ -46,7 +47,7 @@ def test_2000_messages_open_fast_and_tokens_touch_only_last_row(qtbot, tmp_path:
     model.set_messages(store.messages(conversation_id))
     qtbot.waitUntil(
         lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum() > 0,
-        timeout=20_000,
+        timeout=HANG_GUARD_MS,
     )
     opened_s = time.perf_counter() - started
 
@@ -75,7 +76,8 @@ def test_2000_messages_open_fast_and_tokens_touch_only_last_row(qtbot, tmp_path:
     assert rebuilt == {reply.id}  # no other message was re-rendered
     assert model.message_at(last_row).content.endswith("token199 ")
     qtbot.waitUntil(
-        lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum(), timeout=5000
+        lambda: view.verticalScrollBar().value() == view.verticalScrollBar().maximum(),
+        timeout=HANG_GUARD_MS,
     )
     print(
         f"\n2,000 messages: view opened in {opened_s * 1000:.0f} ms; "
@@ -109,9 +111,9 @@ def test_conversation_list_new_search_rename_delete(qtbot, chat_app, monkeypatch
     assert page.conversations.titles() == ["Travel plans", "Baking"]
 
     page.conversations.search_box.setText("sourdough")  # matches message text
-    qtbot.waitUntil(lambda: page.conversations.titles() == ["Baking"], timeout=3000)
+    qtbot.waitUntil(lambda: page.conversations.titles() == ["Baking"], timeout=HANG_GUARD_MS)
     page.conversations.search_box.setText("travel")  # matches the title
-    qtbot.waitUntil(lambda: page.conversations.titles() == ["Travel plans"], timeout=3000)
+    qtbot.waitUntil(lambda: page.conversations.titles() == ["Travel plans"], timeout=HANG_GUARD_MS)
     page.conversations.search_box.clear()
     qtbot.waitUntil(lambda: len(page.conversations.titles()) == 2, timeout=3000)
 
@@ -164,7 +166,7 @@ def test_edit_button_puts_message_in_input(qtbot, chat_app) -> None:
 def test_generate_without_a_model_says_so(qtbot, chat_app) -> None:
     page = chat_app.window.chat
     page.session.new_conversation()
-    with qtbot.waitSignal(chat_app.engine.reply_failed, timeout=5000) as blocker:
+    with qtbot.waitSignal(chat_app.engine.reply_failed, timeout=HANG_GUARD_MS) as blocker:
         page.send("hello?")
     assert "load a model" in blocker.args[0]
     assert page.session.model.messages()[-1].status == "failed"
@@ -241,11 +243,11 @@ def test_narrower_window_rewraps_every_message(qtbot) -> None:
         ]
     )
     bar = view.verticalScrollBar()
-    qtbot.waitUntil(lambda: bar.value() == bar.maximum() > 0, timeout=10_000)
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum() > 0, timeout=HANG_GUARD_MS)
     wide_range = bar.maximum()
     view.resize(600, 800)
     qtbot.waitUntil(
-        lambda: bar.maximum() > wide_range and bar.value() == bar.maximum(), timeout=10_000
+        lambda: bar.maximum() > wide_range and bar.value() == bar.maximum(), timeout=HANG_GUARD_MS
     )
     rects = [view.visualRect(model.index(r)) for r in range(model.rowCount() - 6, model.rowCount())]
     assert all(a.bottom() < b.top() for a, b in pairwise(rects))  # no overlap
@@ -258,7 +260,7 @@ def test_window_geometry_is_kept(qtbot, chat_data_dir: Path) -> None:
     first = build_app(data_dir())
     first.window.show()
     first.window.resize(1000, 533)
-    qtbot.waitUntil(lambda: first.window.size().height() == 533, timeout=3000)
+    qtbot.waitUntil(lambda: first.window.size().height() == 533, timeout=HANG_GUARD_MS)
     first.window.close()
     first.close()
     second = build_app(data_dir())
@@ -283,7 +285,7 @@ def test_model_picker_menu_and_load_options(qtbot, chat_app) -> None:
     actions[0].trigger()  # picking a model opens its load dialog; nothing loads yet
     dialog = page.load_dialog
     assert dialog is not None and dialog.isVisible()
-    with qtbot.waitSignal(dialog.model_read, timeout=60_000):
+    with qtbot.waitSignal(dialog.model_read, timeout=HANG_GUARD_MS):
         pass
     assert chat_app.engine.last_options is None
     assert (dialog.type_k.currentText(), dialog.type_v.currentText()) == ("q8_0", "f16")

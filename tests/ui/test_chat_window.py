@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 
 from app.core.chat_store import DONE, STOPPED
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
+from tests.waits import HANG_GUARD_MS
 
 pytestmark = pytest.mark.slow
 
@@ -62,9 +63,9 @@ def test_stop_during_reply(qtbot, loaded_chat_app) -> None:
     assert page.send_button.text() == "Stop"
     reply_id = page.session.model.messages()[-1].id
     # Saved while it streams (every 0.5 s), not only at the end.
-    qtbot.waitUntil(lambda: app.store.message(reply_id).content != "", timeout=3000)
+    qtbot.waitUntil(lambda: app.store.message(reply_id).content != "", timeout=HANG_GUARD_MS)
     assert app.store.message(reply_id).status == "streaming"
-    with qtbot.waitSignal(app.engine.reply_finished, timeout=30_000) as blocker:
+    with qtbot.waitSignal(app.engine.reply_finished, timeout=HANG_GUARD_MS) as blocker:
         page.send_button.click()
     assert blocker.args[0].stop_reason == "cancelled"
     reply = page.session.model.messages()[-1]
@@ -156,7 +157,7 @@ def test_load_failure_shows_message_and_window_survives(qtbot, tmp_path: Path, c
     page = chat_app.window.chat
     fake = tmp_path / "notes.gguf"
     fake.write_text("this is a text file, not a model\n" * 50)
-    with qtbot.waitSignal(page.model_resolve_failed, timeout=30_000) as blocker:
+    with qtbot.waitSignal(page.model_resolve_failed, timeout=HANG_GUARD_MS) as blocker:
         page.load_model(str(fake))
     assert "GGUF" in blocker.args[0]
     box = chat_app.window.last_error_box
@@ -173,10 +174,10 @@ def test_engine_crash_is_reported_and_next_message_restarts_it(qtbot, loaded_cha
     _new_chat(page, max_tokens=6)
     _reply(qtbot, app, "First")
     pid = app.engine.engine_pid
-    with qtbot.waitSignal(app.engine.engine_crashed, timeout=30_000) as blocker:
+    with qtbot.waitSignal(app.engine.engine_crashed, timeout=HANG_GUARD_MS) as blocker:
         os.kill(pid, signal.SIGKILL)
     assert "SIGKILL" in blocker.args[0]
-    qtbot.waitUntil(lambda: app.window.last_error_box is not None, timeout=5000)
+    qtbot.waitUntil(lambda: app.window.last_error_box is not None, timeout=HANG_GUARD_MS)
     app.window.last_error_box.accept()
     assert len(page.session.model.messages()) == 2  # nothing lost
     with (
@@ -235,9 +236,9 @@ def test_deleting_a_chat_while_it_streams(qtbot, loaded_chat_app, monkeypatch) -
     page.send("It was a dark and stormy night")
     qtbot.waitUntil(lambda: len(tokens) >= 1, timeout=REPLY_TIMEOUT_MS)
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
-    with qtbot.waitSignal(app.engine.reply_finished, timeout=30_000):
+    with qtbot.waitSignal(app.engine.reply_finished, timeout=HANG_GUARD_MS):
         page.conversations.ask_delete(page.session.conversation.id)
-    qtbot.waitUntil(lambda: not page.session.generating, timeout=5000)
+    qtbot.waitUntil(lambda: not page.session.generating, timeout=HANG_GUARD_MS)
     assert app.store.conversations() == [] and page.session.model.rowCount() == 0
     assert page.send_button.text() == "Send"
 
@@ -253,7 +254,7 @@ def test_engine_load_failure_shows_message_and_keeps_the_model_picker(
     with qtbot.waitSignal(chat_app.engine.load_failed, timeout=LOAD_TIMEOUT_MS) as blocker:
         chat_app.engine.load(LoadOptions(str(bad), n_ctx=2048))
     assert blocker.args[0]
-    qtbot.waitUntil(lambda: chat_app.window.last_error_box is not None, timeout=5000)
+    qtbot.waitUntil(lambda: chat_app.window.last_error_box is not None, timeout=HANG_GUARD_MS)
     box = chat_app.window.last_error_box
     assert box.isVisible() and box.text().startswith("Could not load the model")
     box.accept()

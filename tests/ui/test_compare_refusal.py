@@ -5,6 +5,8 @@ from __future__ import annotations
 import psutil
 import pytest
 
+from tests.waits import HANG_GUARD_MS
+
 pytest.importorskip("pytestqt")
 
 from app.core.probes.psutil_probe import PsutilProbe  # noqa: E402
@@ -17,7 +19,7 @@ def test_compare_that_cannot_fit_fails_in_words_before_any_engine(
     monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "1MiB")  # the probes' cap: a tiny device
     runner = CompareRunner(probe=PsutilProbe())
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    with qtbot.waitSignal(runner.failed, timeout=60_000) as failed:
+    with qtbot.waitSignal(runner.failed, timeout=HANG_GUARD_MS) as failed:
         runner.start(str(starter_model_path), n_ctx=4096, depth=0)
     runner.wait()
     message = failed.args[0]

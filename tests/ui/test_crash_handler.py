@@ -20,6 +20,7 @@ import pytest
 from PySide6.QtCore import QTimer, qCritical
 
 from tests.cli_runner import ROOT
+from tests.waits import HANG_GUARD_MS
 
 AREA = "State files"
 pytestmark = pytest.mark.qt_no_exception_capture  # the app's own hooks must see them
@@ -53,13 +54,13 @@ def test_a_qt_slot_that_raises_writes_a_report_and_shows_it(
     def on_timer_timeout() -> None:
         {}["model path"]  # a KeyError in a slot the event loop runs
 
-    with qtbot.waitSignal(app_parts.crash.report_written, timeout=5000) as written:
+    with qtbot.waitSignal(app_parts.crash.report_written, timeout=HANG_GUARD_MS) as written:
         QTimer.singleShot(0, on_timer_timeout)
     report = Path(written.args[0])
     assert _reports(tmp_path) == [report]
     text = report.read_text(encoding="utf-8")
     assert "what: KeyError: 'model path'" in text and "in on_timer_timeout" in text
-    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=5000)
+    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=HANG_GUARD_MS)
     _assert_dialog(app_parts, "KeyError: 'model path'", report)
     reliability.record(AREA, "crash in a Qt slot", "report written, dialog with its path")
 
@@ -70,23 +71,23 @@ def test_a_worker_thread_that_raises_writes_a_report_and_shows_it(
     def download_worker() -> None:
         raise OSError(28, "No space left on device")
 
-    with qtbot.waitSignal(app_parts.crash.report_written, timeout=5000) as written:
+    with qtbot.waitSignal(app_parts.crash.report_written, timeout=HANG_GUARD_MS) as written:
         threading.Thread(target=download_worker, name="download worker").start()
     report = Path(written.args[0])
     text = report.read_text(encoding="utf-8")
     assert "where: uncaught exception in thread download worker" in text
     assert "in download_worker" in text
-    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=5000)
+    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=HANG_GUARD_MS)
     _assert_dialog(app_parts, "OSError: [Errno 28] No space left on device", report)
     reliability.record(AREA, "crash in a worker thread", "report written, dialog with its path")
 
 
 def test_a_qt_critical_message_writes_a_report(qtbot, app_parts, tmp_path: Path) -> None:
-    with qtbot.waitSignal(app_parts.crash.report_written, timeout=5000) as written:
+    with qtbot.waitSignal(app_parts.crash.report_written, timeout=HANG_GUARD_MS) as written:
         qCritical("QPainter::begin: Paint device returned engine == 0")
     report = Path(written.args[0])
     assert "where: Qt critical message" in report.read_text(encoding="utf-8")
-    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=5000)
+    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=HANG_GUARD_MS)
     _assert_dialog(app_parts, "QPainter::begin: Paint device returned engine == 0", report)
 
 
@@ -125,7 +126,7 @@ def test_a_fatal_error_leaves_a_report_and_the_next_start_shows_it(
     assert "Fatal Python error: Aborted" in faults.read_text(encoding="utf-8")
     parts = build_app(tmp_path)
     try:
-        qtbot.waitUntil(lambda: parts.crash.last_box is not None, timeout=5000)
+        qtbot.waitUntil(lambda: parts.crash.last_box is not None, timeout=HANG_GUARD_MS)
         reports = _reports(tmp_path)
         assert len(reports) == 2
         dump = next(p for p in reports if p != qt_report)
@@ -189,10 +190,10 @@ def test_a_token_in_an_error_never_reaches_the_report_the_dialog_or_the_log(
         logging.getLogger("app.test").warning("calling the Hub with %s", token)
         raise ValueError(f"401 for https://hub/?token={token}&other={odd_token}")
 
-    with qtbot.waitSignal(app_parts.crash.report_written, timeout=5000) as written:
+    with qtbot.waitSignal(app_parts.crash.report_written, timeout=HANG_GUARD_MS) as written:
         QTimer.singleShot(0, on_timer_timeout)
     report = Path(written.args[0]).read_text(encoding="utf-8")
-    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=5000)
+    qtbot.waitUntil(lambda: app_parts.crash.last_box is not None, timeout=HANG_GUARD_MS)
     box = app_parts.crash.last_box
     for text in (report, box.text(), box.informativeText(), log_file.read_text(encoding="utf-8")):
         assert token not in text and odd_token not in text

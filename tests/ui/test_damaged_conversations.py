@@ -20,6 +20,7 @@ import pytest
 from app.core.chat_store import ChatStore
 from app.core.paths import chat_db_path
 from tests.cli_runner import ROOT, kvstudio
+from tests.waits import HANG_GUARD_MS
 
 AREA = "State files"
 CHATS, MESSAGES = 40, 25  # 1,000 messages of ~230 bytes: a file of 75 pages
@@ -94,7 +95,7 @@ def test_the_app_starts_on_a_damaged_conversations_file(
     parts = build_app(folder)
     try:
         parts.window.show()
-        qtbot.waitUntil(lambda: parts.window.last_error_box is not None, timeout=5000)
+        qtbot.waitUntil(lambda: parts.window.last_error_box is not None, timeout=HANG_GUARD_MS)
         box = parts.window.last_error_box
         assert box is not None and box.isVisible()
         notice = box.text()
@@ -149,7 +150,7 @@ def test_a_locked_conversations_file_is_left_alone_and_named(
         assert holder.stdout.readline().strip() == "holding"
         parts = build_app(folder)
         try:
-            qtbot.waitUntil(lambda: parts.window.last_error_box is not None, timeout=5000)
+            qtbot.waitUntil(lambda: parts.window.last_error_box is not None, timeout=HANG_GUARD_MS)
             notice = parts.window.last_error_box.text()
             assert f"locked by another KV Studio (process {holder.pid})" in notice
             assert parts.store.conversations() == []

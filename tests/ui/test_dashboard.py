@@ -10,6 +10,8 @@ import os
 import re
 import threading
 
+from tests.waits import HANG_GUARD_MS
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
@@ -67,11 +69,11 @@ def test_memory_chart_updates_while_a_reply_streams(qtbot, dashboard):
     # the generation's, one label "prompt generation": the chart merges such markers)
     qtbot.waitUntil(
         lambda: " ".join(page.memory_chart.line_labels).split()[-2:] == ["prompt", "generation"],
-        timeout=2000,
+        timeout=HANG_GUARD_MS,
     )
     assert page.memory_chart.marker_count >= 2
     n_past = finished.args[0].n_past
-    qtbot.waitUntil(lambda: page.kv_panel.n_tokens == n_past, timeout=2000)
+    qtbot.waitUntil(lambda: page.kv_panel.n_tokens == n_past, timeout=HANG_GUARD_MS)
     assert f"{n_past:,} tokens" in page.kv_panel.now_label.text()
     assert "now" in page.stats_label.text() and "MiB" in page.stats_label.text()
     assert "psutil" in page.probe_label.text()  # the probe in use is named, with its limits
@@ -259,7 +261,7 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     page.compare.set_rows([])
     page.open_recording(tmp_path / "run.json")
     assert page.source == "file" and page.compare.table.rowCount() == 3
-    qtbot.waitUntil(lambda: page.memory_chart.point_count > 10, timeout=2000)
+    qtbot.waitUntil(lambda: page.memory_chart.point_count > 10, timeout=HANG_GUARD_MS)
     assert "Compare run" in page.probe_label.text()
     assert page.compare.table.horizontalHeaderItem(2).text() == "peak RSS MiB\n(load + speed)"
     # A run whose final sample came after its last engine exited (no process seen then)

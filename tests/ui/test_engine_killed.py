@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt, SignalInstance
 from app.core.chat_store import DONE, INTERRUPTED
 from app.services.engine_client import CRASHES_BEFORE_GIVING_UP
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
+from tests.waits import HANG_GUARD_MS
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,7 @@ def _type(qtbot, page, text: str) -> None:
 
 
 def _crash_box_text(qtbot, app) -> str:
-    qtbot.waitUntil(lambda: app.window.last_error_box is not None, timeout=5000)
+    qtbot.waitUntil(lambda: app.window.last_error_box is not None, timeout=HANG_GUARD_MS)
     box = app.window.last_error_box
     text = box.text()
     box.accept()
@@ -152,7 +153,7 @@ def test_three_crashes_in_a_row_stop_the_reloading(qtbot, chat_app, tiny_gguf, r
         "again by itself; choose it in the model picker to try again. Your conversation is saved."
     )
     assert page.status.model_label.text() == "Engine stopped (3 crashes in a row)"
-    with qtbot.waitSignal(app.engine.reply_failed, timeout=5000) as refused:
+    with qtbot.waitSignal(app.engine.reply_failed, timeout=HANG_GUARD_MS) as refused:
         _type(qtbot, page, "And now?")
     assert len(starts) == 3 and app.engine.engine_pid is None  # no fourth engine
     assert refused.args[0] == "No model is loaded: load a model first."

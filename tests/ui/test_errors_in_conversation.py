@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from app.core.chat_store import DONE, FAILED
 from tests.gguf_factory import write_unknown_arch_gguf, write_vocab_only_gguf
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
+from tests.waits import HANG_GUARD_MS
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,7 @@ def _shown_text(page, row: int) -> str:
 
 
 def _error_box(qtbot, app):
-    qtbot.waitUntil(lambda: app.window.last_error_box is not None, timeout=5000)
+    qtbot.waitUntil(lambda: app.window.last_error_box is not None, timeout=HANG_GUARD_MS)
     box = app.window.last_error_box
     app.window.last_error_box = None
     return box
@@ -52,7 +53,7 @@ def test_a_failed_reply_says_why_in_the_conversation_and_after_a_restart(
     from app.gui import build_app
 
     page = chat_app.window.chat
-    with qtbot.waitSignal(page.session.reply_failed, timeout=5000):
+    with qtbot.waitSignal(page.session.reply_failed, timeout=HANG_GUARD_MS):
         _type(qtbot, page, "Hello?")
     reply = page.session.model.messages()[-1]
     assert (reply.role, reply.status, reply.error) == ("assistant", FAILED, NO_MODEL)

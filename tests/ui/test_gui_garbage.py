@@ -8,6 +8,8 @@ import gc
 import threading
 from pathlib import Path
 
+from tests.waits import HANG_GUARD_MS
+
 
 class Cycle:
     """A cyclic object that notes which thread freed it."""
@@ -42,7 +44,7 @@ def test_garbage_made_while_a_worker_allocates_is_freed_on_the_gui_thread(
         thread.start()
         thread.join()
         assert done.is_set() and Cycle.freed_in == []  # not in the worker
-        qtbot.waitUntil(lambda: Cycle.freed_in != [], timeout=5000)
+        qtbot.waitUntil(lambda: Cycle.freed_in != [], timeout=HANG_GUARD_MS)
         assert Cycle.freed_in == ["MainThread"]
     finally:
         parts.window.close()

@@ -13,6 +13,7 @@ from PySide6.QtGui import QTextDocument
 
 from tests.gguf_factory import write_tiny_gguf
 from tests.hostile_gguf import Case, corpus, nastiest
+from tests.waits import HANG_GUARD_MS
 
 AREA = "Hostile GGUF files"
 
@@ -35,7 +36,7 @@ def test_chat_page_refuses_each_before_the_engine(qtbot, chat_app, nasty_files, 
     errors: list[str] = []
     chat_app.bridge.error_reported.connect(errors.append)
     for case, path in nasty_files:
-        with qtbot.waitSignal(page.model_resolve_failed, timeout=30_000) as blocker:
+        with qtbot.waitSignal(page.model_resolve_failed, timeout=HANG_GUARD_MS) as blocker:
             page.load_model(str(path))  # what the load dialog's Load and My models' Load do
         message = blocker.args[0]
         assert message.startswith("Could not open the model: "), (case.name, message)
@@ -77,7 +78,7 @@ def test_library_view_lists_them_beside_a_good_model(qtbot, nasty_files, tmp_pat
     view = LibraryView(listing, lambda _m: None, lambda _p: None, runner)
     qtbot.addWidget(view)
     view.refresh()
-    qtbot.waitUntil(lambda: view.model.rowCount() == 101, timeout=60_000)
+    qtbot.waitUntil(lambda: view.model.rowCount() == 101, timeout=HANG_GUARD_MS)
     assert view.status_label.text() == "101 models."
     rows = view.model.rows()
     good_row = next(m for m in rows if m.path == good)

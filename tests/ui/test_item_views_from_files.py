@@ -21,11 +21,12 @@ from app.services.downloads import DownloadState
 from tests.backends.package_edits import copy_package, repack
 from tests.gguf_factory import write_tiny_gguf
 from tests.hostile_text import HOSTILE, HTML, LONG, assert_clean
+from tests.waits import HANG_GUARD_MS
 
 AREA = "Templates and text from files"
 DISPLAY, TIP = Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole
 SHOWN = "<b>bold<img src=x.png>?]0;pwned??[2J?[31m?evil?1m"  # HOSTILE, cleaned
-WAIT = 20_000
+WAIT = HANG_GUARD_MS
 
 
 def _cells(model, role, column: int | None = None) -> list[str]:

@@ -13,8 +13,9 @@ from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
 from app.ui.dashboard.page import DashboardPage
 from app.ui.models.page import ModelsPage
 from tests.ui.layout_checks import LARGE, SMALL, layout_problems, show_at
+from tests.waits import HANG_GUARD_MS
 
-WAIT = 20_000
+WAIT = HANG_GUARD_MS
 REPO = "bartowski/Meta-Llama-3.1-8B-Instruct-abliterated-GGUF"
 # Long names, as such repos have them: the quantization is at the end of each.
 FILES = (

@@ -16,6 +16,7 @@ from app.engine.messages import Load
 from app.ui.chat.load_dialog import NO_GPU, LoadDialog
 from tests.ui.conftest import LOAD_TIMEOUT_MS
 from tests.ui.layout_checks import SMALL, layout_problems, show_at
+from tests.waits import HANG_GUARD_MS
 
 N_CTX = 2048  # tests/ui/conftest.py's chat_data_dir saves this default context
 STARTER_REPO = "kvstudio/gemma-3-270m-GGUF"
@@ -40,7 +41,7 @@ def open_from_menu(qtbot, page, label: str) -> LoadDialog:
     dialog = page.load_dialog
     assert dialog is not None and dialog.isVisible()
     if dialog.facts is None:
-        with qtbot.waitSignal(dialog.model_read, timeout=60_000):
+        with qtbot.waitSignal(dialog.model_read, timeout=HANG_GUARD_MS):
             pass
     return dialog
 
@@ -99,7 +100,7 @@ def test_the_live_fit_is_the_models_pages_and_follows_the_context(
             )
         hub_fit = models.repo_view.fit_for(STARTER_FILE).for_mode("q8_0/f16")
         if dialog.n_ctx.value() != n_ctx:
-            with qtbot.waitSignal(dialog.fit_changed, timeout=5000):
+            with qtbot.waitSignal(dialog.fit_changed, timeout=HANG_GUARD_MS):
                 dialog.n_ctx.setValue(n_ctx)  # the estimate follows as the user types
         shown = dialog.fit.mode_fit
         assert (shown.verdict, shown.total_bytes, shown.kv_bytes, shown.budget_bytes) == (
@@ -116,11 +117,11 @@ def test_the_live_fit_is_the_models_pages_and_follows_the_context(
     assert "would fit" in text and dialog.load_button.isEnabled()  # forceable: Load anyway
 
     dialog.load_button.click()
-    qtbot.waitUntil(lambda: page.load_refusal is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: page.load_refusal is not None, timeout=HANG_GUARD_MS)
     refusal = page.load_refusal.text()
     assert sizes(refusal) == sizes(text) and sizes(text)  # the same numbers, both times
     page.load_refusal.reject()
-    qtbot.waitUntil(lambda: page.load_refusal is None, timeout=5000)
+    qtbot.waitUntil(lambda: page.load_refusal is None, timeout=HANG_GUARD_MS)
 
 
 def test_the_fit_shows_at_once_and_changes_with_the_context(qtbot, chat_app) -> None:
@@ -128,11 +129,11 @@ def test_the_fit_shows_at_once_and_changes_with_the_context(qtbot, chat_app) -> 
     first = dialog.fit_label.text()
     assert first.startswith(("Fits: needs", "Tight fit: needs")), first
     assert f"at {N_CTX:,} tokens" in first
-    with qtbot.waitSignal(dialog.fit_changed, timeout=5000):
+    with qtbot.waitSignal(dialog.fit_changed, timeout=HANG_GUARD_MS):
         dialog.n_ctx.setValue(4 * N_CTX)
     second = dialog.fit_label.text()
     assert f"at {4 * N_CTX:,} tokens" in second and sizes(second)[0] != sizes(first)[0]
-    with qtbot.waitSignal(dialog.fit_changed, timeout=5000):
+    with qtbot.waitSignal(dialog.fit_changed, timeout=HANG_GUARD_MS):
         dialog.type_k.setCurrentText("f16")  # and with the K cache type
     assert "KV cache f16/f16" in dialog.fit_label.text()
     dialog.reject()
@@ -163,7 +164,7 @@ def test_the_choice_is_remembered_per_model_after_a_restart(
         dialog = open_from_menu(qtbot, parts.window.chat, "Starter model")
         dialog.n_ctx.setValue(3072)
         dialog.type_v.setCurrentText("q8_0")
-        with qtbot.waitSignal(parts.engine.model_loaded, timeout=30_000):
+        with qtbot.waitSignal(parts.engine.model_loaded, timeout=HANG_GUARD_MS):
             dialog.load_button.click()
         (load,) = [c for c in engine.sent if isinstance(c, Load)]
         assert (load.options.n_ctx, load.options.type_v) == (3072, "q8_0")
@@ -178,14 +179,14 @@ def test_the_choice_is_remembered_per_model_after_a_restart(
         assert (dialog.n_ctx.value(), dialog.type_v.currentText()) == (3072, "q8_0")
         dialog.reject()
         # The one-click starter offer loads with the same remembered settings.
-        with qtbot.waitSignal(parts.engine.model_loaded, timeout=30_000):
+        with qtbot.waitSignal(parts.engine.model_loaded, timeout=HANG_GUARD_MS):
             page.offer_button.click()
         (load,) = [c for c in engine.sent if isinstance(c, Load)]
         assert (load.options.n_ctx, load.options.type_v) == (3072, "q8_0")
         # Another model file uses the default load settings.
         page.open_load_dialog(str(other))
         dialog = page.load_dialog
-        with qtbot.waitSignal(dialog.model_read, timeout=30_000):
+        with qtbot.waitSignal(dialog.model_read, timeout=HANG_GUARD_MS):
             pass
         assert (dialog.n_ctx.value(), dialog.type_v.currentText()) == (N_CTX, "f16")
         dialog.reject()
@@ -229,7 +230,7 @@ def test_a_file_that_is_no_model_is_said_in_the_dialog(qtbot, chat_app, tmp_path
     page = chat_app.window.chat
     page.picker.model_chosen.emit(str(bad))  # what the menu and Open GGUF file… do
     dialog = page.load_dialog
-    with qtbot.waitSignal(dialog.model_unreadable, timeout=30_000) as unreadable:
+    with qtbot.waitSignal(dialog.model_unreadable, timeout=HANG_GUARD_MS) as unreadable:
         pass
     assert dialog.about.text() == f"Could not open the model: {unreadable.args[0]}"
     assert "GGUF" in unreadable.args[0] and not dialog.load_button.isEnabled()
@@ -247,7 +248,7 @@ def test_the_dialog_fits_the_smallest_window(qtbot, chat_app) -> None:
     assert layout_problems(dialog, size, [dialog.load_button, dialog.fit_button]) == []
     # Past the trained context: the dialog offers the most that fits, one click away.
     assert dialog.fit_button.text() == "Use 32,768 tokens (the most that fit)"
-    with qtbot.waitSignal(dialog.fit_changed, timeout=5000):
+    with qtbot.waitSignal(dialog.fit_changed, timeout=HANG_GUARD_MS):
         dialog.fit_button.click()
     assert dialog.n_ctx.value() == 32768 and dialog.fit.refusal is None
     assert not dialog.fit_button.isVisible()
@@ -262,7 +263,7 @@ def test_a_new_default_context_is_where_both_start(qtbot, chat_app) -> None:
     settings_page = next(w for w in pages if isinstance(w, SettingsPage))
     section = settings_page.load_defaults
     section.context_edit.setText("12,288")
-    with qtbot.waitSignal(section.defaults_saved, timeout=5000):
+    with qtbot.waitSignal(section.defaults_saved, timeout=HANG_GUARD_MS):
         section.save_button.click()
     dialog = open_from_menu(qtbot, window.chat, "Starter model")
     assert dialog.n_ctx.value() == models_page(window).repo_view.context_spin.value() == 12288

@@ -13,6 +13,7 @@ from app.core.gguf_header import read_gguf_header
 from app.core.load_check import free_memory_for
 from app.core.probes import FREE_MEMORY_ENV
 from tests.ui.conftest import LOAD_TIMEOUT_MS
+from tests.waits import HANG_GUARD_MS
 
 N_CTX = 2048  # tests/ui/conftest.py's chat_data_dir saves this context
 
@@ -32,7 +33,8 @@ def small_device(monkeypatch, starter_model_path) -> None:
 def refusal(qtbot, page) -> QMessageBox:
     page.load_model("starter")
     qtbot.waitUntil(
-        lambda: page.load_refusal is not None and page.load_refusal.isVisible(), timeout=30_000
+        lambda: page.load_refusal is not None and page.load_refusal.isVisible(),
+        timeout=HANG_GUARD_MS,
     )
     return page.load_refusal
 
@@ -55,7 +57,7 @@ def test_a_load_that_does_not_fit_is_refused_before_the_engine_starts(
     assert text.endswith("lower the context length in Load options, or choose Load anyway.")
     assert started == [] and chat_app.engine.last_options is None  # nothing was sent
     button(box, "Cancel").click()
-    qtbot.waitUntil(lambda: page.load_refusal is None, timeout=5000)
+    qtbot.waitUntil(lambda: page.load_refusal is None, timeout=HANG_GUARD_MS)
     assert started == [] and chat_app.engine.loaded is None
     assert page.picker.text().startswith("Select a model") and page.offer.isVisible()
 

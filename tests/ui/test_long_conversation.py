@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QAbstractSlider
 from app.core.chat_store import ChatStore
 from app.ui.chat.message_view import MessageView
 from app.ui.chat.session import OPEN_PAGE
+from tests.waits import HANG_GUARD_MS
 
 N_MESSAGES = 5000
 _REPLY = "A reply with **Markdown**, `code` and a list:\n\n- one\n- two\n"
@@ -42,7 +43,7 @@ def test_5000_messages_open_at_the_newest_and_scroll_up_to_the_first(qtbot, chat
     view = page.view
     bar = view.verticalScrollBar()
     with qtbot.waitSignal(
-        bar.valueChanged, check_params_cb=lambda v: v == bar.maximum() > 0, timeout=20_000
+        bar.valueChanged, check_params_cb=lambda v: v == bar.maximum() > 0, timeout=HANG_GUARD_MS
     ):
         qtbot.mouseClick(
             items.viewport(), Qt.MouseButton.LeftButton, pos=items.visualItemRect(item).center()
@@ -72,7 +73,7 @@ def test_5000_messages_open_at_the_newest_and_scroll_up_to_the_first(qtbot, chat
     # Opened again from the top, where scrolling loads older messages: one page again.
     built = sum(view.delegate.documents_built.values())
     with qtbot.waitSignal(
-        bar.valueChanged, check_params_cb=lambda v: v == bar.maximum() > 0, timeout=20_000
+        bar.valueChanged, check_params_cb=lambda v: v == bar.maximum() > 0, timeout=HANG_GUARD_MS
     ):
         page.open_conversation(long_id)
     assert sum(view.delegate.documents_built.values()) - built <= OPEN_PAGE

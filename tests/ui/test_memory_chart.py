@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.waits import HANG_GUARD_MS
+
 pytest.importorskip("pytestqt")
 
 from app.core.recording import Marker  # noqa: E402
@@ -105,7 +107,7 @@ def test_labels_of_markers_close_in_time_do_not_overlap(qtbot) -> None:
     assert shown[-1][1].top() == shown[0][1].top()
 
     # A narrower chart puts the lines closer: the labels are laid out again.
-    with qtbot.waitSignal(chart.getViewBox().sigResized, timeout=2000):
+    with qtbot.waitSignal(chart.getViewBox().sigResized, timeout=HANG_GUARD_MS):
         chart.resize(300, 260)
     assert chart.getViewBox().sceneBoundingRect().width() < 250
     shown = chart.shown_labels

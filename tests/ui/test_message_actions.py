@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog
 
 from app.core.chat_store import DONE, STREAMING
 from app.ui.chat.message_actions import COPY, EDIT, NEXT, PREVIOUS, REGENERATE
+from tests.waits import HANG_GUARD_MS
 
 FIRST = "print('first block')"
 SECOND = "def greet(name):\n\treturn f'<b>Hello</b> {name}'  # tab kept\n\n    # end"
@@ -65,7 +66,7 @@ def test_each_code_block_has_a_copy_button_that_copies_exactly_its_code(qtbot, c
     QApplication.clipboard().setText("something else")
     second = page.view.delegate.code_copy_rect(rect, index, 1)
     assert second is not None and page.view.viewport().rect().contains(second)
-    with qtbot.waitSignal(page.view.delegate.code_copied, timeout=2000):
+    with qtbot.waitSignal(page.view.delegate.code_copied, timeout=HANG_GUARD_MS):
         _click(qtbot, page, second.center())
     assert QApplication.clipboard().text() == SECOND  # the tab, the blank line, the indent
     first = page.view.delegate.code_copy_rect(rect, index, 0)
@@ -158,9 +159,9 @@ def test_export_writes_markdown_and_json_from_the_conversation_menu(
     monkeypatch.setattr(QFileDialog, "getSaveFileName", save_as)
     menu = page.conversations.menu_for(conversation_id)
     actions = {a.text(): a for a in menu.actions() if a.text()}
-    with qtbot.waitSignal(page.conversations.conversation_exported, timeout=2000) as md:
+    with qtbot.waitSignal(page.conversations.conversation_exported, timeout=HANG_GUARD_MS) as md:
         actions["Export as Markdown…"].trigger()
-    with qtbot.waitSignal(page.conversations.conversation_exported, timeout=2000) as js:
+    with qtbot.waitSignal(page.conversations.conversation_exported, timeout=HANG_GUARD_MS) as js:
         actions["Export as JSON…"].trigger()
 
     assert [Path(a).name for a in asked] == ["Code a b test.md", "Code a b test.json"]

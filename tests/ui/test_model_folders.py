@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import HANG_GUARD_MS
+
 pytest.importorskip("pytestqt")
 from PySide6.QtWidgets import QFileDialog
 
 from tests.gguf_factory import write_tiny_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
-WAIT = 20_000
+WAIT = HANG_GUARD_MS
 
 
 def _models_page(window):

@@ -16,6 +16,7 @@ from app.engine.backend_probe import probe
 from app.ui.dashboard.page import DashboardPage
 from tests.backends.rpc_worker_fixtures import Worker, f16_only_data, free_port
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
+from tests.waits import HANG_GUARD_MS
 
 CHECK_TIMEOUT_MS = 120_000  # a child process reads the workers' devices: seconds on 2 cores
 
@@ -48,7 +49,7 @@ def _open_dialog(qtbot, app):
 
 
 def _start_local_worker(qtbot, app, dialog) -> str:
-    with qtbot.waitSignal(app.window.chat.local_workers.started, timeout=60_000) as started:
+    with qtbot.waitSignal(app.window.chat.local_workers.started, timeout=HANG_GUARD_MS) as started:
         dialog.workers_box.start_button.click()
     return started.args[0]
 

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from app.ui.dashboard.page import DashboardPage
 from app.ui.server_page import ServerPage
 from tests.ui.conftest import REPLY_TIMEOUT_MS
+from tests.waits import HANG_GUARD_MS
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +24,7 @@ def test_server_started_from_the_app_answers_and_logs_beside_the_chat(qtbot, loa
     dashboard = app.window.findChild(DashboardPage)
     app.window.show_page("Server")
     page.port.setValue(0)  # any free port
-    with qtbot.waitSignal(page.service.started, timeout=5000):
+    with qtbot.waitSignal(page.service.started, timeout=HANG_GUARD_MS):
         page.start_button.click()
     base_url = page.base_url.text()
     assert page.state.text() == f"Running at {base_url}" and base_url.endswith("/v1")
@@ -70,7 +71,7 @@ def test_server_started_from_the_app_answers_and_logs_beside_the_chat(qtbot, loa
     prompts = sum(m.kind == "prompt" for m in dashboard.sampler.recording.markers)
     assert prompts == prompts_before + 2  # the API's generation and the chat's
 
-    with qtbot.waitSignal(page.service.stopped, timeout=10_000):
+    with qtbot.waitSignal(page.service.stopped, timeout=HANG_GUARD_MS):
         page.start_button.click()
     assert page.state.text() == "Stopped" and page.address.isEnabled()
 

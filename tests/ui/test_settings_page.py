@@ -20,8 +20,9 @@ from app.core.hub import fetch_remote_header
 from tests.cli_runner import kvstudio
 from tests.gguf_factory import write_tiny_gguf
 from tests.ui.conftest import LOAD_TIMEOUT_MS
+from tests.waits import HANG_GUARD_MS
 
-WAIT = 20_000
+WAIT = HANG_GUARD_MS
 GATED = "acme/gated-tiny-GGUF"
 GATED_FILE = "gated-Q8_0.gguf"
 TOKEN = "hf_test_token_with_access"  # the one the test Hub grants the gated repo to

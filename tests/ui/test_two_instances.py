@@ -16,6 +16,7 @@ from pathlib import Path
 from app.core.chat_store import STREAMING
 from app.core.paths import chat_db_path
 from tests.cli_runner import ROOT
+from tests.waits import HANG_GUARD_MS
 
 AREA = "State files"
 WRITES = 300
@@ -112,7 +113,7 @@ def test_a_second_window_leaves_the_first_ones_reply_streaming_and_says_so(
     try:
         parts = build_app(tmp_path)
         try:
-            qtbot.waitUntil(lambda: parts.window.last_error_box is not None, timeout=5000)
+            qtbot.waitUntil(lambda: parts.window.last_error_box is not None, timeout=HANG_GUARD_MS)
             notice = parts.window.last_error_box.text()
             assert f"Another KV Studio (process {first.pid}) is open" in notice
             assert parts.store.messages(1)[0].status == STREAMING

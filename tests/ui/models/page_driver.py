@@ -12,6 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 
 from app.core.probes import FreeMemory
+from tests.waits import HANG_GUARD_MS
 
 REPO = "acme/tiny-llama-GGUF"
 OTHER = "zeta/tiny-gemma-GGUF"
@@ -20,7 +21,7 @@ Q8 = "tiny-llama-Q8_0.gguf"
 F16 = "tiny-llama-F16.gguf"
 SPLIT = ("tiny-llama-Q4_K_M-00001-of-00002.gguf", "tiny-llama-Q4_K_M-00002-of-00002.gguf")
 GIB = 1024**3
-WAIT = 20_000  # ms
+WAIT = HANG_GUARD_MS  # ms
 
 
 class Budget:

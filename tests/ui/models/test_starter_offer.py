@@ -16,8 +16,9 @@ from app.services.tasks import TaskRunner
 from app.ui.models.library_view import LibraryView
 from tests.starter_fixtures import models_folder_files, wheel_name
 from tests.starter_wheels import PARTS
+from tests.waits import HANG_GUARD_MS
 
-WAIT = 30_000
+WAIT = HANG_GUARD_MS
 
 
 @pytest.fixture
