@@ -69,6 +69,7 @@ def verify(
 
     from app.engine import llama_log
     from app.engine.build_info import read_build_info
+    from app.engine.loader import weights_repacked
     from app.engine.log_parse import parse_log
 
     info = read_build_info()
@@ -87,15 +88,16 @@ def verify(
 
     router = llama_log.install()
     router.take_lines()
-    llm = llama_cpp.Llama(
-        model_path=model_path,
-        n_ctx=n_ctx,
-        n_gpu_layers=n_gpu_layers,
-        flash_attn=True,
-        type_k=mode.k.ggml_id,
-        type_v=mode.v.ggml_id,
-        verbose=True,
-    )
+    with weights_repacked(False):  # as the engine loads: repacked weights crash AMX CPUs
+        llm = llama_cpp.Llama(
+            model_path=model_path,
+            n_ctx=n_ctx,
+            n_gpu_layers=n_gpu_layers,
+            flash_attn=True,
+            type_k=mode.k.ggml_id,
+            type_v=mode.v.ggml_id,
+            verbose=True,
+        )
     try:
         out = llm.create_completion("The capital of France is", max_tokens=16, temperature=0.0)
         # Without stream=True llama-cpp-python returns one response, though it is typed as
