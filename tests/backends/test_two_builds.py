@@ -1,0 +1,84 @@
+"""What the tests compare in generated text holds on two llama.cpp builds with other CPU
+features: the built-in one (pip's -march=native build: AVX-512 on the machines CI has run on)
+and the portable CPU package (AVX2, no AVX-512). Their greedy texts may differ from each other
+(other kernels, other roundings); what must not differ on either is what a user relies on:
+after a Stop, the same prompt gives the reply it gave before the Stop."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from app.core.backends import BUILT_IN, BackendStore
+from app.engine.backend_probe import probe
+from app.engine.messages import (
+    Failed,
+    Finished,
+    Generate,
+    Load,
+    Loaded,
+    LoadOptions,
+    SamplingSettings,
+    Token,
+)
+from app.engine.process import EngineProcess
+from tests.backends.package_edits import mapped_libllama
+
+pytestmark = pytest.mark.slow
+
+PROMPT = "Once upon a time, in a small village by the sea,"
+GREEDY = SamplingSettings(temperature=0.0, max_tokens=24)
+
+
+def _next(proc: EngineProcess, kinds: tuple[type, ...]) -> object:
+    while True:
+        event = proc.recv(timeout=300)  # a hang guard; each event comes in seconds
+        assert event is not None, f"no {kinds} from the engine"
+        if isinstance(event, (*kinds, Failed)):
+            assert not isinstance(event, Failed), event
+            return event
+
+
+def _reply(proc: EngineProcess, request: str) -> Finished:
+    proc.send(Generate(request, GREEDY, prompt=PROMPT))
+    finished = _next(proc, (Finished,))
+    assert isinstance(finished, Finished)
+    return finished
+
+
+@pytest.fixture(params=[BUILT_IN, "cpu"])
+def engine(
+    request, store: BackendStore, cpu_package, starter_model_path
+) -> Iterator[EngineProcess]:
+    store.add(cpu_package, probe)
+    store.use(request.param, probe)
+    proc = EngineProcess(backends=store)
+    try:
+        proc.send(Load(LoadOptions(str(starter_model_path), n_ctx=512, n_threads=2, seed=1)))
+        _next(proc, (Loaded,))
+        assert proc.backend == request.param
+        lib = str(mapped_libllama(proc.pid or 0))
+        assert ("site-packages/llama_cpp/lib" in lib) == (request.param == BUILT_IN), lib
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_after_a_stop_the_same_prompt_gives_the_same_reply(engine: EngineProcess) -> None:
+    _reply(engine, "cold")  # the prompt in one batch; the replies below find it cached
+    before = _reply(engine, "before")
+    assert before.generated_tokens == GREEDY.max_tokens
+    # A long reply, so the Stop comes before its end however busy the machine is; greedy, it
+    # runs along the same tokens as the one before.
+    long = SamplingSettings(temperature=0.0, max_tokens=1000)
+    engine.send(Generate("stopped", long, prompt=PROMPT))
+    for _ in range(3):
+        _next(engine, (Token,))
+    engine.cancel()
+    stopped = _next(engine, (Finished,))
+    assert isinstance(stopped, Finished) and stopped.stop_reason == "cancelled"
+    shorter, longer = sorted((stopped.text, before.text), key=len)
+    assert longer.startswith(shorter)
+    after = _reply(engine, "after")
+    assert (after.text, after.generated_tokens) == (before.text, before.generated_tokens)
