@@ -39,3 +39,16 @@ def starter_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     with run_once(tmp_path_factory, "starter"):
         return Path(assemble())
+
+
+# What makes a test slow, by the fixtures it uses: the real starter model (loaded by llama.cpp),
+# a CPU backend package (compiled once per run, minutes on a fresh machine) or the kernels'
+# machine-code proof (compiled once per run). `pytest -m "not slow"` leaves these out for the
+# edit-test loop (docs/testing.md); CI runs everything.
+SLOW_FIXTURES = frozenset({"starter_model_path", "cpu_package", "report"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
