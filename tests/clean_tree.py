@@ -65,9 +65,7 @@ def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # Checked once, by the process that started the run (not each pytest-xdist worker).
-    skip = refreshing_docs() or hasattr(session.config, "workerinput")
-    session.config._kvstudio_tree = None if skip else tree_state()  # type: ignore[attr-defined]
+    session.config._kvstudio_tree = None if refreshing_docs() else tree_state()  # type: ignore[attr-defined]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -69,22 +68,9 @@ def reliability(request: pytest.FixtureRequest) -> Reliability:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     found: Reliability = session.config._kvstudio_reliability  # type: ignore[attr-defined]
-    worker_output = getattr(session.config, "workeroutput", None)
-    if worker_output is not None:  # a pytest-xdist worker: its facts go to the main process
-        worker_output["reliability"] = json.dumps(found.facts)
-        return
     if not found.facts or exitstatus != 0:
         return
     save_facts(found.facts, docs_folder_for(session.config))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: object) -> None:
-    """A pytest-xdist worker finished: merge the facts its tests recorded."""
-    facts = json.loads(getattr(node, "workeroutput", {}).get("reliability", "{}"))
-    found: Reliability = node.config._kvstudio_reliability
-    for area, area_facts in facts.items():
-        found.facts.setdefault(area, {}).update(area_facts)
 
 
 def save_facts(facts: dict[str, dict[str, object]], docs: Path = RECORD.parent) -> None:

@@ -1,6 +1,7 @@
 """Work the whole test run shares (a backend package build, the starter model's file), done
-once however many pytest-xdist workers the run has: the first worker to ask does it under a
-lock in the run's own temporary folder, the others wait on that lock and take the result.
+once however many processes the run has (pytest-xdist workers, if a developer runs with -n): the
+first to ask does it under a lock in the run's own temporary folder, the others wait on that
+lock and take the result. One process alone just takes the lock.
 
     with run_once(tmp_path_factory, "packages") as folder:
         if not (folder / name).exists():
