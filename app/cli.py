@@ -6,6 +6,7 @@ import argparse
 import importlib
 import logging
 import multiprocessing
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -82,10 +83,20 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
     return parser
 
 
+def _ctrl_c_stops() -> None:
+    """Let Ctrl-C (SIGINT) stop every command, however it was started. A shell script that
+    starts a program in the background (`kvstudio worker &`) starts it with SIGINT ignored, and
+    Python then keeps it ignored: `kill -INT`, and the app's own way of stopping a worker it
+    started, would do nothing, and `worker` and `serve` would run on."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     # In a frozen app the engine (a multiprocessing child) starts this same executable: without
     # this it would run the CLI again instead of the engine. Outside a frozen app it does nothing.
     multiprocessing.freeze_support()
+    _ctrl_c_stops()
     modules = _command_modules()
     args = build_parser(modules).parse_args(argv)
     logging.basicConfig(

@@ -44,8 +44,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Worker:
-    def __init__(self, data_folder: Path, *args: str) -> None:
+    def __init__(self, data_folder: Path, *args: str, sigint_ignored: bool = False) -> None:
         self.port = free_port_pair()
         self.address = f"127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
@@ -55,6 +59,8 @@ class Worker:
             text=True,
             cwd=ROOT,
             env=dict(os.environ, PYTHONPATH=str(ROOT), KVSTUDIO_DATA_DIR=str(data_folder)),
+            # As a shell starts a background job of a script (`kvstudio worker &`).
+            preexec_fn=_ignore_sigint if sigint_ignored else None,
         )
         assert self.process.stdout is not None
         self.banner: list[str] = []

@@ -129,8 +129,11 @@ def _next(proc: EngineProcess, *kinds: type) -> object:
             return event
 
 
-def test_ctrl_c_stops_the_worker_with_one_line(cpu_chosen):
-    worker = Worker(cpu_chosen)
+@pytest.mark.parametrize("started_with", ["a terminal", "a script's background job"])
+def test_ctrl_c_stops_the_worker_with_one_line(cpu_chosen, started_with):
+    """A shell script's `kvstudio worker &` starts with SIGINT ignored; Ctrl-C (SIGINT) must
+    stop the worker all the same (it did not: the test run started that way failed here)."""
+    worker = Worker(cpu_chosen, sigint_ignored=started_with != "a terminal")
     code, err = worker.stop(signal.SIGINT)
     assert code == 130
     assert err.strip() == f"kvstudio: worker at {worker.address} stopped."
