@@ -10,21 +10,17 @@ from pathlib import Path
 import pytest
 
 from app.core.backends import BackendStore
-from tests.run_once import run_once
 
 
 @pytest.fixture(scope="session")
 def cpu_package(tmp_path_factory) -> Path:
-    """The CPU package's archive (.tar.gz of cpu/ with manifest.json), built once per run
-    (shared by every worker of the run; tests copy it before they change anything)."""
+    """The CPU package's archive (.tar.gz of cpu/ with manifest.json)."""
     from kernels.package import archive_name, build_package
     from kernels.variants import VARIANTS
 
-    with run_once(tmp_path_factory, "packages") as out:
-        archive = out / archive_name("cpu")
-        if not archive.exists():
-            build_package(VARIANTS["cpu"], out, log=lambda line: None)
-    return archive
+    out = tmp_path_factory.mktemp("packages")
+    build_package(VARIANTS["cpu"], out, log=lambda line: None)
+    return out / archive_name("cpu")
 
 
 @pytest.fixture

