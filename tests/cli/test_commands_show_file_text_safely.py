@@ -30,6 +30,7 @@ def _own_data_folder(tmp_path, monkeypatch):
 ESCAPE_WORDS = [f"\x1b]0;t{i}\x07\x1b[{i % 8 + 30}m\u202ew{i}\x1b[2J" for i in range(200)]
 
 
+@pytest.mark.slow
 def test_run_streams_a_reply_of_escape_codes_as_text(tmp_path, capsys, reliability):
     model = write_tiny_gguf(tmp_path / "escapes.gguf", vocab=ESCAPE_WORDS)
     args = ["run", str(model), "-p", "hi", "-n", "48", "--ctx", "256", "--seed", "1"]

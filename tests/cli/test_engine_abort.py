@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from app.engine.process import EngineProcess
 from tests import abort_engine
 from tests.cli_runner import ROOT, kvstudio
@@ -34,6 +36,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_run_json_when_llama_cpp_aborts_prints_one_line_and_nothing_on_stdout(
     tmp_path, reliability
 ) -> None:
@@ -81,6 +84,7 @@ def test_crash_report_names_the_assert_and_holds_no_backtrace(tmp_path, capfd) -
     assert out == ""  # the engine's fd 1 is not this process's stdout
 
 
+@pytest.mark.slow
 def test_a_file_llama_cpp_refuses_gets_its_reason(tmp_path) -> None:
     model = write_unknown_arch_gguf(tmp_path / "strange.gguf")
     result = kvstudio("run", str(model), "-p", "hi", "--ctx", "256")

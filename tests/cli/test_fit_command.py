@@ -161,6 +161,7 @@ def test_table_columns_line_up_at_any_size(tmp_path, ctx, vram):
     )
 
 
+@pytest.mark.slow
 def test_bad_model_files(tmp_path, gemma_like):
     assert_bad_input(kvstudio("fit", str(tmp_path / "nope.gguf")), "does not exist")
     text = tmp_path / "notes.gguf"

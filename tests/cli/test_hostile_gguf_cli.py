@@ -40,6 +40,7 @@ def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(process.EngineProcess, "__init__", refuse)
 
 
+@pytest.mark.slow
 def test_nastiest_100_exit_2_in_one_line(nasty_files, capsys, no_engine, reliability) -> None:
     assert len(nasty_files) == 100
     runs = 0
@@ -65,6 +66,7 @@ def test_nastiest_100_exit_2_in_one_line(nasty_files, capsys, no_engine, reliabi
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", [0, 1, 13, 20, 99])
 def test_hostile_files_as_a_user_runs_them(nasty_files, index) -> None:
     case, path = nasty_files[index]

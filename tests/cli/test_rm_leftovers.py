@@ -139,4 +139,8 @@ def test_rm_of_a_folder_link_keeps_its_target(hub_env, tiny_gguf, tmp_path) -> N
     assert hashlib.sha256(precious.read_bytes()).hexdigest() == digest
 
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks"),
+]

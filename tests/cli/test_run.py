@@ -70,6 +70,7 @@ def test_beyond_the_trained_context_is_refused_before_loading(starter_model_path
     assert "pass --force" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_load_bigger_than_free_memory_is_refused_with_the_numbers(tmp_path):
     import psutil
 

@@ -157,6 +157,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_partial_reply_survives_a_kill(tmp_path: Path) -> None:
     db = tmp_path / "chat.sqlite3"
     proc = subprocess.Popen(

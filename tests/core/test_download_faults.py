@@ -297,6 +297,7 @@ def test_a_write_refused_at_byte_n_keeps_n_bytes_and_resumes_from_there(publishe
     assert _cdn_gets(hub)[-1].range == f"bytes={limit}-"
 
 
+@pytest.mark.slow
 def test_pause_resume_cancel(hub_env, tiny_gguf) -> None:
     a, b = tiny_gguf("a.gguf", seed=1), tiny_gguf("b.gguf", seed=2)
     hub_env.add_repo("acme/two-GGUF", {"a-Q8_0.gguf": a, "b-Q4_0.gguf": b})
@@ -346,6 +347,7 @@ threading.Event().wait()  # until killed
 """
 
 
+@pytest.mark.slow
 def test_killed_and_restarted_the_queue_resumes_from_the_partial_file(published, tmp_path) -> None:
     hub, f = published
     hub.faults.rate_limit[NAME] = 500_000

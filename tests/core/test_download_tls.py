@@ -30,6 +30,9 @@ from app.core.hub.client import GgufEntry
 from app.core.hub.transfer import DownloadControl, DownloadPaused
 from tests.hub_server import HubServer
 
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
+
 REPO = "acme/tls-GGUF"
 NAME = "tls-Q8_0.gguf"
 SIZE = 64 * 1024 * 1024

@@ -27,6 +27,9 @@ from tests.hostile_fuzz import (
 )
 from tests.hostile_gguf import header_bytes, trimmed_vocab
 
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
+
 AREA = "Hostile GGUF files"
 # The fuzz's share of ~40 s on a busy 2-core machine: most cases on small real files, a few
 # thousand on the starter model's header with its tokenizer cut, 20 on the whole real one.

@@ -185,6 +185,7 @@ def vocab_only_files(tmp_path_factory) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_llama_cpp_vocab_only_files(vocab_only_files):
     # A whole tokenizer and no tensors, so no padding at the end: the data ends with the header.
     for path in vocab_only_files:

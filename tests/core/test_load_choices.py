@@ -86,6 +86,7 @@ def test_a_damaged_file_is_set_aside_and_counts_as_empty(tmp_path) -> None:
     assert len(list(tmp_path.glob(f"{FILE_NAME}.bak-*"))) == 1
 
 
+@pytest.mark.slow
 def test_only_the_most_recent_choices_are_kept(tmp_path) -> None:
     choice = LoadChoice(2048, "q8_0", "f16", -1, None)
     for n in range(MAX_MODELS + 3):

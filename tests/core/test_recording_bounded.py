@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.core.recording import (
     MAX_POINTS,
     THINNED_SECONDS,
@@ -9,6 +11,9 @@ from app.core.recording import (
     MemoryPoint,
     Recording,
 )
+
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
 
 
 def test_a_day_of_samples_stays_bounded_and_keeps_its_peaks(reliability) -> None:

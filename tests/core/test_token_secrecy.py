@@ -36,6 +36,7 @@ def test_the_token_file_is_0600_even_with_a_permissive_umask(hub_env) -> None:
     assert [p.name for p in path.parent.iterdir()] == ["token"]  # no temp file left readable
 
 
+@pytest.mark.slow
 def test_the_token_is_written_nowhere(hub_env, tiny_gguf, tmp_path, monkeypatch, reliability):
     """Held before issue 11 (kept so: huggingface_hub masks the header in its debug log, and
     the session drops it on a redirect to another host); the grep covers every file the app

@@ -81,6 +81,7 @@ def _peak_mib(pid: int | None) -> float:
     return 0.0
 
 
+@pytest.mark.slow
 def test_a_hostile_template_loads_with_the_plain_one_and_says_why(engine, tmp_path, reliability):
     for reason, template in HOSTILE_AT_LOAD.items():
         path = write_tiny_gguf(tmp_path / f"{len(template)}.gguf", chat_template=template)

@@ -42,6 +42,7 @@ def _refusal(source: str) -> TemplateRefused:
     return refused.value
 
 
+@pytest.mark.slow
 def test_every_hostile_template_is_refused_quickly_naming_why(reliability):
     assert len(PAYLOADS) >= 35
     refused_by_kind: Counter[str] = Counter()
@@ -77,6 +78,7 @@ def test_a_parse_error_names_its_own_line():
     assert "line 3" in _refusal(first_parse_error).reason
 
 
+@pytest.mark.slow
 def test_the_default_time_limit_ends_an_endless_loop():
     endless = compile_template(PAYLOADS[14][1])
     started = time.monotonic()

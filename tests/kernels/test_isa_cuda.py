@@ -366,6 +366,7 @@ def _hip_library(folder: Path, section: bytes) -> Path:
     return lib
 
 
+@pytest.mark.slow
 def test_isa_count_reads_a_hip_library_of_several_bundles_one_compressed(tmp_path: Path) -> None:
     fatbins = _rdna3_fatbins()
     section = _pad(fatbins["f16-f16"]) + _pad(_ccob(fatbins["q8_0-q8_0"])) + fatbins["q8_0-f16"]

@@ -59,6 +59,7 @@ def test_the_patches_are_numbered_described_and_touch_only_the_fa_kernels() -> N
     assert patch_set.kernel_version(0) == "upstream"
 
 
+@pytest.mark.slow
 def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
     before = _sources(llama_cpp)
     applied = patch_set.apply(llama_cpp)
@@ -73,6 +74,7 @@ def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
     assert changed == {"fattn-vec.cuh", "fattn-common.cuh"}
 
 
+@pytest.mark.slow
 def test_the_first_n_patches_only(llama_cpp: Path) -> None:
     before = _sources(llama_cpp)
     assert patch_set.apply(llama_cpp, 0) == []
@@ -83,6 +85,7 @@ def test_the_first_n_patches_only(llama_cpp: Path) -> None:
     assert (llama_cpp / CUDA / "fattn-common.cuh").read_bytes() == before["fattn-common.cuh"]
 
 
+@pytest.mark.slow
 def test_applying_twice_is_refused_and_changes_nothing(llama_cpp: Path) -> None:
     patch_set.apply(llama_cpp)
     patched = _sources(llama_cpp)
@@ -93,6 +96,7 @@ def test_applying_twice_is_refused_and_changes_nothing(llama_cpp: Path) -> None:
     assert _sources(llama_cpp) == patched
 
 
+@pytest.mark.slow
 def test_other_sources_are_refused_all_or_nothing(llama_cpp: Path) -> None:
     """0002 no longer matches: nothing is written, not even 0001's change to another file."""
     common = llama_cpp / CUDA / "fattn-common.cuh"
@@ -103,6 +107,7 @@ def test_other_sources_are_refused_all_or_nothing(llama_cpp: Path) -> None:
     assert _sources(llama_cpp) == before
 
 
+@pytest.mark.slow
 def test_the_command_line(llama_cpp: Path, tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "kernels.patch_set", *args]
@@ -120,6 +125,7 @@ def test_the_command_line(llama_cpp: Path, tmp_path: Path) -> None:
     assert line.startswith("kernels: 0001-") and line.endswith(f"is not in {tmp_path / 'nowhere'}.")
 
 
+@pytest.mark.slow
 def test_gpu_builds_carry_the_patches_and_cpu_builds_keep_their_sources(
     sdist: Path, tmp_path: Path
 ) -> None:

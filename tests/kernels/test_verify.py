@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from app.core.kv_types import KvMode
 from app.engine.build_info import parse_system_info
 from kernels.variants import VARIANTS, variant
@@ -63,6 +65,7 @@ def test_cpu_build_is_never_called_verified(starter_model_path) -> None:
     assert "K is stored as q8_0" in text
 
 
+@pytest.mark.slow
 def test_verify_cli_exit_status_says_nothing_was_verified_on_cpu() -> None:
     from kernels.__main__ import NOTHING_TO_VERIFY
 

@@ -14,6 +14,9 @@ from openai import OpenAI
 
 from tests.cli_runner import ROOT, assert_bad_input, kvstudio
 
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.slow
 def test_serve_starter_answers_a_streamed_chat_and_stops_on_ctrl_c():

@@ -8,6 +8,7 @@ import time
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -35,6 +36,7 @@ def _fill(store: ChatStore, n: int) -> int:
     return conversation.id
 
 
+@pytest.mark.slow
 def test_2000_messages_open_fast_and_tokens_touch_only_last_row(qtbot, tmp_path: Path) -> None:
     store = ChatStore(tmp_path / "chat.sqlite3")
     conversation_id = _fill(store, 2000)
@@ -100,6 +102,7 @@ def test_enter_sends_and_shift_enter_adds_a_line(qtbot) -> None:
     assert sent == ["first line\nsecond line"]
 
 
+@pytest.mark.slow
 def test_conversation_list_new_search_rename_delete(qtbot, chat_app, monkeypatch) -> None:
     page = chat_app.window.chat
     qtbot.mouseClick(page.conversations.new_button, Qt.MouseButton.LeftButton)

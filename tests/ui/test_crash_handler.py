@@ -104,6 +104,7 @@ qFatal("QXcbConnection: could not connect to display")
 """
 
 
+@pytest.mark.slow
 def test_a_fatal_error_leaves_a_report_and_the_next_start_shows_it(
     qtbot, tmp_path: Path, reliability
 ) -> None:

@@ -128,6 +128,7 @@ def test_the_app_starts_on_a_damaged_conversations_file(
     )
 
 
+@pytest.mark.slow
 def test_a_locked_conversations_file_is_left_alone_and_named(
     qtbot, tmp_path: Path, full_db: Path, reliability
 ) -> None:
@@ -208,6 +209,7 @@ def test_cli_commands_start_on_a_damaged_conversations_file(
     reliability.record(AREA, "kvstudio ls on a scribbled conversations file", "ran (exit 0)")
 
 
+@pytest.mark.slow
 def test_the_real_gui_process_starts_on_a_scribbled_file(
     tmp_path: Path, full_db: Path, reliability
 ) -> None:

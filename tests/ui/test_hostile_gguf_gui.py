@@ -29,6 +29,7 @@ def nasty_files(tmp_path_factory) -> list[tuple[Case, Path]]:
     return out
 
 
+@pytest.mark.slow
 def test_chat_page_refuses_each_before_the_engine(qtbot, chat_app, nasty_files, reliability):
     page = chat_app.window.chat
     started: list[object] = []

@@ -15,6 +15,9 @@ from app.ui.models.page import ModelsPage
 from tests.ui.layout_checks import LARGE, SMALL, layout_problems, show_at
 from tests.waits import HANG_GUARD_MS
 
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
+
 WAIT = HANG_GUARD_MS
 REPO = "bartowski/Meta-Llama-3.1-8B-Instruct-abliterated-GGUF"
 # Long names, as such repos have them: the quantization is at the end of each.

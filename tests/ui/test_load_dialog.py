@@ -124,6 +124,7 @@ def test_the_live_fit_is_the_models_pages_and_follows_the_context(
     qtbot.waitUntil(lambda: page.load_refusal is None, timeout=HANG_GUARD_MS)
 
 
+@pytest.mark.slow
 def test_the_fit_shows_at_once_and_changes_with_the_context(qtbot, chat_app) -> None:
     dialog = open_from_menu(qtbot, chat_app.window.chat, "Starter model")
     first = dialog.fit_label.text()
@@ -139,6 +140,7 @@ def test_the_fit_shows_at_once_and_changes_with_the_context(qtbot, chat_app) -> 
     dialog.reject()
 
 
+@pytest.mark.slow
 def test_reload_applies_new_settings_to_the_loaded_model(qtbot, loaded_chat_app) -> None:
     app = loaded_chat_app
     assert app.engine.loaded.n_ctx == N_CTX
@@ -195,6 +197,7 @@ def test_the_choice_is_remembered_per_model_after_a_restart(
         parts.close()
 
 
+@pytest.mark.slow
 def test_a_cpu_only_build_says_there_are_no_gpu_layers(qtbot, chat_app) -> None:
     if gpu_build():
         pytest.skip("this llama.cpp has a GPU backend")
@@ -206,6 +209,7 @@ def test_a_cpu_only_build_says_there_are_no_gpu_layers(qtbot, chat_app) -> None:
     dialog.reject()
 
 
+@pytest.mark.slow
 def test_models_page_and_load_dialog_start_at_one_default_context(
     qtbot, tmp_path, monkeypatch
 ) -> None:
@@ -238,6 +242,7 @@ def test_a_file_that_is_no_model_is_said_in_the_dialog(qtbot, chat_app, tmp_path
     dialog.reject()
 
 
+@pytest.mark.slow
 def test_the_dialog_fits_the_smallest_window(qtbot, chat_app) -> None:
     window = chat_app.window
     show_at(window, SMALL)
@@ -255,6 +260,7 @@ def test_the_dialog_fits_the_smallest_window(qtbot, chat_app) -> None:
     dialog.reject()
 
 
+@pytest.mark.slow
 def test_a_new_default_context_is_where_both_start(qtbot, chat_app) -> None:
     from app.ui.settings_page import SettingsPage
 

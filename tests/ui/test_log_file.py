@@ -9,8 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app import __version__
 from tests.read_only import read_only_folder
+
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

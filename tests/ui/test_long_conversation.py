@@ -4,6 +4,7 @@ rendered one page of them, and scrolling up a page at a time moves the text by e
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QAbstractSlider
 
@@ -11,6 +12,9 @@ from app.core.chat_store import ChatStore
 from app.ui.chat.message_view import MessageView
 from app.ui.chat.session import OPEN_PAGE
 from tests.waits import HANG_GUARD_MS
+
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
 
 N_MESSAGES = 5000
 _REPLY = "A reply with **Markdown**, `code` and a list:\n\n- one\n- two\n"

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from app.core.random_model import write_model
 from tests.session_cycles import Cycle, LoadCycles
+
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
 
 CYCLES = 5
 TIMEOUT_MS = 120_000

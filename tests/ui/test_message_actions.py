@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication, QFileDialog
@@ -75,6 +76,7 @@ def test_each_code_block_has_a_copy_button_that_copies_exactly_its_code(qtbot, c
     assert QApplication.clipboard().text() == FIRST
 
 
+@pytest.mark.slow
 def test_code_is_highlighted_by_its_language(qtbot, chat_app) -> None:
     page, _reply = _open(chat_app, [REPLY])
     rect = _row_rect(page, 1)
@@ -105,6 +107,7 @@ def test_message_buttons_are_drawn_without_hovering(qtbot, chat_app) -> None:
     assert QApplication.clipboard().text() == chat_app.store.message(reply_id).content == REPLY
 
 
+@pytest.mark.slow
 def test_previous_and_next_switch_the_reply_shown(qtbot, chat_app) -> None:
     page, reply_id = _open(chat_app, ["First version", "Second version", "Third version"])
     model, delegate = page.session.model, page.view.delegate

@@ -29,6 +29,7 @@ def _models_page(window):
     return next(p for p in pages if isinstance(p, ModelsPage))
 
 
+@pytest.mark.slow
 def test_a_folder_added_on_my_models_is_in_the_chat_picker_and_kvstudio_ls(
     qtbot, chat_app, tmp_path, monkeypatch
 ) -> None:

@@ -18,6 +18,9 @@ from tests.backends.rpc_worker_fixtures import Worker, f16_only_data, free_port
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 
+# Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
+pytestmark = pytest.mark.slow
+
 CHECK_TIMEOUT_MS = 120_000  # a child process reads the workers' devices: seconds on 2 cores
 
 

@@ -67,6 +67,7 @@ def log_capture(chat_data_dir: Path):
             h.close()
 
 
+@pytest.mark.slow
 def test_a_token_set_on_settings_reaches_the_hub_and_the_models_page_and_no_log(
     qtbot, hub_env, chat_app, log_capture, tiny_gguf, tmp_path
 ) -> None:
@@ -108,6 +109,7 @@ def test_a_token_set_on_settings_reaches_the_hub_and_the_models_page_and_no_log(
     assert TOKEN not in page.token.state_label.text()
 
 
+@pytest.mark.slow
 def test_a_folder_added_on_settings_is_in_my_models_and_kvstudio_ls(
     qtbot, chat_app, tmp_path, monkeypatch
 ) -> None:
@@ -144,6 +146,7 @@ def test_a_folder_added_on_settings_is_in_my_models_and_kvstudio_ls(
     assert str(model) not in [m["path"] for m in json.loads(listed.stdout)]
 
 
+@pytest.mark.slow
 def test_a_folder_added_on_my_models_shows_on_settings(qtbot, chat_app, tmp_path, monkeypatch):
     folder = tmp_path / "added-elsewhere"
     folder.mkdir()
@@ -188,6 +191,7 @@ def test_bad_gpu_layers_get_one_sentence() -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_cpu_only_backend_shows_no_gpu_layers_and_keeps_the_saved_number(chat_app) -> None:
     """This machine's backend has no GPU: the field says so (as the load dialog does), is not
     editable, and saving other defaults keeps the number chosen for a GPU backend."""
@@ -222,6 +226,7 @@ def test_the_default_context_set_on_settings_is_what_the_next_load_uses(qtbot, c
     assert loaded.args[0].options.type_k == "f16"
 
 
+@pytest.mark.slow
 def test_the_backend_line_names_the_running_backend_and_leads_to_its_page(qtbot, chat_app) -> None:
     from app.ui.backends_page import BackendsPage
 

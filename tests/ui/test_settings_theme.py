@@ -43,6 +43,7 @@ def lightness_at(widget: QWidget, point: QPoint | None = None) -> float:
     return QColor(image.pixel(int(at.x() * ratio), int(at.y() * ratio))).lightnessF()
 
 
+@pytest.mark.slow
 def test_dark_paints_the_window_dark_and_a_restart_keeps_it(qtbot, chat_app, tmp_path) -> None:
     page = settings_page(chat_app)
     assert page.theme.buttons[LIGHT].isChecked()
@@ -84,6 +85,7 @@ def test_dark_paints_the_window_dark_and_a_restart_keeps_it(qtbot, chat_app, tmp
     assert chat_app.settings.settings.theme == LIGHT
 
 
+@pytest.mark.slow
 def test_the_chat_names_are_drawn_in_the_theme_text_colour(qtbot, chat_app) -> None:
     """The You/Assistant names sit on the view's background, above the bubbles: text drawn
     in the light theme's colour would vanish on the dark view."""
@@ -147,6 +149,7 @@ def _system_turns(scheme: Qt.ColorScheme, qtbot) -> None:
         hints.colorSchemeChanged.emit(scheme)
 
 
+@pytest.mark.slow
 def test_follow_the_system_follows_its_scheme_changes(qtbot, chat_app) -> None:
     page = settings_page(chat_app)
     page.theme.buttons[SYSTEM].click()
@@ -183,6 +186,7 @@ def test_the_dark_sheet_styles_everything_the_light_one_does() -> None:
     assert light - dark == set()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", [LIGHT, DARK])
 def test_the_settings_page_fits_small_and_large_windows(
     qtbot, chat_app, scheme, docs_folder

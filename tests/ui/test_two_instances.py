@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.core.chat_store import STREAMING
 from app.core.paths import chat_db_path
 from tests.cli_runner import ROOT
@@ -94,6 +96,7 @@ def test_two_instances_write_at_once_and_neither_corrupts_the_other(
     )
 
 
+@pytest.mark.slow
 def test_a_second_window_leaves_the_first_ones_reply_streaming_and_says_so(
     qtbot, tmp_path: Path, reliability
 ) -> None:

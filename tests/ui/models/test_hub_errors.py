@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from PySide6.QtCore import Qt
 
 from tests.ui.models.page_driver import GATED, WAIT, make_page, open_repo, shut
@@ -23,6 +24,7 @@ def _search_and_wait_for_failure(qtbot, page) -> tuple[str, float]:
     return status.text(), time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_a_hub_that_never_answers_fails_the_search_in_words_within_10_s(
     qtbot, env, monkeypatch, silent_hub_url
 ):

@@ -194,6 +194,7 @@ def _name_cell(page, path) -> str:
     return model.index(model.paths().index(str(path)), 0).data()
 
 
+@pytest.mark.slow
 def test_the_loaded_model_is_marked_in_my_models(qtbot, env):
     parts, page, _engine = _app_on_fake_engine(qtbot)
     try:
@@ -215,6 +216,7 @@ def test_the_loaded_model_is_marked_in_my_models(qtbot, env):
         parts.close()
 
 
+@pytest.mark.slow
 def test_a_finished_download_loads_into_the_chat_from_the_downloads_tab(qtbot, env):
     from app.engine.messages import Load
 
