@@ -21,7 +21,7 @@ from app.core.recording import Recording
 from app.engine.compare import CompareCancelledError, parse_modes, run_compare
 
 pytestmark = pytest.mark.slow
-N_CTX, DEPTH = 2048, 512
+N_CTX, DEPTH = 1024, 256
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +31,10 @@ def compared(starter_model_path):
         starter_model_path,
         n_ctx=N_CTX,
         depth=DEPTH,
-        n_prompt=256,
-        n_gen=16,
+        n_prompt=128,
+        n_gen=8,
         quality_chunks=2,
-        chunk_tokens=512,
+        chunk_tokens=256,
         n_threads=2,
         probe=PsutilProbe(),
         repetitions=1,
@@ -83,7 +83,7 @@ def test_quality_against_fp16(compared):
     result, _ = compared
     f16 = result.modes[0]
     assert f16.mean_kl_divergence == 0.0 and f16.top1_agreement == 1.0
-    assert f16.scored_tokens == 2 * 255
+    assert f16.scored_tokens == 2 * 127
     for mode in result.modes[1:]:
         assert abs(mode.perplexity - f16.perplexity) / f16.perplexity < 0.05
         assert 0 < mode.mean_kl_divergence < 0.1
