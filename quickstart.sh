@@ -68,4 +68,9 @@ if ! .venv/bin/mypy; then
   echo "mypy failed: fix the type errors above." >&2
   exit 1
 fi
+# What the tests build on (the CPU backend package, the kernel proofs' objects), compiled once
+# into ~/.cache/kvstudio and timed apart from the tests (scripts/test_builds.py).
+started=$SECONDS
+.venv/bin/python scripts/test_builds.py
+echo "Test builds took $((SECONDS - started)) s" >&2
 exec .venv/bin/python -m pytest "$@"
