@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _timed(what: str, step: Callable[[], None]) -> None:
+def _timed(what: str, step: Callable[[], object]) -> None:
     started = time.monotonic()
     step()
     print(f"Test build: {what} took {time.monotonic() - started:.0f} s", file=sys.stderr)
