@@ -51,6 +51,24 @@ def test_send_shows_streamed_reply(qtbot, loaded_chat_app) -> None:
     assert page.status.speed_label.text().endswith("tok/s")
 
 
+def test_settings_set_before_the_first_message_shape_its_reply(qtbot, loaded_chat_app) -> None:
+    """A user who sets the panel before any chat exists gets those settings for the chat their
+    first message starts (they were dropped: the first reply ran to the default 256 tokens)."""
+    app = loaded_chat_app
+    page = app.window.chat
+    assert page.session.conversation is None
+    panel = page.settings_panel
+    panel.max_tokens.setValue(3)
+    panel.temperature.setValue(0.0)
+    qtbot.keyClicks(panel.system_prompt, "Answer in one word.")
+    finished = _reply(qtbot, app, "Name a colour")
+    assert finished.generated_tokens == 3
+    conversation = page.session.conversation
+    assert conversation.system_prompt == "Answer in one word."
+    assert conversation.sampling["max_tokens"] == 3
+    assert panel.max_tokens.value() == 3  # the panel still shows what the chat has
+
+
 def test_stop_during_reply(qtbot, loaded_chat_app) -> None:
     app = loaded_chat_app
     page = app.window.chat

@@ -78,6 +78,8 @@ class ChatSession(QObject):
         self._reply: StreamingReply | None = None
         self._reply_conversation: int | None = None
         self._request_id: str | None = None
+        # What the settings panel holds while no chat is open: the next new chat starts with it.
+        self._new_chat_settings: tuple[str, dict] = ("", {})
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(int(SAVE_INTERVAL_S * 1000))
         self._save_timer.timeout.connect(self._on_save_timer)
@@ -112,9 +114,11 @@ class ChatSession(QObject):
         self.conversation_opened.emit(self.conversation)
 
     def new_conversation(self) -> Conversation:
-        sampling = dict(self.conversation.sampling) if self.conversation else {}
-        system = self.conversation.system_prompt if self.conversation else ""
-        conversation = self.store.create_conversation(system_prompt=system, sampling=sampling)
+        if self.conversation is not None:
+            system, sampling = self.conversation.system_prompt, self.conversation.sampling
+        else:
+            system, sampling = self._new_chat_settings
+        conversation = self.store.create_conversation(system_prompt=system, sampling=dict(sampling))
         self.conversations_changed.emit()
         self.open_conversation(conversation.id)
         return conversation
@@ -136,6 +140,9 @@ class ChatSession(QObject):
 
     def update_settings(self, system_prompt: str, sampling: dict) -> None:
         if self.conversation is None:
+            # Set before the first message: the chat that message starts takes them (they were
+            # dropped, so a first reply ignored the max tokens and system prompt shown).
+            self._new_chat_settings = (system_prompt, dict(sampling))
             return
         self.store.set_system_prompt(self.conversation.id, system_prompt)
         self.store.set_sampling(self.conversation.id, sampling)
