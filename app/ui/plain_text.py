@@ -13,11 +13,19 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QStandardItemModel
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QPlainTextEdit
 
 from app.core.safe_text import safe_text
 
 CELL_LIMIT = 300  # characters in one cell: a long path's worth, never a 300 KB "name"
+
+
+def typed_text(edit: QPlainTextEdit) -> str:
+    """`edit`'s text exactly as typed, pasted or generated into it. toPlainText() swaps a
+    no-break space (U+00A0) for a plain one and a line separator (U+2028) for a newline, so the
+    model was sent text it did not write (other tokens, and a continuation whose prompt no
+    longer matched the cache); the raw text keeps them, with newlines between its blocks."""
+    return edit.document().toRawText().replace("\u2029", "\n")
 
 
 def plain_label(label: QLabel) -> QLabel:

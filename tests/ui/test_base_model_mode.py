@@ -12,6 +12,7 @@ from PySide6.QtCore import QSize
 from app.engine.messages import Generate
 from app.ui.chat.completion_panel import BASE_MODEL_LINE
 from app.ui.models.page import ModelsPage
+from app.ui.plain_text import typed_text
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.ui.layout_checks import LARGE, SMALL, layout_problems
 from tests.waits import HANG_GUARD_MS
@@ -85,11 +86,22 @@ def test_the_starter_continues_text_in_a_completion_box(qtbot, chat_app) -> None
     assert 0 < finished.generated_tokens <= 40
     # The prompt as it is plus <bos>: a chat template would add a dozen turn tokens.
     assert finished.prompt_tokens <= 14
-    text = panel.editor.toPlainText()
+    text = typed_text(panel.editor)
     assert text.startswith(prompt) and len(text) > len(prompt)
     assert text[len(prompt) :] == finished.text
     assert panel.continue_button.text() == "Continue" and not panel.editor.isReadOnly()
     assert f"{finished.generated_tokens} tokens" in panel.result_label.text()
+
+    # Continue again: the model gets the box's text exactly as it stands. A no-break space or a
+    # line separator the model wrote (or the user typed) was sent as a space or a newline.
+    edited = f"{text}\u00a0and\u2028more"
+    panel.editor.setPlainText(edited)
+    with qtbot.waitSignal(panel.session.finished, timeout=REPLY_TIMEOUT_MS) as stopped:
+        panel.continue_button.click()
+        panel.continue_button.click()  # Stop: the prompt sent is what this checks
+    assert stopped.args[0].stop_reason == "cancelled"
+    assert sent[1].prompt == edited
+    assert typed_text(panel.editor).startswith(edited)
     for size in SCREENSHOT_SIZES:
         app.window.resize(size)
         qtbot.waitUntil(lambda size=size: app.window.size() == size, timeout=HANG_GUARD_MS)

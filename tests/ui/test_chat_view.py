@@ -102,6 +102,18 @@ def test_enter_sends_and_shift_enter_adds_a_line(qtbot) -> None:
     assert sent == ["first line\nsecond line"]
 
 
+def test_enter_sends_the_text_exactly_as_typed(qtbot) -> None:
+    """French puts a no-break space before '!' and '?'; pasted text can hold line separators:
+    the message sent keeps them (Qt's toPlainText() made them a space and a newline)."""
+    box = InputBox()
+    qtbot.addWidget(box)
+    sent = []
+    box.submitted.connect(sent.append)
+    box.insertPlainText("Bonjour\u00a0! Une ligne\u2028et la suite")  # as a paste puts it
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert sent == ["Bonjour\u00a0! Une ligne\u2028et la suite"]
+
+
 @pytest.mark.slow
 def test_conversation_list_new_search_rename_delete(qtbot, chat_app, monkeypatch) -> None:
     page = chat_app.window.chat

@@ -43,6 +43,7 @@ from app.ui.chat.page_layout import lay_out
 from app.ui.chat.session import ChatSession
 from app.ui.chat.settings_panel import SettingsPanel
 from app.ui.chat.status_bar import ChatStatus
+from app.ui.plain_text import typed_text
 
 log = logging.getLogger(__name__)
 
@@ -367,7 +368,7 @@ class ChatPage(QWidget):
         if self.session.generating:
             self.stop()
         else:
-            self.send(self.input.toPlainText())
+            self.send(typed_text(self.input))
 
     def _on_message_action(self, action: str, message_id: int) -> None:
         if action == COPY:

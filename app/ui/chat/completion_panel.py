@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 from app.engine.messages import Finished
 from app.services.engine_client import EngineClient
 from app.ui.chat.completion import DEFAULT_LENGTH, DEFAULT_REPEAT_PENALTY, CompletionSession
-from app.ui.plain_text import plain_label, plain_tooltip
+from app.ui.plain_text import plain_label, plain_tooltip, typed_text
 
 BASE_MODEL_LINE = (
     "This is a base model: it continues your text rather than answering. "
@@ -121,7 +121,7 @@ class CompletionPanel(QWidget):
         """Ask the model to continue the box's text; False when it cannot start now."""
         self.error_label.hide()
         started = self.session.start(
-            self.editor.toPlainText(), self.length_box.value(), self.penalty_box.value()
+            typed_text(self.editor), self.length_box.value(), self.penalty_box.value()
         )
         if not started and not self.session.generating:
             self._show_error("Write some text first: the model continues it.")

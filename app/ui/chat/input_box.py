@@ -6,6 +6,8 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
+from app.ui.plain_text import typed_text
+
 MAX_LINES = 8
 
 
@@ -29,7 +31,7 @@ class InputBox(QPlainTextEdit):
     def keyPressEvent(self, event: QKeyEvent) -> None:
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
         if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            text = self.toPlainText()
+            text = typed_text(self)
             if text.strip():
                 self.submitted.emit(text)
             return

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.messages import SamplingSettings
+from app.ui.plain_text import typed_text
 
 
 def _double(lo: float, hi: float, step: float, decimals: int = 2) -> QDoubleSpinBox:
@@ -134,4 +135,4 @@ class SettingsPanel(QWidget):
             self._emit()
 
     def _emit(self) -> None:
-        self.settings_changed.emit(self.system_prompt.toPlainText(), self.sampling())
+        self.settings_changed.emit(typed_text(self.system_prompt), self.sampling())
