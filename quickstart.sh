@@ -71,6 +71,7 @@ fi
 # What the tests build on (the CPU backend package, the kernel proofs' objects), compiled once
 # into ~/.cache/kvstudio and timed apart from the tests (scripts/test_builds.py).
 started=$SECONDS
+export KVSTUDIO_TEST_BUILDS="$PWD/.venv/test-builds"
 .venv/bin/python scripts/test_builds.py
 echo "Test builds took $((SECONDS - started)) s" >&2
 exec .venv/bin/python -m pytest "$@"

@@ -1,7 +1,11 @@
 """Compile what the test suite builds on, before pytest starts: the CPU backend package and the
 kernel proofs' HIP and CUDA objects, cached in ~/.cache/kvstudio (kernels/isa_proof.py).
 
-    .venv/bin/python scripts/test_builds.py
+    KVSTUDIO_TEST_BUILDS=FOLDER .venv/bin/python scripts/test_builds.py
+
+FOLDER (emptied first) receives the package's archive and the proofs' reports; pytest's fixtures
+take them from there when the variable is set (tests/prebuilt.py), so nothing is built or
+disassembled twice in one run.
 
 `./quickstart.sh test` runs this between the install and pytest and prints how long each build
 took. On a fresh machine these are minutes of compiling (the CPU package's llama.cpp build about
@@ -13,9 +17,10 @@ own time is the tests'. With the cache filled, each step only relinks or checks 
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,35 +31,45 @@ sys.path.insert(0, str(ROOT))
 
 def _timed(what: str, step: Callable[[], object]) -> None:
     started = time.monotonic()
-    step()
+    try:
+        step()
+    except Exception as error:  # noqa: BLE001 - the tests that need it build it and fail naming why
+        print(f"Test build: {what} failed ({error}); the tests will try again", file=sys.stderr)
     print(f"Test build: {what} took {time.monotonic() - started:.0f} s", file=sys.stderr)
 
 
-def _isa_proof(*args: str) -> None:
-    with tempfile.TemporaryDirectory() as out:
-        result = subprocess.run(
-            [sys.executable, "-m", "kernels", "isa-proof", *args, "--out", f"{out}/r.json"]
-            + ["--table", f"{out}/r.md"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+def _isa_proof(report: Path, *args: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kernels", "isa-proof", *args, "--out", str(report)]
+        + ["--table", str(report.with_suffix(".md"))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode not in (0, 1):  # 1: a verdict, which the tests name; 2: it could not run
-        sys.exit(f"kernels isa-proof {' '.join(args)} failed: {result.stderr.strip()}")
+        report.unlink(missing_ok=True)  # the tests run it themselves and fail with the reason
+        print(
+            f"kernels isa-proof {' '.join(args)} failed: {result.stderr.strip()}", file=sys.stderr
+        )
 
 
 def main() -> int:
     from kernels.package import build_package
     from kernels.variants import VARIANTS
+    from tests.prebuilt import CPU_PACKAGE, CUDA_REPORT, ENV, HIP_REPORT
 
-    with tempfile.TemporaryDirectory() as out:
-        _timed(
-            "the CPU backend package",
-            lambda: build_package(VARIANTS["cpu"], Path(out), log=lambda line: None),
-        )
-    _timed("the HIP kernel proof objects", _isa_proof)
-    _timed("the CUDA kernel proof objects", lambda: _isa_proof("--cuda"))
+    if not os.environ.get(ENV):
+        sys.exit(f"usage: {ENV}=FOLDER {sys.argv[0]} (FOLDER is emptied, then filled)")
+    out = Path(os.environ[ENV])
+    shutil.rmtree(out, ignore_errors=True)
+    (out / CPU_PACKAGE).mkdir(parents=True)
+    _timed(
+        "the CPU backend package",
+        lambda: build_package(VARIANTS["cpu"], out / CPU_PACKAGE, log=lambda line: None),
+    )
+    _timed("the HIP kernel proof", lambda: _isa_proof(out / HIP_REPORT))
+    _timed("the CUDA kernel proof", lambda: _isa_proof(out / CUDA_REPORT, "--cuda"))
     return 0
 
 

@@ -5,21 +5,28 @@ data folder per test so the chosen backend never leaks between tests."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from app.core.backends import BackendStore
+from tests.prebuilt import CPU_PACKAGE, prebuilt
 
 
 @pytest.fixture(scope="session")
 def cpu_package(tmp_path_factory) -> Path:
-    """The CPU package's archive (.tar.gz of cpu/ with manifest.json)."""
+    """The CPU package's archive (.tar.gz of cpu/ with manifest.json): scripts/test_builds.py's
+    from this run, copied, or built here."""
     from kernels.package import archive_name, build_package
     from kernels.variants import VARIANTS
 
     out = tmp_path_factory.mktemp("packages")
-    build_package(VARIANTS["cpu"], out, log=lambda line: None)
+    built = prebuilt(f"{CPU_PACKAGE}/{archive_name('cpu')}")
+    if built is not None:
+        shutil.copy2(built, out)
+    else:
+        build_package(VARIANTS["cpu"], out, log=lambda line: None)
     return out / archive_name("cpu")
 
 
