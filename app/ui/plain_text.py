@@ -21,11 +21,11 @@ CELL_LIMIT = 300  # characters in one cell: a long path's worth, never a 300 KB 
 
 
 def typed_text(edit: QPlainTextEdit) -> str:
-    """`edit`'s text exactly as typed, pasted or generated into it. toPlainText() swaps a
-    no-break space (U+00A0) for a plain one and a line separator (U+2028) for a newline, so the
-    model was sent text it did not write (other tokens, and a continuation whose prompt no
-    longer matched the cache); the raw text keeps them, with newlines between its blocks."""
-    return edit.document().toRawText().replace("\u2029", "\n")
+    """`edit`'s text as typed, pasted or generated into it. toPlainText() also swaps a no-break
+    space (U+00A0) for a plain one, so the model was sent text it did not write (other tokens,
+    and a continuation whose prompt no longer matched the cache). The raw text keeps it; its
+    block and line separators (Enter, and Shift+Enter's U+2028) become newlines as before."""
+    return edit.document().toRawText().replace("\u2029", "\n").replace("\u2028", "\n")
 
 
 def plain_label(label: QLabel) -> QLabel:

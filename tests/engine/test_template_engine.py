@@ -117,7 +117,8 @@ def test_stop_ends_an_endless_render_in_the_engine(engine, tmp_path):
     engine.cancel()
     _, finished = _until(engine, (Finished, Failed))
     assert isinstance(finished, Finished) and finished.stop_reason == "cancelled", finished
-    assert time.monotonic() - pressed < 2  # well before the 5 s limit would end it
+    # Ended by the Stop, not by the 5 s limit (which refuses the template instead of 'cancelled').
+    assert time.monotonic() - pressed < 5
 
 
 def test_a_template_that_breaks_a_limit_mid_chat_falls_back_once(engine, tmp_path, reliability):

@@ -28,7 +28,7 @@ def _load_starter(qtbot, app) -> None:
         page.offer_button.click()
 
 
-def test_the_empty_chat_offers_the_starter_and_a_chat_model(qtbot, chat_app) -> None:
+def test_the_empty_chat_offers_the_starter_and_a_chat_model(qtbot, chat_app, tmp_path) -> None:
     window = chat_app.window
     page = window.chat
     assert page.offer.isVisible()
@@ -41,7 +41,7 @@ def test_the_empty_chat_offers_the_starter_and_a_chat_model(qtbot, chat_app) -> 
     for size in SCREENSHOT_SIZES:
         window.resize(size)
         qtbot.waitUntil(lambda size=size: window.size() == size, timeout=HANG_GUARD_MS)
-        window.grab().save(f"/tmp/chat_empty_{size.width()}x{size.height()}.png")
+        window.grab().save(str(tmp_path / f"chat_empty_{size.width()}x{size.height()}.png"))
 
     find.click()
     models = window.pages.currentWidget()
@@ -49,7 +49,7 @@ def test_the_empty_chat_offers_the_starter_and_a_chat_model(qtbot, chat_app) -> 
     assert models.tabs.currentIndex() == ModelsPage.TAB_DISCOVER
 
 
-def test_the_starter_continues_text_in_a_completion_box(qtbot, chat_app) -> None:
+def test_the_starter_continues_text_in_a_completion_box(qtbot, chat_app, tmp_path) -> None:
     app = chat_app
     page = app.window.chat
     sent: list[Generate] = []
@@ -92,9 +92,9 @@ def test_the_starter_continues_text_in_a_completion_box(qtbot, chat_app) -> None
     assert panel.continue_button.text() == "Continue" and not panel.editor.isReadOnly()
     assert f"{finished.generated_tokens} tokens" in panel.result_label.text()
 
-    # Continue again: the model gets the box's text exactly as it stands. A no-break space or a
-    # line separator the model wrote (or the user typed) was sent as a space or a newline.
-    edited = f"{text}\u00a0and\u2028more"
+    # Continue again: the model gets the box's text exactly as it stands. A no-break space the
+    # model wrote (or the user typed) was sent as a plain space.
+    edited = f"{text}\u00a0and more"
     panel.editor.setPlainText(edited)
     with qtbot.waitSignal(panel.session.finished, timeout=REPLY_TIMEOUT_MS) as stopped:
         panel.continue_button.click()
@@ -105,7 +105,7 @@ def test_the_starter_continues_text_in_a_completion_box(qtbot, chat_app) -> None
     for size in SCREENSHOT_SIZES:
         app.window.resize(size)
         qtbot.waitUntil(lambda size=size: app.window.size() == size, timeout=HANG_GUARD_MS)
-        app.window.grab().save(f"/tmp/completion_{size.width()}x{size.height()}.png")
+        app.window.grab().save(str(tmp_path / f"completion_{size.width()}x{size.height()}.png"))
 
     # Chat anyway: the conversation view comes back for this model.
     panel.chat_anyway_button.click()

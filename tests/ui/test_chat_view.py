@@ -103,15 +103,17 @@ def test_enter_sends_and_shift_enter_adds_a_line(qtbot) -> None:
 
 
 def test_enter_sends_the_text_exactly_as_typed(qtbot) -> None:
-    """French puts a no-break space before '!' and '?'; pasted text can hold line separators:
-    the message sent keeps them (Qt's toPlainText() made them a space and a newline)."""
+    """French puts a no-break space before '!' and '?': the message sent keeps it (Qt's
+    toPlainText() made it a plain space)."""
     box = InputBox()
     qtbot.addWidget(box)
     sent = []
     box.submitted.connect(sent.append)
-    box.insertPlainText("Bonjour\u00a0! Une ligne\u2028et la suite")  # as a paste puts it
+    box.insertPlainText("Bonjour\u00a0! Ça va\u00a0?")  # as a paste puts it
+    qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    box.insertPlainText("Oui.")
     qtbot.keyClick(box, Qt.Key.Key_Return)
-    assert sent == ["Bonjour\u00a0! Une ligne\u2028et la suite"]
+    assert sent == ["Bonjour\u00a0! Ça va\u00a0?\nOui."]
 
 
 @pytest.mark.slow

@@ -47,7 +47,7 @@ def _error_box(qtbot, app):
 
 
 def test_a_failed_reply_says_why_in_the_conversation_and_after_a_restart(
-    qtbot, chat_data_dir: Path, chat_app
+    qtbot, chat_data_dir: Path, chat_app, tmp_path: Path
 ) -> None:
     from app.core.paths import data_dir
     from app.gui import build_app
@@ -58,7 +58,7 @@ def test_a_failed_reply_says_why_in_the_conversation_and_after_a_restart(
     reply = page.session.model.messages()[-1]
     assert (reply.role, reply.status, reply.error) == ("assistant", FAILED, NO_MODEL)
     assert _shown_text(page, 1) == f"⚠ The reply failed: {NO_MODEL}"
-    page.view.grab().save("/tmp/failed_reply.png")
+    page.view.grab().save(str(tmp_path / "failed_reply.png"))
 
     chat_app.window.close()
     chat_app.close()
@@ -123,7 +123,9 @@ def test_a_model_llama_cpp_refuses_leaves_the_loaded_one_loaded(
     assert loads == []
 
 
-def test_after_the_engine_is_killed_the_page_says_what_happens_next(qtbot, loaded_chat_app) -> None:
+def test_after_the_engine_is_killed_the_page_says_what_happens_next(
+    qtbot, loaded_chat_app, tmp_path: Path
+) -> None:
     app = loaded_chat_app
     page = app.window.chat
     said = (
@@ -140,7 +142,7 @@ def test_after_the_engine_is_killed_the_page_says_what_happens_next(qtbot, loade
     assert page.stopped.isVisible() and page.stopped.text.text() == said
     assert page.status.model_label.text() == "Engine stopped: reloads when you send"
     assert "gemma-3-270m-q4_k_m" in page.picker.text()  # the model that comes back
-    app.window.grab().save("/tmp/engine_stopped.png")
+    app.window.grab().save(str(tmp_path / "engine_stopped.png"))
 
     page.session.set_conversation_settings("", {"max_tokens": 4, "temperature": 0.0})
     with (
