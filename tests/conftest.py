@@ -17,6 +17,11 @@ import pytest
 # A token a test saves stays in the file the test names, never in the keyring of the machine
 # running the tests (tests/core/test_token_keyring.py lifts this for itself).
 os.environ.setdefault("KVSTUDIO_NO_KEYRING", "1")
+# llama.cpp's CPU threads (OpenMP) spin while they wait for each other. Beside other busy
+# processes a spinning thread burns the turn its partner needs: `kvstudio run starter -n 64`
+# with two busy loops took 36.7 s spinning and 10.4 s sleeping (quiet: 4.8 s and 5.0 s). The
+# tests and every engine or `kvstudio` process they start wait passively; benchmarks/ do not.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 pytest_plugins = [
     "tests.clean_tree",
