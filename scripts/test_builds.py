@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -39,19 +38,11 @@ def _timed(what: str, step: Callable[[], object]) -> None:
 
 
 def _isa_proof(report: Path, *args: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "kernels", "isa-proof", *args, "--out", str(report)]
-        + ["--table", str(report.with_suffix(".md"))],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode not in (0, 1):  # 1: a verdict, which the tests name; 2: it could not run
+    from tests.prebuilt import run_isa_proof
+
+    if (failure := run_isa_proof(report, *args)) is not None:
         report.unlink(missing_ok=True)  # the tests run it themselves and fail with the reason
-        print(
-            f"kernels isa-proof {' '.join(args)} failed: {result.stderr.strip()}", file=sys.stderr
-        )
+        print(f"kernels isa-proof {' '.join(args)} failed: {failure}", file=sys.stderr)
 
 
 def main() -> int:

@@ -6,8 +6,11 @@ without the variable (pytest run on its own) the fixture builds it itself."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 ENV = "KVSTUDIO_TEST_BUILDS"
 CPU_PACKAGE = "packages"  # the CPU package's archive, in this folder
 HIP_REPORT = "isa-proof.json"  # `python -m kernels isa-proof --out`
@@ -17,5 +20,24 @@ CUDA_REPORT = "isa-proof-cuda.json"  # `python -m kernels isa-proof --cuda --out
 def prebuilt(name: str) -> Path | None:
     """This run's `name` from scripts/test_builds.py, or None when there is none."""
     folder = os.environ.get(ENV)
-    path = Path(folder) / name if folder else None
-    return path if path is not None and path.exists() else None
+    if not folder:
+        return None
+    path = Path(folder) / name
+    return path if path.exists() else None
+
+
+def run_isa_proof(report: Path, *args: str) -> str | None:
+    """`python -m kernels isa-proof ARGS`, writing `report` (JSON) and its page beside it. None
+    when it ran (exit 0, or 1: violations, which the report names), else why it could not."""
+    result = subprocess.run(
+        [sys.executable, "-m", "kernels", "isa-proof", *args, "--out", str(report)]
+        + ["--table", str(report.with_suffix(".md"))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode in (0, 1):
+        return None
+    lines = result.stderr.strip().splitlines() or [f"isa-proof exited with {result.returncode}"]
+    return lines[-1]

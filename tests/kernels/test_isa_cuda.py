@@ -27,7 +27,7 @@ from kernels import cuda_tools, hip_fatbin, isa_cuda, isa_proof, lib_isa, sass
 from kernels.isa_cuda_page import render_cuda_markdown
 from kernels.isa_report import KernelCount, fa_vec_kernel, same_counts, violations
 from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION
-from tests.prebuilt import CUDA_REPORT, prebuilt
+from tests.prebuilt import CUDA_REPORT, prebuilt, run_isa_proof
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS_JSON = ROOT / "docs" / "int8k-isa-sm90.json"
@@ -56,14 +56,12 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """What `python -m kernels isa-proof --cuda` writes here (cached objects where still valid):
     scripts/test_builds.py's report when it ran just before pytest."""
-    if (built := prebuilt(CUDA_REPORT)) is not None:
-        return json.loads(built.read_text())
-    out = tmp_path_factory.mktemp("isa-cuda")
-    result = _run("isa-proof", "--cuda", "--out", str(out / "r.json"), "--table", str(out / "r.md"))
-    if result.returncode not in (0, 1):  # 1: violations, which the tests below name
-        lines = result.stderr.strip().splitlines() or [f"isa-proof exited with {result.returncode}"]
-        pytest.fail(lines[-1], pytrace=False)
-    return json.loads((out / "r.json").read_text())
+    report = prebuilt(CUDA_REPORT)
+    if report is None:
+        report = tmp_path_factory.mktemp("isa-cuda") / CUDA_REPORT
+        if (failure := run_isa_proof(report, "--cuda")) is not None:
+            pytest.fail(failure, pytrace=False)
+    return json.loads(report.read_text())
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ from kernels.isa_report import (
 )
 from kernels.patch_set import kernel_version
 from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION
-from tests.prebuilt import HIP_REPORT, prebuilt
+from tests.prebuilt import HIP_REPORT, prebuilt, run_isa_proof
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS_JSON = ROOT / "docs" / "int8k-isa-report.json"
@@ -50,27 +50,12 @@ pytestmark = pytest.mark.timeout(1800)
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """What `python -m kernels isa-proof` writes in this run (cached objects where still valid):
     scripts/test_builds.py's report when it ran just before pytest."""
-    if (built := prebuilt(HIP_REPORT)) is not None:
-        return json.loads(built.read_text())
-    out = tmp_path_factory.mktemp("isa")
-    cmd = [
-        sys.executable,
-        "-m",
-        "kernels",
-        "isa-proof",
-        "--out",
-        str(out / "report.json"),
-        "--table",
-        str(out / "table.md"),
-    ]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
-    if result.returncode not in (
-        0,
-        1,
-    ):  # 1: violations found; the report says which, tests below too
-        lines = result.stderr.strip().splitlines() or [f"isa-proof exited with {result.returncode}"]
-        pytest.fail(lines[-1], pytrace=False)
-    return json.loads((out / "report.json").read_text())
+    report = prebuilt(HIP_REPORT)
+    if report is None:
+        report = tmp_path_factory.mktemp("isa") / HIP_REPORT
+        if (failure := run_isa_proof(report)) is not None:
+            pytest.fail(failure, pytrace=False)
+    return json.loads(report.read_text())
 
 
 def _fa(entries: list[dict]) -> list[tuple[dict, FaVecKernel]]:
