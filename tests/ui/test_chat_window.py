@@ -62,7 +62,7 @@ def test_settings_set_before_the_first_message_shape_its_reply(qtbot, loaded_cha
     panel.temperature.setValue(0.0)
     qtbot.keyClicks(panel.system_prompt, "Answer in one word.")
     finished = _reply(qtbot, app, "Name a colour")
-    assert finished.generated_tokens == 3
+    assert 0 < finished.generated_tokens <= 3  # fewer only if the model ends its reply sooner
     conversation = page.session.conversation
     assert conversation.system_prompt == "Answer in one word."
     assert conversation.sampling["max_tokens"] == 3
