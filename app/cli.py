@@ -15,10 +15,10 @@ from typing import NoReturn
 
 from app import __version__
 from app.commands import COMMAND_MODULES, print_error
-from app.core.crash_report import CrashReporter
-from app.core.errors import AppError, BadInputError
-from app.core.paths import data_dir
-from app.core.state_files import check_state_files
+from app.damaged_files import check_state_files
+from app.platform.crash_report import CrashReporter
+from app.platform.errors import AppError, BadInputError
+from app.platform.paths import data_dir
 
 log = logging.getLogger(__name__)
 

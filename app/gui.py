@@ -12,21 +12,21 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from app.core.app_log import start_log_file
-from app.core.backends import BackendStore
-from app.core.chat_rescue import open_chats
-from app.core.chat_store import ChatStore
-from app.core.gpu_detect import detect_gpus
-from app.core.heap import give_memory_back, steady_heap
-from app.core.hub import clear_header_cache
-from app.core.instance_lock import InstanceLock
-from app.core.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
-from app.core.settings import SettingsFile
-from app.core.state_files import check_state_files
+from app.backends.gpu_detect import detect_gpus
+from app.backends.store import BackendStore
+from app.chats.rescue import open_chats
+from app.chats.store import ChatStore
+from app.damaged_files import check_state_files
+from app.models.hub import clear_header_cache
+from app.platform.app_log import start_log_file
+from app.platform.heap import give_memory_back, steady_heap
+from app.platform.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
 from app.services.engine_client import EngineClient
 from app.services.gui_garbage import GuiThreadGarbageCollector
 from app.services.local_server import LocalServerService
 from app.services.message_bridge import MessageBridge
+from app.state.instance_lock import InstanceLock
+from app.state.settings import SettingsFile
 from app.ui.backends_page import BackendsPage
 from app.ui.crash_dialog import CrashDialogs
 from app.ui.dashboard.page import DashboardPage
@@ -76,7 +76,7 @@ class AppParts:
 def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     """The main window and what it runs on, for the data folder `folder`. Damaged state files
     and a damaged or locked conversations file never stop it: each costs one message."""
-    steady_heap()  # the window lives for days: app/core/heap.py says why
+    steady_heap()  # the window lives for days: app/platform/heap.py says why
     garbage = GuiThreadGarbageCollector()
     crash = CrashDialogs(folder)
     crash.install()
@@ -198,7 +198,9 @@ def open_app(
     app.setOrganizationName(ORGANIZATION)
     app.setWindowIcon(app_icon())
     folder = data_dir()  # the folder Qt names for this app, shared with the CLI
-    start_log_file(folder)  # the GUI has no terminal; the CLI logs to stderr only
+    start_log_file(
+        folder, BackendStore(folder).chosen_name()
+    )  # the GUI has no terminal; the CLI logs to stderr only
     parts = build_app(folder)
     theme = parts.window.findChild(ThemeController)
     if theme is not None:

@@ -90,9 +90,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    from app.core.model_ref import resolve_model
     from app.engine.messages import Finished, Generate, Load, Loaded, LoadOptions, SamplingSettings
     from app.engine.process import EngineProcess
+    from app.models.model_ref import resolve_model
 
     path = resolve_model(args.model)
     k, v = args.kv.split("/")

@@ -79,11 +79,11 @@ def main() -> int:
 
     import llama_cpp  # before numpy (docs/llama-cpp-notes.md: the import-order trap)
 
-    from app.core.kv_types import KvMode
-    from app.core.model_ref import resolve_model
     from app.engine.loader import weights_repacked
     from app.engine.messages import Load, Loaded, LoadOptions
     from app.engine.process import EngineProcess
+    from app.kv.kv_types import KvMode
+    from app.models.model_ref import resolve_model
 
     path = resolve_model(args.model)
     mode = KvMode.parse(args.kv)

@@ -4,7 +4,7 @@
 
 A fake Hub (tests/hub_server.py) runs in its own process on 127.0.0.1 and serves one
 random file of --size-mb MB. In the same run, interleaved round by round (A B A B ...):
-  - the app: app.core.hub.download_entry (HEAD, 302 to the "CDN", streaming GET with
+  - the app: app.models.hub.download_entry (HEAD, 302 to the "CDN", streaming GET with
     SHA-256 verified while writing, rename into the HF cache layout);
   - curl: `curl -L` of the same resolve URL to a file (no verification), and curl followed
     by `sha256sum` (the same guarantees as the app).
@@ -44,7 +44,7 @@ NAME = "bench-Q8_0.gguf"
 
 _CHILD = """
 import sys
-from app.core.hub import download_entry, list_gguf_files
+from app.models.hub import download_entry, list_gguf_files
 if len(sys.argv) > 3:
     # Count the bytes this process receives (a shared 8-byte counter the parent reads after
     # the kill): what the app received minus what it had on disk is what it lost.
@@ -94,7 +94,7 @@ def _load() -> str:
 
 
 def _app_once(cache: Path) -> float:
-    from app.core.hub import download_entry, list_gguf_files
+    from app.models.hub import download_entry, list_gguf_files
 
     shutil.rmtree(cache, ignore_errors=True)
     os.environ["HF_HUB_CACHE"] = str(cache)

@@ -203,8 +203,8 @@ def _measure(args: argparse.Namespace) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app.core.model_ref import resolve_model
     from app.engine.messages import LoadOptions
+    from app.models.model_ref import resolve_model
     from app.services.engine_client import EngineClient
     from app.ui.dashboard.page import DashboardPage
 

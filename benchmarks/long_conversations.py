@@ -189,8 +189,8 @@ def report(times: ConversationTimes) -> str:
 def main() -> int:
     from PySide6.QtWidgets import QApplication
 
-    from app.core.settings import SettingsFile
     from app.gui import build_app
+    from app.state.settings import SettingsFile
 
     _app = QApplication.instance() or QApplication([])
     with tempfile.TemporaryDirectory(prefix="kvstudio-long-conversations-") as folder:

@@ -6,7 +6,7 @@ session (benchmarks/long_conversations.py).
         [--cycles 50] [--model tiny|starter|PATH] [--tokens 32] [--no-record] [--json PATH]
         [--trace]
 
---model tiny (the default) is the few-MB random-weight Llama of app/core/random_model.py: the
+--model tiny (the default) is the few-MB random-weight Llama of app/models/random_model.py: the
 app, the engine and llama.cpp do all their work, the weights are just small. Cycles follow
 the events (model_loaded, reply_finished, model_unloaded; tests/session_cycles.py), never
 a clock. After the first and the last cycle it reads the GUI's and the engine's resident
@@ -225,10 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     import long_conversations
     from PySide6.QtWidgets import QApplication
 
-    from app.core.model_ref import resolve_model
-    from app.core.random_model import write_model
-    from app.core.settings import SettingsFile
     from app.gui import build_app
+    from app.models.model_ref import resolve_model
+    from app.models.random_model import write_model
+    from app.state.settings import SettingsFile
     from tests.reliability_record import save_facts
 
     _app = QApplication.instance() or QApplication([])  # must outlive the run

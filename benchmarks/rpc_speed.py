@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.core.rpc_workers import free_port_pair  # noqa: E402
+from app.load.rpc_workers import free_port_pair  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Here is a long story about a lighthouse keeper and the sea. Once upon a time,"
@@ -105,9 +105,9 @@ def main() -> int:
     parser.add_argument("--ctx", type=int, default=1024)
     args = parser.parse_args()
 
-    from app.core.model_ref import resolve_model
     from app.engine.messages import Load, LoadOptions
     from app.engine.process import EngineProcess, until
+    from app.models.model_ref import resolve_model
 
     path = resolve_model(args.model)
     ports: list[int] = []

@@ -91,9 +91,9 @@ def main() -> int:
     parser.add_argument("--ctx", type=int, default=2048)
     args = parser.parse_args()
 
-    from app.core.model_ref import resolve_model
     from app.engine.messages import Load, LoadOptions
     from app.engine.process import EngineProcess, until
+    from app.models.model_ref import resolve_model
     from app.server.options import ServerOptions
     from app.server.process_gateway import ProcessGateway
     from app.server.server_runner import LocalServer

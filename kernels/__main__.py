@@ -270,8 +270,8 @@ def _isa_count(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     # The backend the app's engine runs (`kvstudio backend use`): llama_cpp reads
     # LLAMA_CPP_LIB_PATH when imported, so it is set first.
-    from app.core.backends import load_chosen_backend_here
-    from app.core.paths import data_dir
+    from app.backends.store import load_chosen_backend_here
+    from app.platform.paths import data_dir
 
     _backend, notice = load_chosen_backend_here(data_dir())
     if notice:
@@ -280,8 +280,8 @@ def _verify(args: argparse.Namespace) -> int:
     # first, every model load segfaulted on the GPU machine (docs/llama-cpp-notes.md).
     import llama_cpp  # noqa: F401
 
-    from app.core.kv_types import KvMode
-    from app.core.model_ref import resolve_model
+    from app.kv.kv_types import KvMode
+    from app.models.model_ref import resolve_model
     from kernels.verify import format_report, verify
 
     mode = KvMode.parse(args.kv)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kernels import isa_proof
 from kernels.isa_report import KernelCount, scan
-from kernels.lib_isa import LibraryIsa, judge
+from kernels.isa_verdict import LibraryIsa, judge
 
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 COMPRESSED_MAGIC = b"CCOB"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.core.backend_manifest import sha256_file
+from app.backends.manifest import sha256_file
 from kernels.isa_report import KernelCount, build_report, scan
 from kernels.patch_set import PatchError, kernel_version, patch_set_sha256
 from kernels.patch_set import apply as apply_patches

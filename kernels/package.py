@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from app.core.backend_manifest import (
+from app.backends.manifest import (
     MANIFEST_NAME,
     BackendManifest,
     PackageFile,

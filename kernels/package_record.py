@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.core.backend_manifest import MANIFEST_NAME, BackendManifest, parse_manifest
+from app.backends.manifest import MANIFEST_NAME, BackendManifest, parse_manifest
 
 REPO = Path(__file__).resolve().parents[1]
 RECORD_DIR = REPO / "docs" / "backend-packages"

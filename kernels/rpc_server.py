@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from app.core.backends import built_in_folder
-from app.core.errors import AppError
+from app.backends.store import built_in_folder
+from app.platform.errors import AppError
 from kernels.isa_proof import IsaProofError, ensure_sdist
 from kernels.variants import LLAMA_CPP_PYTHON_VERSION
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from app.core.kv_types import KvMode
-from kernels.lib_isa import BACKENDS, LibraryIsa, count_installed, summary_lines
+from app.kv.kv_types import KvMode
+from kernels.isa_verdict import LibraryIsa
+from kernels.lib_isa import BACKENDS, count_installed, summary_lines
 
 if TYPE_CHECKING:
     from llama_cpp.llama_types import CreateCompletionResponse

@@ -98,7 +98,7 @@ def check_appdir(appdir: Path) -> str:
 def check_appdir_worker(appdir: Path) -> str:
     """The installed app is a worker as it is (docs/several-machines.md): AppRun worker prints
     its banner on the built-in backend, and Ctrl-C stops it."""
-    from app.core.rpc_workers import free_port_pair
+    from app.load.rpc_workers import free_port_pair
 
     port = free_port_pair()
     worker = subprocess.Popen(

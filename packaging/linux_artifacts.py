@@ -2,7 +2,7 @@
 
 All three carry the same folder. The .deb puts it in /opt/kvstudio with `kvstudio` on PATH, the
 desktop entry, the icons and the AppStream file in their system places; user data stays in the
-user's own folders (app/core/paths.py), so removing or upgrading the package never touches it.
+user's own folders (app/platform/paths.py), so removing or upgrading the package never touches it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """On a CUDA build: the KV lines and compute buffers llama.cpp reports with every layer on the GPU,
-next to app.core.kv_cache / app.core.fit's numbers. Writes $OUT/gpu_kv_check.json (kept as
+next to app.kv.kv_cache / app.kv.fit's numbers. Writes $OUT/gpu_kv_check.json (kept as
 docs/kv-accounting-h200.json). Run after `scripts/gpu_reference_run.sh build`:
     PYTHONPATH=$PWD/.device-build/llama:/tmp/site:$PWD python3 scripts/gpu_kv_check.py
 """
@@ -10,12 +10,12 @@ import time
 
 import llama_cpp  # before numpy (docs/llama-cpp-notes.md: import order)
 
-from app.core.fit import memory_need
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_cache import kv_cache_bytes
-from app.core.kv_types import KvMode
 from app.engine.llama_log import install
 from app.engine.log_parse import parse_log
+from app.kv.fit import memory_need
+from app.kv.kv_cache import kv_cache_bytes
+from app.kv.kv_types import KvMode
+from app.models.gguf_read import read_gguf_header
 from tests.gguf_factory import write_tiny_gguf
 
 OUT = os.environ.get("OUT", "/tmp")

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.core.random_model import write_model
+from app.models.random_model import write_model
 
 log = logging.getLogger("make_random_llama_gguf")
 

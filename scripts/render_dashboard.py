@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from app.core.model_ref import resolve_model
     from app.engine.messages import Generate, LoadOptions, SamplingSettings
+    from app.models.model_ref import resolve_model
     from app.services.engine_client import EngineClient
     from app.ui.dashboard.page import DashboardPage
 

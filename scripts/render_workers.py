@@ -29,7 +29,7 @@ PROMPT = "The capital of France is"
 
 
 def _cpu_backend(data: Path, scratch: Path) -> None:
-    from app.core.backends import BackendStore
+    from app.backends.store import BackendStore
     from app.engine.backend_probe import probe
     from kernels.package import archive_name, build_package
     from kernels.variants import VARIANTS
@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from app.core.settings import SettingsFile
     from app.gui import build_app
+    from app.state.settings import SettingsFile
     from app.ui.theme import ThemeController
 
     SettingsFile(data).update(n_ctx=2048, n_threads=2)

@@ -94,9 +94,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from app.core import starter
-    from app.core.paths import data_dir
     from app.gui import build_app
+    from app.models import starter
+    from app.platform.paths import data_dir
     from app.ui.models.page import ModelsPage
     from app.ui.theme import ThemeController
     from tests.hub_server import HubServer

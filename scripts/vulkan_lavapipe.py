@@ -49,19 +49,19 @@ def probe(kv: str) -> dict[str, Any]:
     """Load the starter model on the data folder's backend with the engine's load options (FA
     on, all layers offloaded), decode TOKENS greedily, and say from llama.cpp's log where it
     ran. (Not through the engine: its process keeps llama.cpp's log to itself.)"""
-    from app.core.backends import BackendStore, library_env
-    from app.core.paths import data_dir
+    from app.backends.store import BackendStore, library_env
+    from app.platform.paths import data_dir
 
     backend, notice = BackendStore(data_dir()).for_engine()
     os.environ.update(library_env(backend.folder))
     os.environ["GGML_SCHED_DEBUG"] = "2"
     import llama_cpp  # before numpy (docs/llama-cpp-notes.md)
 
-    from app.core.kv_types import KvMode
-    from app.core.model_ref import resolve_model
     from app.engine import llama_log
     from app.engine.log_parse import classify_warning
     from app.engine.messages import LoadOptions
+    from app.kv.kv_types import KvMode
+    from app.models.model_ref import resolve_model
 
     mode = KvMode.parse(kv)
     engine = LoadOptions(model_path=str(resolve_model("starter")), n_ctx=CTX)  # its defaults

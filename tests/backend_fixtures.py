@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backends import BackendStore
+from app.backends.store import BackendStore
 from tests.prebuilt import CPU_PACKAGE, prebuilt
 
 

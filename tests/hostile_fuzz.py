@@ -19,8 +19,9 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from app.core.errors import AppError, InvalidGgufError
-from app.core.gguf_header import GgufHeader, read_header_from
+from app.models.gguf_header import GgufHeader
+from app.models.gguf_read import read_header_from
+from app.platform.errors import AppError, InvalidGgufError
 from tests.hostile_gguf import Field, header_layout
 
 CASE_LIMIT_S = 10.0  # a hang: far past the slowest real header (the starter's, ~0.1 s)
@@ -116,9 +117,9 @@ def time_limit(seconds: float) -> Iterator[None]:
 def use(header: GgufHeader, total: int) -> None:
     """What the app computes from an accepted header (the Models page's verdicts, `kvstudio
     fit`, the library's row): none of it may fail on a header the validator let through."""
-    from app.core.fit import estimate_fit
-    from app.core.kv_layout import kv_layout
-    from app.core.probes import FreeMemory
+    from app.kv.fit import estimate_fit
+    from app.kv.kv_layout import kv_layout
+    from app.platform.probes import FreeMemory
 
     _ = (header.quantization, header.vocab_size, header.parameter_count, header.context_length)
     _ = (header.name, header.architecture, header.sliding_window_pattern, header.data_end)

@@ -185,7 +185,7 @@ def drop_key(data: bytes, key: str) -> bytes:
 def header_bytes(path: Path) -> tuple[bytes, int]:
     """The header of the GGUF at `path` (up to its data section) and the file's size, read
     without reading the tensor data."""
-    from app.core.gguf_header import read_gguf_header
+    from app.models.gguf_read import read_gguf_header
 
     header = read_gguf_header(path)
     with path.open("rb") as f:

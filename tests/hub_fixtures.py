@@ -95,7 +95,7 @@ class SimulatedSmallDisk:
     path inside reports that, and os.write to a file inside fails with ENOSPC once the
     folder is full, the way the kernel fails a write on a full disk: a write that only
     partly fits writes what fits first. The download path writes through os.write
-    (app/core/hub/disk_writer.py), so the real code meets the error at the real byte.
+    (app/models/hub/disk_writer.py), so the real code meets the error at the real byte.
     """
 
     def __init__(self, folder: Path, size: int) -> None:

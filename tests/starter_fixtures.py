@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core import starter
+from app.models import starter
 from tests.pypi_server import PypiServer
 from tests.starter_wheels import PARTS, PROJECT, VERSION, StarterWheels, build_starter_wheels
 
@@ -20,7 +20,7 @@ BLOCKED = (starter.PACKAGE, *(p.replace("-", "_") for p in PARTS))
 
 @pytest.fixture(scope="module")
 def tiny_starter(tmp_path_factory: pytest.TempPathFactory) -> StarterWheels:
-    from app.core.random_model import write_model  # numpy and gguf: only for these tests
+    from app.models.random_model import write_model  # numpy and gguf: only for these tests
 
     folder = tmp_path_factory.mktemp("starter-wheels")
     model = write_model(folder / "tiny.gguf", 2, "small", None).read_bytes()

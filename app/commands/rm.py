@@ -25,10 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.commands import print_error
-    from app.core.errors import AppError, ModelNotFoundError
-    from app.core.library import delete_model, find_model
-    from app.core.safe_text import safe_text
-    from app.core.units import size
+    from app.models.library import delete_model, find_model
+    from app.platform.errors import AppError, ModelNotFoundError
+    from app.platform.safe_text import safe_text
+    from app.platform.units import size
 
     try:
         try:
@@ -51,11 +51,11 @@ def run(args: argparse.Namespace) -> int:
 def _delete_leftovers(name: str, extra_dirs: list[Path]) -> bool:
     """Delete what unfinished downloads of OWNER/REPO (from OWNER/REPO[:QUANT]) left; False
     when `name` is no repo or nothing is left."""
-    from app.core.errors import AppError
-    from app.core.hub.env import hub_cache_dir
-    from app.core.leftovers import delete_leftovers, download_leftovers
-    from app.core.model_folders import ModelFolders
-    from app.core.units import size
+    from app.models.hub.env import hub_cache_dir
+    from app.models.leftovers import delete_leftovers, download_leftovers
+    from app.models.model_folders import ModelFolders
+    from app.platform.errors import AppError
+    from app.platform.units import size
 
     repo_id = name.strip().partition(":")[0]
     choices = ModelFolders.of_app().read()

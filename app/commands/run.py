@@ -11,8 +11,8 @@ from typing import Any
 
 from app.commands import print_error
 from app.commands.model_load import add_rpc_argument
-from app.core.errors import BadInputError, EngineFailedError
-from app.core.safe_text import safe_stream
+from app.platform.errors import BadInputError, EngineFailedError
+from app.platform.safe_text import safe_stream
 
 NAME = "run"
 HELP = "generate once from a prompt, streamed to stdout (MODEL: a .gguf path or 'starter')"

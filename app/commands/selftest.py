@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.core.errors import AppError
+    from app.platform.errors import AppError
 
     try:
         print(selftest(args.gpu_layers))
@@ -40,12 +40,12 @@ def run(args: argparse.Namespace) -> int:
 
 def selftest(gpu_layers: int = -1) -> str:
     """The one line to print; EngineFailedError (an AppError) when the install cannot run it."""
-    from app.core.errors import EngineFailedError
-    from app.core.probes import detect_probe
-    from app.core.random_model import write_model
-    from app.core.units import size
     from app.engine.messages import Generate, Load, LoadOptions, SamplingSettings
     from app.engine.process import EngineProcess, until
+    from app.models.random_model import write_model
+    from app.platform.errors import EngineFailedError
+    from app.platform.probes import detect_probe
+    from app.platform.units import size
 
     with tempfile.TemporaryDirectory(prefix="kvstudio-selftest-") as folder:
         model = write_model(Path(folder) / "selftest-tiny-llama.gguf", 2, "small", None)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from app.commands.model_load import add_rpc_argument
-from app.core.errors import BadInputError
+from app.platform.errors import BadInputError
 
 NAME = "serve"
 HELP = (

@@ -5,23 +5,22 @@ or the built-in one's (compiled beside llama-cpp-python's libraries by ./quickst
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import os
 import signal
 import socket
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.commands import print_error
-from app.core.errors import AppError, BadInputError
-from app.core.rpc_workers import exposure_warning, is_loopback
+from app.load.rpc_workers import exposure_warning, is_loopback
+from app.platform.child_process import die_with
+from app.platform.errors import AppError, BadInputError
 
 if TYPE_CHECKING:
-    from app.core.worker_hello import ReportServer
+    from app.load.worker_hello import ReportServer
 
 NAME = "worker"
 HELP = "lend this machine's devices to another KV Studio over the network (llama.cpp RPC)"
@@ -29,7 +28,6 @@ HELP = "lend this machine's devices to another KV Studio over the network (llama
 INTERRUPTED_EXIT = 130
 SERVER_PROGRAM = "ggml-rpc-server"
 _READY_TRIES = 200  # x 25 ms: rpc-server binds within microseconds of its last banner line
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _server_program() -> tuple[str, Path, tuple[str, ...]]:
     """The chosen backend's name, its rpc-server and its Flash Attention pairs."""
-    from app.core.backend_manifest import read_manifest
-    from app.core.backends import BackendStore, library_folder
-    from app.core.paths import data_dir
+    from app.backends.manifest import read_manifest
+    from app.backends.store import BackendStore, library_folder
+    from app.platform.paths import data_dir
 
     backend, notice = BackendStore(data_dir()).for_engine()
     folder = library_folder(backend)
@@ -108,7 +106,7 @@ def _serve(
     backend_name: str,
     fa_pairs: tuple[str, ...],
 ) -> int:
-    from app.core.worker_hello import REPORT_PORT_OFFSET, ReportServer, WorkerBuild
+    from app.load.worker_hello import REPORT_PORT_OFFSET, ReportServer, WorkerBuild
 
     # A terminal for its output: rpc-server writes its banner with printf and, into a pipe, would
     # hold it in its buffer until it exits. Its own session, so Ctrl-C reaches us, and we stop it.
@@ -162,21 +160,6 @@ def _serve(
             child.kill()
             child.wait()
         os.close(master)
-
-
-def die_with(parent: int) -> Callable[[], None] | None:
-    """A preexec_fn that makes rpc-server die when this process does, even by SIGKILL (no
-    handler of ours runs then): Linux's parent-death signal. Elsewhere, None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    libc = ctypes.CDLL(None, use_errno=True)  # looked up before the fork
-
-    def set_death_signal() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:  # the parent died before the prctl took effect
-            os._exit(1)
-
-    return set_death_signal
 
 
 def _interrupt(_signum: int, _frame: object) -> None:

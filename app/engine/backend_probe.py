@@ -3,7 +3,7 @@
 Used before a backend becomes the choice (`kvstudio backend use/add/verify`, the Backends
 panel): a package whose libraries do not load (a missing system library, another CPU, a
 broken file) fails here, in a throwaway process, and never in the engine. The child is spawned
-like the engine (app.engine.process.spawn_environment), so it loads exactly what the engine
+like the engine (app.engine.child_answer.spawn_environment), so it loads exactly what the engine
 would. It also confirms that the libllama it mapped is the package's own, not the built-in one.
 """
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.core.backend_manifest import BadPackageError
-from app.core.system_programs import system_env
+from app.backends.manifest import BadPackageError
+from app.backends.system_programs import system_env
 from app.engine.build_info import BuildInfo, parse_system_info
 
 PROBE_TIMEOUT_S = 120.0  # a GPU backend initialising its driver can take a while
@@ -52,8 +52,8 @@ def _child(conn: Any) -> None:
     try:
         import llama_cpp  # loads LLAMA_CPP_LIB_PATH's libllama (or the wheel's)
 
-        from app.core.units import size
         from app.engine import devices
+        from app.platform.units import size
 
         found = devices.loaded_library("llama")
         listed = devices.list_devices()

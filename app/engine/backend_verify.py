@@ -4,36 +4,23 @@ The verdict a user sees (CLI `kvstudio backend verify`, the Backends panel):
 - every file matches the manifest's sha256 (a changed byte is a failure);
 - the libraries load in a child process, and it is the package's own libllama that loaded;
 - for a CUDA/HIP build: the Flash Attention pairs llama.cpp reports (FA_QUANTS) are the ones the
-  manifest names and include K=q8_0/V=f16, and the int8 dot instruction counts (recorded when the
-  package was built, recounted from the library when kernels/ and its tools are at hand) show
-  the instruction in every q8_0-K kernel and none in the f16 control;
+  manifest names and include K=q8_0/V=f16, and the int8 dot instruction counts recorded in the
+  manifest when the package was built show the instruction in every q8_0-K kernel and none in
+  the f16 control (to recount them from the library itself, in a source checkout:
+  `python -m kernels isa-count <library>`; the app never imports kernels/);
 - for a CPU build: said plainly, no GPU int8-K kernel is involved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from app.core.backend_manifest import BadPackageError, check_files
-from app.core.backends import BackendStore, InstalledBackend
+from app.backends.manifest import BadPackageError, check_files
+from app.backends.store import BackendStore, InstalledBackend
 from app.engine.backend_probe import ProbeResult, probe
 
 INT8_K_PAIR = "q8_0-f16"
 CONTROL_PAIR = "f16-f16"
-
-Counter = Callable[[Path], dict[str, dict[str, int]]]
-
-
-def instruction_counter() -> Counter | None:
-    """kernels/ recounts instructions in a GPU library; it is there in a source checkout, not
-    necessarily in an installed app (then the manifest's recorded counts are shown)."""
-    try:
-        from kernels.package import count_instructions
-    except ImportError:
-        return None
-    return count_instructions
 
 
 @dataclass
@@ -84,8 +71,8 @@ class VerifyResult:
         return out
 
 
-def verify(store: BackendStore, name: str, counter: Counter | None = None) -> VerifyResult:
-    """Check `name` fully. `counter` recounts instructions in a package folder (kernels/)."""
+def verify(store: BackendStore, name: str) -> VerifyResult:
+    """Check `name` fully."""
     backend = store.get(name)
     result = VerifyResult(backend)
     if backend.problem:
@@ -102,11 +89,11 @@ def verify(store: BackendStore, name: str, counter: Counter | None = None) -> Ve
     except BadPackageError as error:
         result.problems.append(str(error))
         return result
-    judge_loaded(result, result.probe, counter)
+    judge_loaded(result, result.probe)
     return result
 
 
-def judge_loaded(result: VerifyResult, loaded: ProbeResult, counter: Counter | None) -> None:
+def judge_loaded(result: VerifyResult, loaded: ProbeResult) -> None:
     """The verdict once the backend has loaded: what it found and what its kernels hold."""
     backend = result.backend
     build = loaded.build
@@ -147,14 +134,7 @@ def judge_loaded(result: VerifyResult, loaded: ProbeResult, counter: Counter | N
             "this build takes every K/V pair without a compiled pair list (Vulkan); its int8 "
             "dot instructions are not counted (only CUDA and HIP libraries are read)"
         )
-    if counter is not None and backend.folder is not None:
-        try:
-            result.counts = counter(backend.folder)
-            if result.counts:
-                result.counts_source = "recounted from the package's GPU library"
-        except Exception as error:  # noqa: BLE001 - a missing tool is a note, not a verdict
-            result.notes.append(f"instructions not recounted: {error}")
-    if not result.counts and manifest is not None and manifest.instruction_counts:
+    if manifest is not None and manifest.instruction_counts:
         result.counts = manifest.instruction_counts
         result.counts_source = "recorded in the manifest when the package was built"
     for target, per in result.counts.items():

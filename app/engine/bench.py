@@ -20,9 +20,9 @@ import threading
 import time
 from typing import Any
 
-from app.core.errors import BadInputError, EngineFailedError
 from app.engine.messages import Bench, BenchDone
 from app.engine.quality import clear_cache, decode_batch
+from app.platform.errors import BadInputError, EngineFailedError
 
 log = logging.getLogger(__name__)
 

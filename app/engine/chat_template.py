@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from jinja2 import Template
 
-from app.core.errors import BadInputError
 from app.engine.messages import ChatMessage
 from app.engine.template_sandbox import (
     ChatTemplateError,
@@ -23,6 +22,7 @@ from app.engine.template_sandbox import (
     compile_template,
     render_template,
 )
+from app.platform.errors import BadInputError
 
 __all__ = ["ChatTemplate", "ChatTemplateError", "RenderStopped", "TemplateRefused"]
 

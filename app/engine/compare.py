@@ -22,10 +22,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from app.core.errors import AppError, BadInputError, EngineFailedError
-from app.core.kv_types import FP16_KV_MODE, KvMode
-from app.core.load_check import CLI_ADVICE, check_model_load
-from app.core.recording import ProbeSampler, Recording
 from app.engine.compare_result import CompareResult, ModeResult
 from app.engine.messages import (
     Bench,
@@ -38,6 +34,10 @@ from app.engine.messages import (
     Loaded,
     LoadOptions,
 )
+from app.kv.kv_types import FP16_KV_MODE, KvMode
+from app.load.load_check import CLI_ADVICE, check_model_load
+from app.platform.errors import AppError, BadInputError, EngineFailedError
+from app.platform.recording import ProbeSampler, Recording
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def parse_modes(modes: Sequence[str | KvMode] | str | None) -> list[KvMode]:
 def detect_default_probe(gpu: bool = True) -> Any:
     """The best memory probe here (NVML, amdsmi, AMD sysfs; psutil when `gpu` is False
     or none of those is available)."""
-    from app.core.probes import detect_probe
+    from app.platform.probes import detect_probe
 
     return detect_probe(gpu=gpu)
 
@@ -89,12 +89,12 @@ def probe_description(probe: Any) -> tuple[str, str, str]:
 
 
 def _kv_estimates(path: Path, n_ctx: int, modes: list[KvMode]) -> dict[str, Any]:
-    """Per mode, the caches app.core.kv_cache computes for the GGUF (cells and bytes per
+    """Per mode, the caches app.kv.kv_cache computes for the GGUF (cells and bytes per
     cell), so a saved run can draw 'KV as the context fills' without the model file."""
     from dataclasses import asdict
 
-    from app.core.gguf_header import read_gguf_header
-    from app.core.kv_cache import kv_cache_bytes
+    from app.kv.kv_cache import kv_cache_bytes
+    from app.models.gguf_read import read_gguf_header
 
     try:
         header = read_gguf_header(path)
@@ -268,7 +268,7 @@ def run_compare(
 
     `recording`: an empty Recording to fill (so a GUI can draw it while the run goes on);
     by default a new one. `quality_chunks=0` skips the quality measurement. Every mode's load
-    is checked against the free memory first (app.core.load_check; `force` skips what can be
+    is checked against the free memory first (app.load.load_check; `force` skips what can be
     forced, `load_advice` ends the refusal). Raises BadInputError for bad settings,
     ContextTooLargeError before any engine starts when a load cannot fit,
     CompareCancelledError when `cancel` is set, EngineFailedError or EngineCrashedError

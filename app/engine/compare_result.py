@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.core.recording import Recording
-from app.core.safe_text import safe_text
-from app.core.text_table import aligned_rows
 from app.engine.messages import BenchDone, Evaluated, Loaded
+from app.platform.recording import Recording
+from app.platform.safe_text import safe_text
+from app.platform.text_table import aligned_rows
 
 MIB = 1024 * 1024
 

@@ -20,7 +20,6 @@ from typing import Any
 
 import llama_cpp
 
-from app.core.errors import EngineFailedError
 from app.engine.cancel import native_abort_callback
 from app.engine.chat_template import ChatTemplate, RenderStopped, TemplateRefused
 from app.engine.messages import (
@@ -32,6 +31,7 @@ from app.engine.messages import (
     TemplateFallback,
     Token,
 )
+from app.platform.errors import EngineFailedError
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from app.core.rpc_fit import SplitDevice
+from app.kv.rpc_fit import SplitDevice
 
 # ---- commands (in) -------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ class LoadOptions:
     n_ctx: int = 4096
     n_gpu_layers: int = -1  # -1: every layer on the GPU when the build has one
     flash_attn: bool = True
-    type_k: str = "q8_0"  # names from app.core.kv_types
+    type_k: str = "q8_0"  # names from app.kv.kv_types
     type_v: str = "f16"
     n_threads: int | None = None  # None: llama.cpp's default
     seed: int = -1
@@ -38,7 +38,7 @@ class LoadOptions:
     n_ubatch: int = 512
     swa_full: bool = False  # sliding-window cache at full n_ctx (llama.cpp --swa-full)
     chat_format: str | None = None  # None: from the GGUF, or chosen by architecture
-    # llama.cpp RPC workers ("host:port", checked by app.core.rpc_workers): the model is split
+    # llama.cpp RPC workers ("host:port", checked by app.load.rpc_workers): the model is split
     # across their devices (and this machine's GPUs) by llama.cpp.
     rpc_workers: tuple[str, ...] = ()
     # Each device's share of the layers, in llama.cpp's device order (the workers' devices, then
@@ -213,7 +213,7 @@ class Loaded:
     at: float  # engine time.monotonic() when the model was ready
     chat_template_notice: str = ""  # why the GGUF's own chat template is not used, if not
     # Why it looks like a base model that continues text rather than answering
-    # (app.core.model_kind); '' for a chat model.
+    # (app.models.model_kind); '' for a chat model.
     base_model: str = ""
     # A load split across RPC workers: each device's memory as llama.cpp reads it right after
     # the load (this machine's CPU first, then the devices in split order; a worker's over its

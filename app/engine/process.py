@@ -10,52 +10,33 @@ The child is started with multiprocessing 'spawn' (a clean interpreter: no Qt, n
 inherited threads) and talks over two one-way pipes. Its fds 1 and 2 go to a temp file, so
 when llama.cpp aborts the crash report carries the line it wrote (app.engine.crash_report) and
 nothing the engine prints reaches the CLI's stdout. It runs the backend
-chosen in the data folder (app.core.backends): llama-cpp-python reads LLAMA_CPP_LIB_PATH when
+chosen in the data folder (app.backends.store): llama-cpp-python reads LLAMA_CPP_LIB_PATH when
 it is imported, so that variable is in the environment the child is spawned with.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import os
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
-from app.core.backends import BUILT_IN, BackendStore, library_env
-from app.core.errors import EngineCrashedError, EngineFailedError
-from app.core.heap import steady_heap_env
+from app.backends.store import BUILT_IN, BackendStore, library_env
 from app.engine.cancel import CancelFlag
+from app.engine.child_answer import spawn_environment
 from app.engine.crash_report import crash_sentence
 from app.engine.messages import Load, Shutdown
+from app.platform.errors import EngineCrashedError, EngineFailedError
+from app.platform.heap import steady_heap_env
 
 log = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 20
 _STOP_GRACE_S = 5.0
-_ENVIRONMENT_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def spawn_environment(env: dict[str, str]) -> Iterator[None]:
-    """os.environ with `env` added while a child is spawned (spawn copies it then), as before
-    afterwards. One spawn at a time, so two threads never see each other's variables."""
-    with _ENVIRONMENT_LOCK:
-        saved = {key: os.environ.get(key) for key in env}
-        os.environ.update(env)
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 class EngineProcess:
@@ -114,7 +95,7 @@ class EngineProcess:
 
     def _store(self) -> BackendStore:
         if self._backends is None:
-            from app.core.paths import data_dir
+            from app.platform.paths import data_dir
 
             self._backends = BackendStore(data_dir())
         return self._backends
@@ -228,7 +209,7 @@ class EngineProcess:
         code = process.exitcode if process is not None else None
         message = crash_sentence(code, self.stderr_tail())
         if self._workers:
-            from app.core.rpc_workers import first_unreachable
+            from app.load.rpc_workers import first_unreachable
 
             down = first_unreachable(self._workers, timeout=1.0)
             if down is not None:

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from app.core.errors import BadInputError, EngineFailedError
 from app.engine.messages import Evaluate, Evaluated
+from app.platform.errors import BadInputError, EngineFailedError
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ import logging
 import os
 from pathlib import Path
 
-from app.core.backends import built_in_folder
-from app.core.errors import EngineFailedError
+from app.backends.store import built_in_folder
+from app.platform.errors import EngineFailedError
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def add_workers(workers: tuple[str, ...]) -> None:
     ggml.ggml_backend_register.argtypes = [ctypes.c_void_p]
     for worker in workers:
         # Connects and shakes hands; llama.cpp aborts the process when that fails, so the
-        # caller checked the worker answers first (app.core.rpc_workers).
+        # caller checked the worker answers first (app.load.rpc_workers).
         registry = rpc.ggml_backend_rpc_add_server(worker.encode())
         if not registry:
             raise EngineFailedError(f"llama.cpp could not add the worker at {worker}.")

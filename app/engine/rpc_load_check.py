@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.core.errors import BadInputError, ContextTooLargeError
-from app.core.load_check import CLI_ADVICE, check_split_fits
-from app.core.rpc_fit import SplitDevice, SplitFit
-from app.core.rpc_workers import check_layer_split, check_reachable
-from app.core.worker_hello import WorkerBuild, ask_worker, check_workers_run_mode
 from app.engine.messages import LoadOptions
+from app.kv.rpc_fit import SplitDevice, SplitFit
+from app.load.load_check import CLI_ADVICE, check_split_fits
+from app.load.rpc_workers import check_layer_split, check_reachable
+from app.load.worker_hello import WorkerBuild, ask_worker, check_workers_run_mode
+from app.platform.errors import BadInputError, ContextTooLargeError
 
 if TYPE_CHECKING:
-    from app.core.load_choices import LoadChoice
+    from app.load.load_choices import LoadChoice
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def backend_with_rpc(data_folder: Path, how: str = CLI_BACKEND_ADVICE) -> Path:
     """The folder of the chosen backend's libraries (a package's, or the built-in one's), or
     BadInputError with one sentence when that build lacks llama.cpp's RPC client; `how` says
     how to choose a package ("kvstudio backend use cpu", "the Backends page")."""
-    from app.core.backends import BackendStore, library_folder
+    from app.backends.store import BackendStore, library_folder
 
     backend, notice = BackendStore(data_folder).for_engine()
     folder = library_folder(backend)
@@ -70,10 +70,10 @@ def check_rpc_load(
     """Raise with one sentence (WorkerUnreachableError, WorkerCannotRunModeError,
     NotEnoughMemoryError naming the device that runs out first) when loading `options` across
     its workers cannot work; `force` skips only the memory and trained-context checks."""
-    from app.core.gguf_header import read_gguf_header
-    from app.core.library import model_size
-    from app.core.probes import read_free_memory
     from app.engine.split_devices import read_split_devices
+    from app.models.gguf_read import read_gguf_header
+    from app.models.library import model_size
+    from app.platform.probes import read_free_memory
 
     workers = options.rpc_workers
     check_reachable(workers)
@@ -115,10 +115,10 @@ def check_workers(options: LoadOptions, data_folder: Path, how: str, advice: str
     (forced, so the table always has it), then whether the load would be refused for memory
     or the trained context. A worker that does not answer or cannot run the K/V mode raises
     (one sentence, not forceable); `how` says how to choose a backend with RPC."""
-    from app.core.gguf_header import read_gguf_header
-    from app.core.library import model_size
-    from app.core.load_check import check_split_fits
-    from app.core.probes import read_free_memory
+    from app.load.load_check import check_split_fits
+    from app.models.gguf_read import read_gguf_header
+    from app.models.library import model_size
+    from app.platform.probes import read_free_memory
 
     folder = backend_with_rpc(data_folder, how)
     checked = check_rpc_load(options, folder, force=True, advice=advice)

@@ -3,7 +3,7 @@ workers' devices over the network, local GPUs), read before any load in a throwa
 process that registers the workers as the engine would (app.engine.rpc_devices).
 
 The numbers are llama.cpp's own (ggml_backend_dev_memory, which for a worker's device asks its
-rpc-server), so the layer split predicted from them (app.core.rpc_fit) is the one it makes.
+rpc-server), so the layer split predicted from them (app.kv.rpc_fit) is the one it makes.
 Spawned like backend_probe, so the GUI and CLI processes never load libggml themselves.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.core.errors import AppError
-from app.core.rpc_fit import SplitDevice
+from app.kv.rpc_fit import SplitDevice
+from app.platform.errors import AppError
 
 if TYPE_CHECKING:
     from app.engine.devices import Device
@@ -72,8 +72,8 @@ def read_split_devices(
     """The devices a load across `workers` on the backend in `folder` would split over, with
     $KVSTUDIO_FREE_MEMORY's cap as their budget. AppError with one sentence when they cannot be
     read (call check_reachable first: llama.cpp aborts on a worker it cannot reach)."""
-    from app.core.probes import free_memory_cap
     from app.engine.child_answer import ask_child
+    from app.platform.probes import free_memory_cap
 
     cap = free_memory_cap()
     answer, exitcode = ask_child(

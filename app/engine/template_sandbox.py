@@ -27,8 +27,8 @@ from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
-from app.core.errors import AppError, BadInputError
-from app.core.safe_text import safe_text
+from app.platform.errors import AppError, BadInputError
+from app.platform.safe_text import safe_text
 
 
 class ChatTemplateError(BadInputError):

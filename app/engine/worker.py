@@ -18,8 +18,8 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
-from app.core.heap import give_memory_back
 from app.engine.messages import Bench, Evaluate, Failed, Generate, Load, Shutdown, Unload
+from app.platform.heap import give_memory_back
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class Engine:
             else:
                 self.emit(Failed(f"The engine does not know the command {type(command).__name__}."))
         except Exception as error:  # noqa: BLE001 - the boundary: report, keep serving
-            from app.core.errors import AppError
+            from app.platform.errors import AppError
 
             detail = traceback.format_exc()
             if isinstance(error, AppError):
@@ -193,7 +193,7 @@ _MEASURES = {
 
 
 def _load_sentence(command: Load, error: Exception) -> str:
-    from app.core.errors import AppError
+    from app.platform.errors import AppError
 
     return str(error) if isinstance(error, AppError) else _sentence(command, error)
 

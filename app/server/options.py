@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from app.core.errors import BadInputError
+from app.platform.errors import BadInputError
 
 DEFAULT_PORT = 8080
 LOOPBACK = "127.0.0.1"

@@ -9,7 +9,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from app.core.errors import EngineCrashedError, EngineFailedError
 from app.engine.messages import (
     ContextTrimmed,
     Failed,
@@ -21,6 +20,7 @@ from app.engine.messages import (
     Token,
 )
 from app.engine.process import EngineProcess, until
+from app.platform.errors import EngineCrashedError, EngineFailedError
 from app.server.gateway import EventSink, ModelInfo, cancelled_before_start
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import threading
 
 import uvicorn
 
-from app.core.errors import BadInputError
+from app.platform.errors import BadInputError
 from app.server.api import build_app
 from app.server.gateway import EngineGateway
 from app.server.options import ServerOptions, check_options

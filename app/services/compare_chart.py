@@ -136,7 +136,7 @@ def render_compare_png(
         painter.end()
     path = Path(path)
     if not image.save(str(path), "PNG"):  # type: ignore[call-overload]  # the stubs want bytes; PySide wants str
-        from app.core.errors import AppError
+        from app.platform.errors import AppError
 
         raise AppError(f"The chart could not be written to {path}.")
     return path

@@ -12,8 +12,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.core.errors import AppError
-from app.core.recording import Recording
+from app.platform.errors import AppError
+from app.platform.recording import Recording
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The download queue for the GUI: app.core.download_queue with Qt signals out.
+"""The download queue for the GUI: app.models.download_queue with Qt signals out.
 
 The core queue runs each download on its own thread and reports every change; this
 adapter carries those reports to the GUI thread as signals. What a view shows it reads
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from app.core.download_queue import DEFAULT_MAX_PARALLEL, Download, DownloadQueue, DownloadState
-from app.core.hub import GgufEntry
-from app.core.model_folders import ModelFolders
+from app.models.download_queue import DEFAULT_MAX_PARALLEL, Download, DownloadQueue, DownloadState
+from app.models.hub import GgufEntry
+from app.models.model_folders import ModelFolders
 
 __all__ = ["Download", "DownloadManager", "DownloadState"]
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.core.errors import EngineCrashedError
 from app.engine.messages import (
     ContextTrimmed,
     Failed,
@@ -31,6 +30,7 @@ from app.engine.messages import (
     Token,
     Unload,
 )
+from app.platform.errors import EngineCrashedError
 
 log = logging.getLogger(__name__)
 

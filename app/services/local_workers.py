@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QSocketNotifier, Signal
 
-from app.core.rpc_workers import free_port_pair
+from app.load.rpc_workers import free_port_pair
+from app.platform.child_process import die_with
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,6 @@ class LocalWorkers(QObject):
 
     def start(self) -> str:
         """Start one worker; `started` or `failed` follows. Returns its address."""
-        from app.commands.worker import die_with
-
         port = free_port_pair(HOST)
         address = f"{HOST}:{port}"
         process = subprocess.Popen(

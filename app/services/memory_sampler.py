@@ -1,6 +1,6 @@
 """Live memory samples for the dashboard, read off the GUI thread.
 
-A plain Python thread (app.core.recording.ProbeSampler) reads the probe at 4-10 Hz and
+A plain Python thread (app.platform.recording.ProbeSampler) reads the probe at 4-10 Hz and
 appends to a ring buffer and to the session's Recording. Nothing is emitted per sample:
 the dashboard redraws from the buffer on its own ~10 Hz timer, so a slow probe or a burst
 of samples can never queue work onto the GUI thread.
@@ -13,7 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from app.core.recording import MemoryPoint, ProbeSampler, Recording
+from app.platform.recording import MemoryPoint, ProbeSampler, Recording
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class MemorySampler(QObject):
     def probe(self) -> Any:
         """The probe in use (detected on first use: NVML, amdsmi, AMD sysfs, else psutil)."""
         if self._probe is None:
-            from app.core.probes import detect_probe
+            from app.platform.probes import detect_probe
 
             self._probe = detect_probe()
             self.probe_changed.emit(self._probe)

@@ -11,7 +11,7 @@ import logging
 
 from PySide6.QtCore import QObject, Signal
 
-from app.core.errors import AppError
+from app.platform.errors import AppError
 
 log = logging.getLogger(__name__)
 

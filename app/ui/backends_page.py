@@ -27,11 +27,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.backend_manifest import built_in_kernel, kernel_text
-from app.core.backends import BUILT_IN, BackendStore, InstalledBackend, built_in_folder
-from app.core.safe_text import safe_text
+from app.backends.manifest import built_in_kernel, kernel_text
+from app.backends.store import BUILT_IN, BackendStore, InstalledBackend, built_in_folder
 from app.engine.backend_probe import probe
-from app.engine.backend_verify import VerifyResult, instruction_counter, verify
+from app.engine.backend_verify import VerifyResult, verify
+from app.platform.safe_text import safe_text
 from app.services.tasks import TaskRunner
 from app.ui.plain_text import plain_label
 
@@ -243,7 +243,6 @@ class BackendsPage(QWidget):
             verify,
             self.store,
             name,
-            instruction_counter(),
             on_done=done,
             on_error=lambda message, _e: self._say(message),
         )

@@ -1,5 +1,5 @@
 """The GUI's side of crash reports: a dialog with the report's path and a one-line summary, and
-Qt's own critical and fatal messages turned into reports (app/core/crash_report.py writes them).
+Qt's own critical and fatal messages turned into reports (app/platform/crash_report.py writes them).
 
 A report may come from any thread; the dialog is opened on the GUI thread through a queued
 signal. One dialog at a time: an exception raised on every repaint writes reports (up to the
@@ -21,7 +21,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from app.core.crash_report import CrashReporter
+from app.platform.crash_report import CrashReporter
 
 log = logging.getLogger(__name__)
 qt_log = logging.getLogger("app.qt")

@@ -25,13 +25,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.backend_install import install_file, install_url
-from app.core.backends import BackendStore, InstalledBackend
-from app.core.gpu_detect import Gpu, Recommendation, detect_gpus, recommend
-from app.core.hub.transfer import DownloadCancelled, DownloadControl
-from app.core.settings import SettingsFile
+from app.backends.gpu_detect import Gpu, Recommendation, detect_gpus, recommend
+from app.backends.install import install_file, install_url
+from app.backends.store import BackendStore, InstalledBackend
 from app.engine.backend_probe import probe
+from app.models.hub.transfer import DownloadCancelled, DownloadControl
 from app.services.tasks import TaskRunner
+from app.state.settings import SettingsFile
 
 Detect = Callable[[], list[Gpu]]
 

@@ -21,10 +21,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.chat_store import ChatStore
-from app.core.settings import SettingsFile
+from app.chats.store import ChatStore
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
+from app.state.settings import SettingsFile
 from app.ui.chat.chat_page import ChatPage
 
 log = logging.getLogger(__name__)

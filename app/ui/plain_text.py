@@ -15,7 +15,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QLabel, QPlainTextEdit
 
-from app.core.safe_text import safe_text
+from app.platform.safe_text import safe_text
 
 CELL_LIMIT = 300  # characters in one cell: a long path's worth, never a 300 KB "name"
 

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.errors import BadInputError
+from app.platform.errors import BadInputError
 from app.server.options import DEFAULT_PORT, LOOPBACK, ServerOptions
 from app.server.request_log import RequestRecord
 from app.services.local_server import LocalServerService

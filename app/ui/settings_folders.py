@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.hub.env import hub_cache_dir
-from app.core.model_folders import FolderChoices, ModelFolders
+from app.models.hub.env import hub_cache_dir
+from app.models.model_folders import FolderChoices, ModelFolders
 from app.ui.plain_text import plain_label, plain_tooltip
 
 PathRole = Qt.ItemDataRole.UserRole

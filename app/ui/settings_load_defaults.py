@@ -23,10 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.errors import BadInputError
-from app.core.kv_types import KV_TYPES
-from app.core.load_check import gpu_build
-from app.core.settings import MAX_CONTEXT, SettingsFile
+from app.kv.kv_types import KV_TYPES
+from app.load.load_check import gpu_build
+from app.platform.errors import BadInputError
+from app.state.settings import MAX_CONTEXT, SettingsFile
 from app.ui.chat.load_dialog import NO_GPU
 from app.ui.plain_text import plain_label
 

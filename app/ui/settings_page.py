@@ -28,10 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.backends import BUILT_IN
-from app.core.hub import tokens
-from app.core.safe_text import safe_text
-from app.core.settings import THEMES, SettingsFile
+from app.backends.store import BUILT_IN
+from app.models.hub import tokens
+from app.platform.safe_text import safe_text
+from app.state.settings import THEMES, SettingsFile
 from app.ui.backends_page import BackendsPage
 from app.ui.models.token_dialog import TokenDialog
 from app.ui.plain_text import plain_label

@@ -18,8 +18,8 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from app.core.errors import BadInputError
-from app.core.settings import THEMES, SettingsFile
+from app.platform.errors import BadInputError
+from app.state.settings import THEMES, SettingsFile
 from app.ui.main_window import ASSETS
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backends import BackendStore
+from app.backends.store import BackendStore
 from app.engine.backend_probe import probe
 
 

@@ -7,7 +7,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from app.core.backend_manifest import MANIFEST_NAME, parse_manifest
+from app.backends.manifest import MANIFEST_NAME, parse_manifest
 
 
 def unpack(archive: Path, dest: Path) -> Path:
@@ -34,7 +34,7 @@ def rewrite_manifest(folder: Path) -> None:
     """Make the manifest agree with the folder's files again (a package built that way)."""
     from dataclasses import replace
 
-    from app.core.backend_manifest import PackageFile, sha256_file
+    from app.backends.manifest import PackageFile, sha256_file
 
     manifest = parse_manifest((folder / MANIFEST_NAME).read_text())
     files = {

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.core.rpc_workers import free_port_pair
+from app.load.rpc_workers import free_port_pair
 from tests.cli_runner import ROOT, kvstudio
 
 __all__ = ["free_port_pair"]  # the tests import it from here with the other fixtures
@@ -94,8 +94,8 @@ def f16_only_data(cpu_package: Path, tmp: Path) -> Path:
     only (as a GPU package without the int8-K pairs): the CPU package, its manifest saying so."""
     from dataclasses import replace
 
-    from app.core.backend_manifest import MANIFEST_NAME, parse_manifest
-    from app.core.backends import BackendStore
+    from app.backends.manifest import MANIFEST_NAME, parse_manifest
+    from app.backends.store import BackendStore
     from app.engine.backend_probe import probe
     from tests.backends.package_edits import copy_package, repack
 

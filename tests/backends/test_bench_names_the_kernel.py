@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backend_manifest import MANIFEST_NAME, kernel_of_folder, parse_manifest
+from app.backends.manifest import MANIFEST_NAME, kernel_of_folder, parse_manifest
 from app.engine.backend_probe import probe
 from app.services.engine_client import EngineClient
 from app.ui.dashboard.page import DashboardPage

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from app.backends import store as backends
+from app.backends.manifest import handles_pair
 from app.commands import worker
-from app.core import backends
-from app.core.backend_manifest import handles_pair
-from app.core.errors import BadInputError, EngineFailedError
 from app.engine import rpc_devices
 from app.engine.rpc_load_check import backend_with_rpc
+from app.platform.errors import BadInputError, EngineFailedError
 from kernels import rpc_server
 from kernels.__main__ import main as kernels_main
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backends import BUILT_IN
+from app.backends.store import BUILT_IN
 from app.engine.backend_probe import probe
 from app.engine.messages import (
     Failed,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.errors import AppError
 from app.engine.backend_probe import missing_system_libraries, probe
+from app.platform.errors import AppError
 
 
 @pytest.fixture

@@ -14,15 +14,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.core.backends import BackendStore
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_cache import kv_cache_bytes, llama_mib
-from app.core.model_ref import resolve_model
-from app.core.rpc_fit import split_fit
-from app.core.worker_hello import ask_worker
+from app.backends.store import BackendStore
 from app.engine.messages import Failed, Load, Loaded, LoadOptions
 from app.engine.process import EngineProcess
 from app.engine.split_devices import read_split_devices
+from app.kv.kv_cache import kv_cache_bytes, llama_mib
+from app.kv.rpc_fit import split_fit
+from app.load.worker_hello import ask_worker
+from app.models.gguf_read import read_gguf_header
+from app.models.model_ref import resolve_model
 from tests.backends.rpc_worker_fixtures import (
     Worker,
     f16_only_data,

@@ -8,9 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from app.core.backends import BackendStore
-from app.core.errors import EngineCrashedError
-from app.core.model_ref import resolve_model
+from app.backends.store import BackendStore
 from app.engine.messages import (
     Failed,
     Finished,
@@ -22,6 +20,8 @@ from app.engine.messages import (
     Token,
 )
 from app.engine.process import EngineProcess
+from app.models.model_ref import resolve_model
+from app.platform.errors import EngineCrashedError
 from tests.backends.rpc_worker_fixtures import (
     PROMPT,
     Worker,

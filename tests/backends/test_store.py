@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backend_manifest import MANIFEST_NAME, BadPackageError, read_manifest
-from app.core.backends import BUILT_IN, BackendStore
-from app.core.errors import BadInputError
+from app.backends.manifest import MANIFEST_NAME, BadPackageError, read_manifest
+from app.backends.store import BUILT_IN, BackendStore
 from app.engine.backend_probe import BackendLoadError, probe
+from app.platform.errors import BadInputError
 from tests.backends.package_edits import (
     copy_package,
     flip_a_byte,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.core.backends import BUILT_IN, BackendStore
+from app.backends.store import BUILT_IN, BackendStore
 from app.engine.backend_probe import probe
 from app.engine.messages import (
     Failed,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.core.backend_manifest import parse_manifest
-from app.core.backends import InstalledBackend
+from app.backends.manifest import parse_manifest
+from app.backends.store import InstalledBackend
 from app.engine.backend_probe import ProbeResult
 from app.engine.backend_verify import VerifyResult, judge_loaded
 
@@ -30,7 +30,7 @@ def judged(name: str, system_info: str, gpu_devices: tuple[str, ...]) -> VerifyR
     loaded = ProbeResult(
         f"/nowhere/{name}/libllama.so", "0.5.0-dev", system_info, devices, gpu_devices
     )
-    judge_loaded(result, loaded, counter=None)
+    judge_loaded(result, loaded)
     return result
 
 

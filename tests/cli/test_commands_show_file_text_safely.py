@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
+from app.backends.manifest import MANIFEST_NAME
 from app.cli import main
-from app.core.backend_manifest import MANIFEST_NAME
 from tests.backends.package_edits import copy_package, repack
 from tests.cli_runner import kvstudio
 from tests.gguf_factory import write_tiny_gguf

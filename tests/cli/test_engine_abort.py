@@ -65,8 +65,8 @@ def test_run_json_when_llama_cpp_aborts_prints_one_line_and_nothing_on_stdout(
 def test_crash_report_names_the_assert_and_holds_no_backtrace(tmp_path, capfd) -> None:
     proc = EngineProcess(target=abort_engine.main)
     try:
-        from app.core.errors import EngineCrashedError
         from app.engine.messages import Load, LoadOptions
+        from app.platform.errors import EngineCrashedError
 
         proc.send(Load(LoadOptions(model_path=str(write_tiny_gguf(tmp_path / "t.gguf")))))
         try:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_cache import kv_cache_bytes
-from app.core.kv_types import COMPARE_MODES
+from app.kv.kv_cache import kv_cache_bytes
+from app.kv.kv_types import COMPARE_MODES
+from app.models.gguf_read import read_gguf_header
 from tests.cli_runner import kvstudio as run_kvstudio
 from tests.gguf_factory import write_tiny_gguf
 

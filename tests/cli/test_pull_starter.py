@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core import starter
+from app.models import starter
 from tests.cli_runner import ROOT, assert_bad_input
 from tests.starter_fixtures import BLOCKED, models_folder_files, wheel_name
 from tests.starter_wheels import PARTS

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from app.core import units
-from app.core.fit import memory_need
-from app.core.gguf_header import read_gguf_header
-from app.core.load_check import free_memory_for
+from app.kv.fit import memory_need
+from app.load.load_check import free_memory_for
+from app.models.gguf_read import read_gguf_header
+from app.platform import units
 from tests.cli_runner import assert_bad_input, kvstudio
 from tests.gguf_factory import write_tiny_gguf
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backends import BackendStore
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_cache import kv_cache_bytes
-from app.core.random_model import write_model
+from app.backends.store import BackendStore
 from app.engine.backend_probe import probe
+from app.kv.kv_cache import kv_cache_bytes
+from app.models.gguf_read import read_gguf_header
+from app.models.random_model import write_model
 from tests.cli_runner import kvstudio
 
 pytestmark = pytest.mark.slow

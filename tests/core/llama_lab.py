@@ -11,9 +11,9 @@ from pathlib import Path
 
 import llama_cpp
 
-from app.core.kv_types import KvMode
 from app.engine.llama_log import install as install_llama_log
 from app.engine.log_parse import ParsedLog, parse_log
+from app.kv.kv_types import KvMode
 
 
 class LlamaContextLab:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.atomic_write import write_atomically
+from app.platform.atomic_write import write_atomically
 
 
 def test_the_new_text_replaces_the_old_and_no_temp_file_stays(tmp_path: Path) -> None:

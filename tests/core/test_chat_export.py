@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.core.chat_export import conversation_json, conversation_markdown, write_export
-from app.core.chat_store import DONE, STREAMING, ChatStore
+from app.chats.export import conversation_json, conversation_markdown, write_export
+from app.chats.store import DONE, STREAMING, ChatStore
 
 CODE = "```python\ndef f():\n\treturn 1\n```"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.chat_store import (
+from app.chats.store import (
     DONE,
     INTERRUPTED,
     STREAMING,
@@ -21,7 +21,7 @@ from app.core.chat_store import (
     NewerChatsError,
     StreamingReply,
 )
-from app.core.settings import Settings, load_settings, save_settings
+from app.state.settings import Settings, load_settings, save_settings
 
 
 @pytest.fixture
@@ -142,7 +142,7 @@ def test_interrupted_replies_are_marked(store: ChatStore) -> None:
 
 _WRITER = r"""
 import json, sys, time
-from app.core.chat_store import ChatStore, StreamingReply, STREAMING
+from app.chats.store import ChatStore, StreamingReply, STREAMING
 store = ChatStore(sys.argv[1])
 c = store.create_conversation("kill test")
 m = store.add_message(c.id, "assistant", "", status=STREAMING)

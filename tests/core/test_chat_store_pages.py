@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.core.chat_store import ChatStore
+from app.chats.store import ChatStore
 
 
 def test_pages_walk_back_to_the_first_message_without_gaps(tmp_path: Path) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from app.core.download_queue import DownloadQueue, DownloadState
-from app.core.errors import HubUnreachableError
-from app.core.hub import download_entry, list_gguf_files
-from app.core.library import list_models
-from app.core.model_folders import ModelFolders
 from app.engine.loader import weights_repacked
+from app.models.download_queue import DownloadQueue, DownloadState
+from app.models.hub import download_entry, list_gguf_files
+from app.models.library import list_models
+from app.models.model_folders import ModelFolders
+from app.platform.errors import HubUnreachableError
 
 
 def _sha(path: Path) -> str:
@@ -148,7 +148,7 @@ def test_downloaded_split_model_loads_in_llama_cpp_from_part_one(
     hub_env, tiny_gguf, tmp_path
 ) -> None:
     llama_cpp = pytest.importorskip("llama_cpp")
-    from app.core.model_ref import resolve_model
+    from app.models.model_ref import resolve_model
     from tests.hub_fixtures import write_split_gguf
 
     parts = write_split_gguf(

@@ -15,24 +15,24 @@ from pathlib import Path
 
 import pytest
 
-from app.core.download_queue import DownloadQueue, DownloadState
-from app.core.errors import (
-    ChecksumMismatchError,
-    DiskFullError,
-    DownloadError,
-    GatedRepoError,
-    UnsafePathError,
-)
-from app.core.hub import (
+from app.models.download_queue import DownloadQueue, DownloadState
+from app.models.hub import (
     download_entry,
     list_gguf_files,
     partial_paths,
     save_token,
     transfer,
 )
-from app.core.hub.client import GgufEntry
-from app.core.library import list_models
-from app.core.model_folders import ModelFolders
+from app.models.hub.client import GgufEntry
+from app.models.library import list_models
+from app.models.model_folders import ModelFolders
+from app.platform.errors import (
+    ChecksumMismatchError,
+    DiskFullError,
+    DownloadError,
+    GatedRepoError,
+    UnsafePathError,
+)
 
 REPO = "acme/tiny-GGUF"
 NAME = "tiny-Q8_0.gguf"
@@ -263,8 +263,8 @@ import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), hard))
-from app.core.errors import DiskFullError
-from app.core.hub import download_entry, list_gguf_files
+from app.platform.errors import DiskFullError
+from app.models.hub import download_entry, list_gguf_files
 try:
     download_entry(list_gguf_files(sys.argv[2]).pick("Q8_0"))
 except DiskFullError as error:
@@ -338,9 +338,9 @@ def test_pause_resume_cancel(hub_env, tiny_gguf) -> None:
 _CHILD = """
 import sys, threading
 from pathlib import Path
-from app.core.download_queue import DownloadQueue
-from app.core.hub import list_gguf_files
-from app.core.model_folders import ModelFolders
+from app.models.download_queue import DownloadQueue
+from app.models.hub import list_gguf_files
+from app.models.model_folders import ModelFolders
 queue = DownloadQueue(ModelFolders.of_app(), state_file=Path(sys.argv[1]))
 queue.enqueue(list_gguf_files(sys.argv[2]).pick(sys.argv[3]))
 threading.Event().wait()  # until killed

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.core.chat_store import DONE, FAILED, STREAMING, ChatStore
+from app.chats.store import DONE, FAILED, STREAMING, ChatStore
 
 
 def test_the_reason_a_reply_failed_survives_reopening(tmp_path) -> None:

@@ -6,8 +6,7 @@ import os
 
 import pytest
 
-from app.core.errors import BadInputError
-from app.core.fit import (
+from app.kv.fit import (
     FITS,
     MARGIN,
     NO_FIT,
@@ -18,8 +17,9 @@ from app.core.fit import (
     verdict,
     weights_bytes,
 )
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_types import COMPARE_MODES, KvMode
+from app.kv.kv_types import COMPARE_MODES, KvMode
+from app.models.gguf_read import read_gguf_header
+from app.platform.errors import BadInputError
 
 GIB = 1024**3
 MIB = 1024**2

@@ -1,11 +1,11 @@
-"""Fit verdicts of Hub files before a download (app/core/fit_estimator.py), against the fake Hub."""
+"""Fit verdicts of Hub files before a download (app/kv/fit_estimator.py), against the fake Hub."""
 
 from __future__ import annotations
 
-from app.core.fit import FITS, NO_FIT, UNSUPPORTED
-from app.core.fit_estimator import FitEstimator, model_family
-from app.core.hub import list_gguf_files
-from app.core.probes import FreeMemory
+from app.kv.fit import FITS, NO_FIT, UNSUPPORTED
+from app.kv.fit_estimator import FitEstimator, model_family
+from app.models.hub import list_gguf_files
+from app.platform.probes import FreeMemory
 
 GIB = 2**30
 

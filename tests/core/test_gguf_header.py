@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from app.core.errors import BadInputError, ModelFileMissingError, NotAGgufError, TruncatedGgufError
-from app.core.gguf_header import (
-    ArraySummary,
-    GgufHeaderIncompleteError,
-    parse_gguf_header,
-    read_gguf_header,
+from app.models.gguf_header import ArraySummary
+from app.models.gguf_read import GgufHeaderIncompleteError, parse_gguf_header, read_gguf_header
+from app.platform.errors import (
+    BadInputError,
+    ModelFileMissingError,
+    NotAGgufError,
+    TruncatedGgufError,
 )
 from tests.gguf_factory import write_tiny_gguf, write_vocab_only_gguf
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core.errors import InvalidGgufError
-from app.core.gguf_header import parse_gguf_header, read_gguf_header
-from app.core.gguf_validate import LLAMA_MAX_LAYERS
+from app.models.gguf_read import parse_gguf_header, read_gguf_header
+from app.models.gguf_validate import LLAMA_MAX_LAYERS
+from app.platform.errors import InvalidGgufError
 from tests.gguf_factory import write_tiny_gguf, write_vocab_only_gguf
 from tests.hostile_gguf import UINT32, Case, corpus, header_bytes, set_value
 
@@ -97,8 +97,8 @@ def test_block_count_limits_are_llama_cpps(tmp_path) -> None:
 
 
 def test_a_bad_file_in_a_folder_leaves_the_good_ones_listed(written, tmp_path) -> None:
-    from app.core.library import list_models
-    from app.core.model_folders import ModelFolders
+    from app.models.library import list_models
+    from app.models.model_folders import ModelFolders
 
     folder = tmp_path / "models"
     folder.mkdir()
@@ -119,7 +119,7 @@ def test_a_bad_file_in_a_folder_leaves_the_good_ones_listed(written, tmp_path) -
 
 
 def test_the_models_page_remote_header_check_refuses_them_too(hub_env, cases) -> None:
-    from app.core.hub import clear_header_cache, fetch_remote_header
+    from app.models.hub import clear_header_cache, fetch_remote_header
 
     picked = [c for c in cases if c.used_to.startswith(("hang", "crash", "abort"))]
     hub_env.add_repo(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.gpu_detect import (
+from app.backends.gpu_detect import (
     NO_GPU,
     Gpu,
     detect_gpus,

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from app.core import heap
+from app.platform import heap
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
 
 _PROBE = """
-from app.core import heap
+from app.platform import heap
 print(",".join(heap.steady_heap()))
 """
 

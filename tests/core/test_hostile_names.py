@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.errors import UnsafePathError
-from app.core.hub import download_entry, list_gguf_files
+from app.models.hub import download_entry, list_gguf_files
+from app.platform.errors import UnsafePathError
 
 # Held before issue 11 (safe_paths refused them): '..', absolute paths, backslashes, NUL,
 # a drive letter.

@@ -9,9 +9,9 @@ import logging
 
 import pytest
 
-from app.core.errors import ChecksumMismatchError, DiskFullError, DownloadError
-from app.core.hub import download_entry, list_gguf_files, partial_paths, save_token
-from app.core.library import list_models
+from app.models.hub import download_entry, list_gguf_files, partial_paths, save_token
+from app.models.library import list_models
+from app.platform.errors import ChecksumMismatchError, DiskFullError, DownloadError
 
 REPO = "meta/locked-GGUF"
 NAME = "locked-Q8_0.gguf"

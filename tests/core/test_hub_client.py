@@ -6,14 +6,19 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.core.errors import BadInputError, GatedRepoError, HubUnreachableError, ModelNotFoundError
-from app.core.hub import (
+from app.models.hub import (
     fetch_remote_header,
     list_gguf_files,
     parse_model_spec,
     parse_quantization,
     search_models,
     split_info,
+)
+from app.platform.errors import (
+    BadInputError,
+    GatedRepoError,
+    HubUnreachableError,
+    ModelNotFoundError,
 )
 
 

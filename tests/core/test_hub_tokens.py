@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from app.core.errors import BadInputError
-from app.core.hub import delete_token, describe_token, load_token, save_token, token_path
+from app.models.hub import delete_token, describe_token, load_token, save_token, token_path
+from app.platform.errors import BadInputError
 
 
 def test_saved_token_is_private_and_read_back(hub_env, caplog) -> None:

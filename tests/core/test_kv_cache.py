@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from app.core.errors import BadInputError
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_cache import kv_cache_bytes
-from app.core.kv_types import KV_TYPES, KvMode
 from app.engine.llama_log import install as install_llama_log
 from app.engine.log_parse import parse_log
+from app.kv.kv_cache import kv_cache_bytes
+from app.kv.kv_types import KV_TYPES, KvMode
+from app.models.gguf_read import read_gguf_header
+from app.platform.errors import BadInputError
 from tests.gguf_factory import write_tiny_gguf
 
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -253,7 +253,7 @@ def _metadata_only(path: Path, arch: str, n_layer: int, **keys: object) -> Path:
     ],
 )
 def test_swa_layouts_of_other_architectures(tmp_path, arch, keys, swa_layers, window, exact):
-    from app.core.kv_layout import kv_layout
+    from app.kv.kv_layout import kv_layout
 
     header = read_gguf_header(_metadata_only(tmp_path / "m.gguf", arch, 6, **keys))
     layout = kv_layout(header)
@@ -265,7 +265,7 @@ def test_swa_layouts_of_other_architectures(tmp_path, arch, keys, swa_layers, wi
 
 
 def test_nextn_layers_are_not_in_the_main_cache(tmp_path):
-    from app.core.kv_layout import kv_layout
+    from app.kv.kv_layout import kv_layout
 
     header = read_gguf_header(
         _metadata_only(tmp_path / "m.gguf", "glm4moe", 5, nextn_predict_layers=1)

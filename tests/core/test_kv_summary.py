@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.core.kv_summary import KvSummary, kv_sentence
+from app.kv.kv_summary import KvSummary, kv_sentence
 
 MIB = 1024 * 1024
 

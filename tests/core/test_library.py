@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from app.core.errors import BadInputError, ModelNotFoundError
-from app.core.hub import download_entry, list_gguf_files
-from app.core.library import delete_model, find_model, list_models
-from app.core.model_folders import ModelFolders
+from app.models.hub import download_entry, list_gguf_files
+from app.models.library import delete_model, find_model, list_models
+from app.models.model_folders import ModelFolders
+from app.platform.errors import BadInputError, ModelNotFoundError
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_user_folders_and_unreadable_files(hub_env, tiny_gguf, tmp_path) -> None
 
 
 def test_starter_model_is_listed_when_installed(hub_env) -> None:
-    from app.core import starter
+    from app.models import starter
 
     if not starter.is_installed():
         pytest.skip("the starter package is not installed")
@@ -121,7 +121,7 @@ def test_delete_from_a_download_folder(hub_env, tiny_gguf, tmp_path) -> None:
 
 
 def test_starter_cannot_be_deleted(hub_env) -> None:
-    from app.core import starter
+    from app.models import starter
 
     if not starter.is_installed():
         pytest.skip("the starter package is not installed")
@@ -132,8 +132,8 @@ def test_starter_cannot_be_deleted(hub_env) -> None:
 def test_resolve_model_takes_library_names_and_pulls_hub_models(
     hub_env, tiny_gguf, tmp_path
 ) -> None:
-    from app.core.errors import ModelFileMissingError
-    from app.core.model_ref import resolve_model
+    from app.models.model_ref import resolve_model
+    from app.platform.errors import ModelFileMissingError
 
     hub_env.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": tiny_gguf()})
     pulled = resolve_model("acme/tiny-GGUF:Q8_0")  # not on disk yet: downloaded
@@ -149,7 +149,7 @@ def test_resolve_model_takes_library_names_and_pulls_hub_models(
 
 
 def test_resolve_model_keeps_the_snapshot_path_of_a_split_model(hub_env, tiny_gguf) -> None:
-    from app.core.model_ref import resolve_model
+    from app.models.model_ref import resolve_model
 
     hub_env.add_repo(
         "acme/big-GGUF",

@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from app.core import units
-from app.core.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
-from app.core.fit import NO_FIT, fit_context_length, fit_estimate, memory_need
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_types import KvMode
-from app.core.load_check import (
+from app.engine.messages import LoadOptions
+from app.kv.fit import NO_FIT, fit_context_length, fit_estimate, memory_need
+from app.kv.kv_types import KvMode
+from app.load.load_check import (
     MAX_N_CTX,
     check_context_size,
     check_load_fits,
@@ -20,8 +18,10 @@ from app.core.load_check import (
     free_memory_for,
     gpu_build,
 )
-from app.core.probes import FREE_MEMORY_ENV, FreeMemory, read_free_memory
-from app.engine.messages import LoadOptions
+from app.models.gguf_read import read_gguf_header
+from app.platform import units
+from app.platform.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
+from app.platform.probes import FREE_MEMORY_ENV, FreeMemory, read_free_memory
 
 GIB = 1024**3
 MIB = 1024**2

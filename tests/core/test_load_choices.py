@@ -6,12 +6,10 @@ import json
 
 import pytest
 
-from app.core.errors import ContextTooLargeError
-from app.core.fit import NO_FIT, estimate_fit
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_types import KvMode
-from app.core.load_check import check_load_fits
-from app.core.load_choices import (
+from app.kv.fit import NO_FIT, estimate_fit
+from app.kv.kv_types import KvMode
+from app.load.load_check import check_load_fits
+from app.load.load_choices import (
     FILE_NAME,
     MAX_MODELS,
     LoadChoice,
@@ -21,8 +19,10 @@ from app.core.load_choices import (
     read_choices,
     remember_choice,
 )
-from app.core.probes import FreeMemory
-from app.core.settings import DEFAULT_CONTEXT, Settings
+from app.models.gguf_read import read_gguf_header
+from app.platform.errors import ContextTooLargeError
+from app.platform.probes import FreeMemory
+from app.state.settings import DEFAULT_CONTEXT, Settings
 
 GIB = 1024**3
 
@@ -133,7 +133,7 @@ def test_a_pair_llama_cpp_refuses_is_said_and_cannot_be_forced(tmp_path) -> None
 
 
 def test_a_damaged_file_is_named_at_start(tmp_path) -> None:
-    from app.core.state_files import check_state_files
+    from app.damaged_files import check_state_files
 
     (tmp_path / FILE_NAME).write_text("\x00\x01 not json")
     (notice,) = check_state_files(tmp_path)

@@ -1,9 +1,9 @@
-"""Base model or chat model, from a GGUF's template and names (app.core.model_kind)."""
+"""Base model or chat model, from a GGUF's template and names (app.models.model_kind)."""
 
 from __future__ import annotations
 
-from app.core.gguf_header import read_gguf_header
-from app.core.model_kind import base_model_reason
+from app.models.gguf_read import read_gguf_header
+from app.models.model_kind import base_model_reason
 
 
 def test_the_starter_model_is_a_base_model(starter_model_path) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core.probes import AmdSysfsProbe, PsutilProbe, detect_probe
-from app.core.probes.amd_sysfs import AmdSysfsUnavailableError, amd_cards
-from app.core.probes.nvml import NvmlProbe, NvmlUnavailableError
+from app.platform.probes import AmdSysfsProbe, PsutilProbe, detect_probe
+from app.platform.probes.amd_sysfs import AmdSysfsUnavailableError, amd_cards
+from app.platform.probes.nvml import NvmlProbe, NvmlUnavailableError
 
 GIB = 1024**3
 PCI = "0000:03:00.0"

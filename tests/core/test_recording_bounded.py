@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.recording import (
+from app.platform.recording import (
     MAX_POINTS,
     THINNED_SECONDS,
     THINNING_SLACK,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.chat_store import DONE, FAILED, STREAMING, ChatStore, DamagedChatsError
+from app.chats.store import DONE, FAILED, STREAMING, ChatStore, DamagedChatsError
 
 # The schema KV Studio wrote before reply versions (user_version 1), as it was.
 SCHEMA_1 = """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.core.safe_text import safe_stream, safe_text
+from app.platform.safe_text import safe_stream, safe_text
 
 
 def test_escape_sequences_and_c1_controls_are_made_visible_not_run():

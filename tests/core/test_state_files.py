@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core.model_folders import ModelFolders
-from app.core.settings import Settings, load_settings
-from app.core.state_files import check_state_files
+from app.damaged_files import check_state_files
+from app.models.model_folders import ModelFolders
+from app.state.settings import Settings, load_settings
 from tests.cli_runner import kvstudio
 
 AREA = "State files"

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from app.core.system_programs import system_env
+from app.backends.system_programs import system_env
 
 
 def test_outside_a_frozen_app_the_environment_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.hub import tokens
+from app.models.hub import tokens
 
 STORED_TOKEN = "hf_CanaryFromTheStore3Vb8Kp1Wz6Yd"
 

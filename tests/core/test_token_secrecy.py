@@ -11,11 +11,11 @@ import os
 
 import pytest
 
-from app.core.app_log import start_log_file
-from app.core.download_queue import DownloadQueue, DownloadState
-from app.core.errors import GatedRepoError
-from app.core.hub import download_entry, list_gguf_files, search_models, tokens
-from app.core.model_folders import ModelFolders
+from app.models.download_queue import DownloadQueue, DownloadState
+from app.models.hub import download_entry, list_gguf_files, search_models, tokens
+from app.models.model_folders import ModelFolders
+from app.platform.app_log import start_log_file
+from app.platform.errors import GatedRepoError
 from tests.cli_runner import kvstudio
 
 AREA = "Secrets and files"
@@ -61,7 +61,7 @@ def test_the_token_is_written_nowhere(hub_env, tiny_gguf, tmp_path, monkeypatch,
     root.addHandler(handler)
     before_handlers = list(root.handlers)
     try:
-        log_file = start_log_file(data)
+        log_file = start_log_file(data, "built-in")
         assert log_file is not None
         assert [r.repo_id for r in search_models("GGUF")]  # a search, token attached
         monkeypatch.setenv("HF_TOKEN", WRONG_TOKEN)  # an error path: a token without access

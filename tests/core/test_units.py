@@ -1,11 +1,12 @@
-"""Numbers as a user reads them (app/core/units.py): one byte formatter, binary units everywhere."""
+"""Numbers as a user reads them (app/platform/units.py): one byte formatter, binary units
+everywhere."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.core.errors import BadInputError
-from app.core.units import parameters, parse_size, size
+from app.platform.errors import BadInputError
+from app.platform.units import parameters, parse_size, size
 
 GIB = 1024**3
 MIB = 1024**2

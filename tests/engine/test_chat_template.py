@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.errors import BadInputError
 from app.engine.chat_template import ChatTemplateError, choose_template
 from app.engine.messages import ChatMessage
+from app.platform.errors import BadInputError
 
 CONVERSATION = (
     ChatMessage("system", "Be brief."),

@@ -13,12 +13,12 @@ import threading
 import psutil
 import pytest
 
-from app.core.errors import BadInputError
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_cache import kv_cache_bytes, llama_mib
-from app.core.probes import PsutilProbe
-from app.core.recording import Recording
 from app.engine.compare import CompareCancelledError, parse_modes, run_compare
+from app.kv.kv_cache import kv_cache_bytes, llama_mib
+from app.models.gguf_read import read_gguf_header
+from app.platform.errors import BadInputError
+from app.platform.probes import PsutilProbe
+from app.platform.recording import Recording
 
 pytestmark = pytest.mark.slow
 N_CTX, DEPTH = 1024, 256
@@ -134,7 +134,7 @@ def test_bad_settings_refused_before_any_engine(starter_model_path, tmp_path):
 
 
 def test_a_load_that_cannot_fit_is_refused_before_any_engine(starter_model_path, monkeypatch):
-    from app.core.errors import NotEnoughMemoryError
+    from app.platform.errors import NotEnoughMemoryError
 
     monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "1MiB")  # the probes' cap: a tiny device
     before = {p.pid for p in psutil.Process().children(recursive=True)}

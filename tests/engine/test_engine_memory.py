@@ -7,7 +7,6 @@ import time
 import psutil
 import pytest
 
-from app.core.random_model import write_model
 from app.engine.messages import (
     ChatMessage,
     Failed,
@@ -20,6 +19,7 @@ from app.engine.messages import (
     Unload,
 )
 from app.engine.process import EngineProcess
+from app.models.random_model import write_model
 
 pytestmark = pytest.mark.skipif(
     not psutil.LINUX, reason="glibc's malloc_trim: other systems return memory their own way"
@@ -69,7 +69,7 @@ def test_an_unloaded_model_leaves_the_engine_as_small_as_before_it_loaded(tmp_pa
 def test_the_engine_runs_with_a_steady_heap(monkeypatch: pytest.MonkeyPatch) -> None:
     """The soak benchmark's engine crept up over load/reply/unload cycles with glibc's default
     arenas (5.8%) and with its moving mmap threshold (4.3%): the engine is started with two
-    arenas and a fixed threshold (app/core/heap.py), unless the user set them."""
+    arenas and a fixed threshold (app/platform/heap.py), unless the user set them."""
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")  # the user's own choice
     with EngineProcess() as proc:

@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from app.core.errors import EngineCrashedError
-from app.core.gguf_header import read_gguf_header
-from app.core.kv_types import kv_type
 from app.engine.messages import (
     ChatMessage,
     Failed,
@@ -25,6 +22,9 @@ from app.engine.messages import (
     Token,
 )
 from app.engine.process import EngineProcess
+from app.kv.kv_types import kv_type
+from app.models.gguf_read import read_gguf_header
+from app.platform.errors import EngineCrashedError
 
 pytestmark = pytest.mark.slow
 

@@ -10,11 +10,11 @@ import llama_cpp  # before numpy (docs/llama-cpp-notes.md: import order is load-
 import numpy as np
 import pytest
 
-from app.core.errors import BadInputError, EngineFailedError
 from app.engine.bench import run_bench
 from app.engine.loader import weights_repacked
 from app.engine.messages import Bench, Evaluate
 from app.engine.quality import default_reference_text, evaluate
+from app.platform.errors import BadInputError, EngineFailedError
 
 pytestmark = pytest.mark.slow
 CHUNK = 256

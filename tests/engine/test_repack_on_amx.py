@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.errors import BadInputError
 from app.engine import devices
 from app.engine.llama_log import install
 from app.engine.loader import AMX_REPACK_REFUSAL, load_model
 from app.engine.messages import LoadOptions
+from app.platform.errors import BadInputError
 
 pytestmark = pytest.mark.slow
 

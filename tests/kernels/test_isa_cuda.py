@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels import cuda_tools, hip_fatbin, isa_cuda, isa_proof, lib_isa, sass
+from kernels import cuda_tools, hip_fatbin, isa_cuda, isa_proof, isa_verdict, sass
 from kernels.isa_cuda_page import render_cuda_markdown
 from kernels.isa_report import KernelCount, fa_vec_kernel, same_counts, violations
 from kernels.variants import FA_PAIRS, LLAMA_CPP_PYTHON_VERSION
@@ -272,9 +272,9 @@ def test_verify_fails_on_a_q8_0_kernel_without_the_instruction() -> None:
         name = f"void flash_attn_ext_vec<128, 1, (ggml_type){k}, (ggml_type)1, false>(char const*)"
         return KernelCount(f"_Z{k}", name, count, False)
 
-    def isa(q8_count: int) -> lib_isa.LibraryIsa:
+    def isa(q8_count: int) -> isa_verdict.LibraryIsa:
         kernels = {"sm_90": [kernel(8, q8_count), kernel(1, 0)]}
-        return lib_isa.judge(
+        return isa_verdict.judge(
             Path("libggml-cuda.so"),
             "0.3.36",
             "cuobjdump -sass",
@@ -311,7 +311,9 @@ def test_verify_fails_on_a_q8_0_kernel_without_the_instruction() -> None:
     missing = clean()
     add_isa(
         missing,
-        lib_isa.LibraryIsa("libggml-cuda.so", "cuobjdump -sass", missing="cuobjdump is missing."),
+        isa_verdict.LibraryIsa(
+            "libggml-cuda.so", "cuobjdump -sass", missing="cuobjdump is missing."
+        ),
     )
     assert (
         missing.verified

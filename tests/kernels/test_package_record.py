@@ -4,7 +4,7 @@ so, and docs/backends.md's table is exactly what the records render to."""
 
 from __future__ import annotations
 
-from app.core.backend_manifest import BackendManifest
+from app.backends.manifest import BackendManifest
 from kernels.package import gpu_targets
 from kernels.package_record import PAGE, RECORD_DIR, recorded, render_page, render_table
 from kernels.variants import VARIANTS

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backend_manifest import (
+from app.backends.manifest import (
     KERNEL_NOTE,
     BadPackageError,
     built_in_kernel,

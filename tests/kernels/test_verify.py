@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from app.core.kv_types import KvMode
 from app.engine.build_info import parse_system_info
+from app.kv.kv_types import KvMode
 from kernels.variants import VARIANTS, variant
 from kernels.verify import VerifyReport
 

@@ -13,7 +13,7 @@ from tests.server.served import Served, serve
 
 @pytest.fixture(scope="session")
 def random_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from app.core.random_model import write_model
+    from app.models.random_model import write_model
 
     return write_model(tmp_path_factory.mktemp("server") / "tiny.gguf", 2, "small", None)
 

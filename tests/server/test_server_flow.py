@@ -13,7 +13,7 @@ import openai
 import pytest
 from openai import OpenAI
 
-from app.core.errors import BadInputError
+from app.platform.errors import BadInputError
 from app.server.options import ServerOptions, check_options
 
 HELLO = [{"role": "user", "content": "hello"}]

@@ -10,10 +10,10 @@ from tests.waits import HANG_GUARD_MS
 pytest.importorskip("pytestqt")
 from PySide6.QtCore import QCoreApplication, QThread
 
-from app.core.errors import ChecksumMismatchError
-from app.core.hub import list_gguf_files, partial_paths
-from app.core.library import LibraryModel
-from app.core.model_folders import ModelFolders
+from app.models.hub import list_gguf_files, partial_paths
+from app.models.library import LibraryModel
+from app.models.model_folders import ModelFolders
+from app.platform.errors import ChecksumMismatchError
 from app.services.downloads import DownloadManager, DownloadState
 
 REPO = "acme/tiny-GGUF"

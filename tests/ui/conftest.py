@@ -45,7 +45,7 @@ def _closed_windows_end_with_their_test(qapp) -> Iterator[None]:
 
 @pytest.fixture
 def chat_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from app.core.settings import SettingsFile
+    from app.state.settings import SettingsFile
 
     folder = tmp_path / "kvstudio-data"
     folder.mkdir()
@@ -57,8 +57,8 @@ def chat_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def chat_app(qtbot, chat_data_dir: Path) -> Iterator:
     """The main window and its parts on a fresh data folder (engine not started yet)."""
-    from app.core.paths import data_dir
     from app.gui import build_app
+    from app.platform.paths import data_dir
 
     parts = build_app(data_dir())
     parts.window.resize(1200, 800)

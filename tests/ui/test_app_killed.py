@@ -21,8 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.core.chat_store import INTERRUPTED, STREAMING, ChatStore
-from app.core.paths import chat_db_path
+from app.chats.store import INTERRUPTED, STREAMING, ChatStore
+from app.platform.paths import chat_db_path
 
 pytestmark = pytest.mark.slow
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.hub import list_gguf_files
-from app.core.hub.downloader import partial_paths
+from app.models.hub import list_gguf_files
+from app.models.hub.downloader import partial_paths
 from tests.waits import HANG_GUARD_MS
 
 pytestmark = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.backends import BUILT_IN
+from app.backends.store import BUILT_IN
 from app.engine.build_info import BackendPairs, parse_system_info
 from tests.backends.package_edits import copy_package, flip_a_byte, mapped_libllama, repack
 from tests.docs_output import save_screenshot
@@ -96,7 +96,7 @@ def test_switching_the_running_engine_to_a_package_and_refusing_a_tampered_one(
 def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(
     qtbot, tmp_path, docs_folder
 ):
-    from app.core.settings import Settings
+    from app.state.settings import Settings
     from app.ui.chat.load_dialog import LoadDialog
 
     pairs = BackendPairs("cuda", parse_system_info(DEFAULT_PAIRS_CUDA_LINE).fa_pairs)
@@ -118,7 +118,7 @@ def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(
 
 
 def test_load_dialog_says_nothing_on_a_backend_that_runs_every_pair(qtbot, tmp_path):
-    from app.core.settings import Settings
+    from app.state.settings import Settings
     from app.ui.chat.load_dialog import LoadDialog
 
     cpu_line = "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 |"

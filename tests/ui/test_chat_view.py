@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from app.core.chat_store import DONE, STREAMING, ChatStore, Message
+from app.chats.store import DONE, STREAMING, ChatStore, Message
 from app.ui.chat.input_box import InputBox
 from app.ui.chat.message_delegate import EDIT
 from app.ui.chat.message_model import MessageListModel
@@ -191,14 +191,14 @@ def test_generate_without_a_model_says_so(qtbot, chat_app) -> None:
 
 
 def test_newer_settings_file_is_reset_with_a_notice(qtbot, chat_data_dir: Path) -> None:
-    from app.core.paths import data_dir
     from app.gui import build_app
+    from app.platform.paths import data_dir
 
     (chat_data_dir / "settings.json").write_text(json.dumps({"version": 99}))
     parts = build_app(data_dir())
     try:
         parts.window.show()
-        # The start tells the user once, in words (app/core/state_files.py says which kind).
+        # The start tells the user once, in words (app/platform/state_files.py says which kind).
         assert any("newer version" in n and "defaults are used" in n for n in parts.notices)
         assert parts.settings.settings.type_k == "q8_0" and parts.settings.settings.type_v == "f16"
         assert list(chat_data_dir.glob("settings.json.bak-*"))
@@ -271,8 +271,8 @@ def test_narrower_window_rewraps_every_message(qtbot) -> None:
 
 
 def test_window_geometry_is_kept(qtbot, chat_data_dir: Path) -> None:
-    from app.core.paths import data_dir
     from app.gui import build_app
+    from app.platform.paths import data_dir
 
     first = build_app(data_dir())
     first.window.show()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.core.chat_store import DONE, STOPPED
+from app.chats.store import DONE, STOPPED
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 
@@ -148,8 +148,8 @@ def test_context_meter_moves_after_reply(qtbot, loaded_chat_app) -> None:
 
 
 def test_conversation_persists_across_restart(qtbot, chat_data_dir: Path, loaded_chat_app) -> None:
-    from app.core.paths import data_dir
     from app.gui import build_app
+    from app.platform.paths import data_dir
 
     app = loaded_chat_app
     page = app.window.chat

@@ -9,7 +9,7 @@ from tests.waits import HANG_GUARD_MS
 
 pytest.importorskip("pytestqt")
 
-from app.core.probes.psutil_probe import PsutilProbe  # noqa: E402
+from app.platform.probes.psutil_probe import PsutilProbe  # noqa: E402
 from app.services.compare_runner import CompareRunner  # noqa: E402
 
 

@@ -182,9 +182,9 @@ def test_a_token_in_an_error_never_reaches_the_report_the_dialog_or_the_log(
     monkeypatch.setenv("HF_TOKEN", odd_token)
     import logging
 
-    from app.core.app_log import start_log_file
+    from app.platform.app_log import start_log_file
 
-    log_file = start_log_file(tmp_path)
+    log_file = start_log_file(tmp_path, "built-in")
     assert log_file is not None
 
     def on_timer_timeout() -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.chat_store import ChatStore
-from app.core.paths import chat_db_path
+from app.chats.store import ChatStore
+from app.platform.paths import chat_db_path
 from tests.cli_runner import ROOT, kvstudio
 from tests.waits import HANG_GUARD_MS
 
@@ -181,7 +181,7 @@ def test_a_locked_conversations_file_is_left_alone_and_named(
 _HOLDER = """
 import sqlite3, sys
 from pathlib import Path
-from app.core.instance_lock import InstanceLock
+from app.state.instance_lock import InstanceLock
 folder = Path(sys.argv[1])
 lock = InstanceLock(folder)
 db = sqlite3.connect(folder / "conversations.sqlite3", isolation_level=None)

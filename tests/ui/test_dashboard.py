@@ -20,8 +20,8 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
-from app.core.errors import BadInputError
 from app.engine.messages import ChatMessage, Finished, Generate, LoadOptions, SamplingSettings
+from app.platform.errors import BadInputError
 
 pytestmark = pytest.mark.slow
 LOAD_MS, REPLY_MS, COMPARE_MS = 120_000, 120_000, 400_000

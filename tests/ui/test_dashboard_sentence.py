@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from app.core.kv_summary import kv_mib  # noqa: E402
 from app.engine.messages import LoadOptions  # noqa: E402
+from app.kv.kv_summary import kv_mib  # noqa: E402
 from tests.ui.conftest import LOAD_TIMEOUT_MS  # noqa: E402
 
 pytestmark = pytest.mark.slow

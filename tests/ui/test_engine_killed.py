@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 from PySide6.QtCore import Qt, SignalInstance
 
-from app.core.chat_store import DONE, INTERRUPTED
+from app.chats.store import DONE, INTERRUPTED
 from app.services.engine_client import CRASHES_BEFORE_GIVING_UP
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS

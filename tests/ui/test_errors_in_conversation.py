@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.core.chat_store import DONE, FAILED
+from app.chats.store import DONE, FAILED
 from tests.gguf_factory import write_unknown_arch_gguf, write_vocab_only_gguf
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
@@ -49,8 +49,8 @@ def _error_box(qtbot, app):
 def test_a_failed_reply_says_why_in_the_conversation_and_after_a_restart(
     qtbot, chat_data_dir: Path, chat_app, tmp_path: Path
 ) -> None:
-    from app.core.paths import data_dir
     from app.gui import build_app
+    from app.platform.paths import data_dir
 
     page = chat_app.window.chat
     with qtbot.waitSignal(page.session.reply_failed, timeout=HANG_GUARD_MS):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.backends import BUILT_IN, BackendStore
-from app.core.gpu_detect import Gpu, detect_gpus
+from app.backends.gpu_detect import Gpu, detect_gpus
+from app.backends.store import BUILT_IN, BackendStore
 from app.ui.backends_page import BackendsPage
 from tests.backends.package_edits import copy_package, flip_a_byte, repack
 from tests.docs_output import save_screenshot

@@ -56,8 +56,8 @@ def test_chat_page_refuses_each_before_the_engine(qtbot, chat_app, nasty_files, 
 
 
 def test_library_view_lists_them_beside_a_good_model(qtbot, nasty_files, tmp_path, reliability):
-    from app.core.library import list_models
-    from app.core.model_folders import ModelFolders
+    from app.models.library import list_models
+    from app.models.model_folders import ModelFolders
     from app.services.tasks import TaskRunner
     from app.ui.models.library_view import LibraryView
 

@@ -15,8 +15,8 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import Qt
 
-from app.core.backend_manifest import MANIFEST_NAME
-from app.core.probes import FreeMemory
+from app.backends.manifest import MANIFEST_NAME
+from app.platform.probes import FreeMemory
 from app.services.downloads import DownloadState
 from tests.backends.package_edits import copy_package, repack
 from tests.gguf_factory import write_tiny_gguf
@@ -127,8 +127,8 @@ def test_search_tree_downloads_and_my_models_show_hub_names_cleaned(
 def test_my_models_and_the_model_picker_show_a_hostile_file_name_cleaned(
     qtbot, tmp_path, monkeypatch, reliability
 ):
-    from app.core.library import list_models
-    from app.core.settings import Settings
+    from app.models.library import list_models
+    from app.state.settings import Settings
     from app.ui.chat.model_picker import ModelPicker
     from app.ui.models.library_view import LibraryTableModel
 

@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from app.core.fit import NO_FIT, memory_need
-from app.core.gguf_header import read_gguf_header
-from app.core.load_check import gpu_build
-from app.core.probes import FREE_MEMORY_ENV
-from app.core.settings import DEFAULT_CONTEXT
 from app.engine.messages import Load
+from app.kv.fit import NO_FIT, memory_need
+from app.load.load_check import gpu_build
+from app.models.gguf_read import read_gguf_header
+from app.platform.probes import FREE_MEMORY_ENV
+from app.state.settings import DEFAULT_CONTEXT
 from app.ui.chat.load_dialog import NO_GPU, LoadDialog
 from tests.ui.conftest import LOAD_TIMEOUT_MS
 from tests.ui.layout_checks import SMALL, layout_problems, show_at

@@ -8,10 +8,10 @@ import re
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
-from app.core.fit import memory_need
-from app.core.gguf_header import read_gguf_header
-from app.core.load_check import free_memory_for
-from app.core.probes import FREE_MEMORY_ENV
+from app.kv.fit import memory_need
+from app.load.load_check import free_memory_for
+from app.models.gguf_read import read_gguf_header
+from app.platform.probes import FREE_MEMORY_ENV
 from tests.ui.conftest import LOAD_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 

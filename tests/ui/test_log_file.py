@@ -57,7 +57,7 @@ def test_a_read_only_logs_folder_still_opens_the_window(tmp_path: Path) -> None:
     [warning] = [line for line in done.stderr.splitlines() if "log file" in line]
     # The reason is the kernel's: "Read-only file system" as root, "Permission denied" if not.
     assert warning.startswith(
-        f"WARNING app.core.app_log: KV Studio cannot write its log file "
+        f"WARNING app.platform.app_log: KV Studio cannot write its log file "
         f"{data / 'logs' / 'kvstudio.log'} ("
     )
     assert warning.endswith("); it runs on without one.")

@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QAbstractSlider
 
-from app.core.chat_store import ChatStore
+from app.chats.store import ChatStore
 from app.ui.chat.message_view import MessageView
 from app.ui.chat.session import OPEN_PAGE
 from tests.waits import HANG_GUARD_MS

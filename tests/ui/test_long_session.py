@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.random_model import write_model
+from app.models.random_model import write_model
 from tests.session_cycles import Cycle, LoadCycles
 
 # Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).

@@ -9,7 +9,7 @@ from tests.waits import HANG_GUARD_MS
 
 pytest.importorskip("pytestqt")
 
-from app.core.recording import Marker  # noqa: E402
+from app.platform.recording import Marker  # noqa: E402
 from app.ui.dashboard.memory_chart import RECENT_LINES, MemoryChart  # noqa: E402
 
 
@@ -75,7 +75,7 @@ def test_labels_of_markers_close_in_time_do_not_overlap(qtbot) -> None:
     """A short prompt puts 'prompt' and 'generation' a few pixels apart; replies in quick
     succession do it again: every label on screen has a rectangle of its own, stacked down
     its line or hidden, and the plot's bottom cuts none."""
-    from app.core.recording import MemoryPoint
+    from app.platform.recording import MemoryPoint
 
     chart = MemoryChart()
     qtbot.addWidget(chart)

@@ -10,7 +10,7 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 
-from app.core.chat_store import STREAMING, ChatStore
+from app.chats.store import STREAMING, ChatStore
 from app.ui.chat.message_model import OLDER_BATCH, MessageListModel, MessageRole
 from app.ui.chat.message_view import MessageView
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import shiboken6
 from PySide6.QtWidgets import QApplication
 
-from app.core.chat_store import ChatStore
+from app.chats.store import ChatStore
 from app.ui.chat.message_model import MessageListModel
 from app.ui.chat.message_view import MessageView
 

@@ -63,7 +63,7 @@ def test_the_cli_and_the_gui_share_one_data_folder(qtbot, tmp_path, monkeypatch)
     """Without KVSTUDIO_DATA_DIR the CLI's data folder is the one Qt gives the GUI."""
     from PySide6.QtCore import QCoreApplication, QStandardPaths
 
-    from app.core.paths import APP_NAME, ORGANIZATION, data_dir
+    from app.platform.paths import APP_NAME, ORGANIZATION, data_dir
 
     monkeypatch.delenv("KVSTUDIO_DATA_DIR", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import shiboken6
 
-from app.core.chat_store import ChatStore
-from app.core.settings import SettingsFile
+from app.chats.store import ChatStore
 from app.engine.messages import LoadOptions
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
+from app.state.settings import SettingsFile
 from app.ui.chat.chat_page import ChatPage
 
 

@@ -36,8 +36,8 @@ def _switch(qtbot, page, name: str) -> None:
 def test_regenerate_twice_keeps_versions_to_switch_and_a_restart_keeps_them(
     qtbot, chat_data_dir: Path, loaded_chat_app
 ) -> None:
-    from app.core.paths import data_dir
     from app.gui import build_app
+    from app.platform.paths import data_dir
 
     app = loaded_chat_app
     page = app.window.chat

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.core.backends import BackendStore
-from app.core.load_choices import remembered_choice
+from app.backends.store import BackendStore
 from app.engine.backend_probe import probe
+from app.load.load_choices import remembered_choice
 from app.ui.dashboard.page import DashboardPage
 from tests.backends.rpc_worker_fixtures import Worker, f16_only_data, free_port
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication, QFileDialog
 
-from app.core.app_log import log_file_path, start_log_file
-from app.core.errors import GatedRepoError
-from app.core.hub import fetch_remote_header
+from app.models.hub import fetch_remote_header
+from app.platform.app_log import log_file_path, start_log_file
+from app.platform.errors import GatedRepoError
 from tests.cli_runner import kvstudio
 from tests.gguf_factory import write_tiny_gguf
 from tests.ui.conftest import LOAD_TIMEOUT_MS
@@ -48,7 +48,7 @@ def models_page(parts):
 def log_capture(chat_data_dir: Path):
     """The app's log file as open_app starts it, and every record of every logger at DEBUG
     (before the file's redaction), for the test's duration."""
-    start_log_file(chat_data_dir)
+    start_log_file(chat_data_dir, "built-in")
     everything = io.StringIO()
     handler = logging.StreamHandler(everything)
     handler.setLevel(logging.DEBUG)
@@ -180,7 +180,7 @@ def test_a_bad_default_gets_one_sentence_and_changes_nothing(
 
 
 def test_bad_gpu_layers_get_one_sentence() -> None:
-    from app.core.errors import BadInputError
+    from app.platform.errors import BadInputError
     from app.ui.settings_load_defaults import parse_gpu_layers
 
     assert parse_gpu_layers("all") == -1 and parse_gpu_layers(" 12 ") == 12

@@ -1,4 +1,4 @@
-"""Two KV Studio instances on one data folder: the first owns it (app/core/instance_lock.py), the
+"""Two KV Studio instances on one data folder: the first owns it (app/state/instance_lock.py), the
 second runs too, says which process the first is, and neither spoils the other's conversations.
 
 Before: both marked every 'streaming' reply as 'interrupted' at start, so a second window cut
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from app.core.chat_store import STREAMING
-from app.core.paths import chat_db_path
+from app.chats.store import STREAMING
+from app.platform.paths import chat_db_path
 from tests.cli_runner import ROOT
 from tests.waits import HANG_GUARD_MS
 
@@ -28,9 +28,9 @@ WRITES = 300
 _INSTANCE = """
 import os, sys
 from pathlib import Path
-from app.core.chat_rescue import open_chats
-from app.core.chat_store import STREAMING, StreamingReply
-from app.core.instance_lock import InstanceLock
+from app.chats.rescue import open_chats
+from app.chats.store import STREAMING, StreamingReply
+from app.state.instance_lock import InstanceLock
 folder = Path(sys.argv[1])
 lock = InstanceLock(folder)
 store = open_chats(folder / "conversations.sqlite3", other_pid=lock.other_pid).store

@@ -16,20 +16,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core import starter
-from app.core.backends import BackendStore
-from app.core.chat_store import ChatStore, Conversation
-from app.core.errors import ContextTooLargeError
-from app.core.load_check import check_model_load
-from app.core.load_choices import choice_for
-from app.core.model_ref import resolve_model
-from app.core.settings import Settings, SettingsFile
+from app.backends.store import BackendStore
+from app.chats.store import ChatStore, Conversation
 from app.engine.build_info import BackendPairs, parse_system_info
 from app.engine.messages import Finished, Loaded, LoadOptions, TemplateFallback
 from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load, load_options_for
+from app.load.load_check import check_model_load
+from app.load.load_choices import choice_for
+from app.models import starter
+from app.models.model_ref import resolve_model
+from app.platform.errors import ContextTooLargeError
 from app.services.engine_client import EngineClient
 from app.services.local_workers import LocalWorkers
 from app.services.message_bridge import MessageBridge
+from app.state.settings import Settings, SettingsFile
 from app.ui.chat.completion_panel import CompletionPanel
 from app.ui.chat.conversation_list import ConversationList
 from app.ui.chat.engine_state import EngineStateNotices

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.chat_export import conversation_json, conversation_markdown, write_export
-from app.core.chat_store import ChatStore, Conversation
+from app.chats.export import conversation_json, conversation_markdown, write_export
+from app.chats.store import ChatStore, Conversation
 from app.ui.plain_text import literal_text
 
 log = logging.getLogger(__name__)

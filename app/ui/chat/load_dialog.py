@@ -1,7 +1,7 @@
 """Loading a model in one dialog: its load settings (context length, K/V cache types, GPU
 layers, threads), a live estimate of whether they fit this machine, and Load, or Reload for
 the model that is loaded. What the user loads with is remembered for that model file
-(app.core.load_choices); a model never loaded from here uses the default load settings."""
+(app.load.load_choices); a model never loaded from here uses the default load settings."""
 
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core import starter
-from app.core import units as fmt
-from app.core.fit import FITS, NO_FIT, TIGHT
-from app.core.kv_types import KV_TYPES
-from app.core.load_check import gpu_build
-from app.core.load_choices import (
+from app.engine.build_info import BackendPairs
+from app.engine.rpc_load_check import load_options_for
+from app.kv.fit import FITS, NO_FIT, TIGHT
+from app.kv.kv_types import KV_TYPES
+from app.load.load_check import gpu_build
+from app.load.load_choices import (
     LiveFit,
     LoadChoice,
     LoadFacts,
@@ -37,12 +37,12 @@ from app.core.load_choices import (
     remember_choice,
     remembered_choice,
 )
-from app.core.model_ref import resolve_model
-from app.core.settings import Settings
-from app.engine.build_info import BackendPairs
-from app.engine.rpc_load_check import load_options_for
+from app.models import starter
+from app.models.model_ref import resolve_model
+from app.platform import units as fmt
 from app.services.local_workers import LocalWorkers
 from app.services.tasks import TaskRunner
+from app.state.settings import Settings
 from app.ui.chat.model_picker import STARTER
 from app.ui.chat.status_bar import model_name
 from app.ui.chat.workers_box import WorkersBox

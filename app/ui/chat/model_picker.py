@@ -16,9 +16,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core import starter
-from app.core.safe_text import safe_text
-from app.core.settings import Settings
+from app.models import starter
+from app.platform.safe_text import safe_text
+from app.state.settings import Settings
 from app.ui.chat.status_bar import model_name
 from app.ui.plain_text import plain_tooltip
 
@@ -35,9 +35,9 @@ def _entry(name: str) -> str:
 
 
 def _library_models() -> list[tuple[str, str]]:
-    """(label, ref) of the models app.core.library knows, when that module works."""
+    """(label, ref) of the models app.models.library knows, when that module works."""
     try:
-        from app.core.library import list_models
+        from app.models.library import list_models
     except ImportError:
         return []
     try:

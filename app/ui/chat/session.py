@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.core.chat_store import (
+from app.chats.store import (
     DONE,
     FAILED,
     INTERRUPTED,

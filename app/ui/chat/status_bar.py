@@ -8,7 +8,6 @@ import time
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
-from app.core.safe_text import safe_text
 from app.engine.messages import (
     ContextTrimmed,
     KernelWarning,
@@ -16,6 +15,7 @@ from app.engine.messages import (
     Loaded,
     LoadOptions,
 )
+from app.platform.safe_text import safe_text
 from app.ui.plain_text import plain_label, plain_tooltip
 
 _WARNING_TEXT: dict[KernelWarningKind, str] = {

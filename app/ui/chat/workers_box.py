@@ -26,19 +26,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core import units as fmt
-from app.core.errors import BadInputError
-from app.core.kv_cache import llama_mib
-from app.core.rpc_fit import DeviceShare
-from app.core.rpc_workers import (
+from app.engine.messages import LoadOptions
+from app.engine.rpc_load_check import RpcLoadCheck, WorkersCheck, check_workers
+from app.kv.kv_cache import llama_mib
+from app.kv.rpc_fit import DeviceShare
+from app.load.rpc_workers import (
     MAX_WORKERS,
     check_address,
     exposure_warning,
     is_loopback,
     parse_layer_split,
 )
-from app.engine.messages import LoadOptions
-from app.engine.rpc_load_check import RpcLoadCheck, WorkersCheck, check_workers
+from app.platform import units as fmt
+from app.platform.errors import BadInputError
 from app.services.local_workers import LocalWorkers
 from app.services.tasks import TaskRunner
 from app.ui.plain_text import plain_label

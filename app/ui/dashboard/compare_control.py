@@ -12,9 +12,6 @@ from typing import Any
 
 from PySide6.QtCore import QObject
 
-from app.core.errors import AppError
-from app.core.recording import Recording
-from app.core.safe_text import safe_text
 from app.engine.compare_estimate import (
     CompareRates,
     CompareSteps,
@@ -24,6 +21,9 @@ from app.engine.compare_estimate import (
 )
 from app.engine.compare_result import run_title
 from app.engine.messages import Finished, Loaded
+from app.platform.errors import AppError
+from app.platform.recording import Recording
+from app.platform.safe_text import safe_text
 from app.services.compare_runner import CompareRunner
 from app.ui.dashboard.compare_panel import ComparePanel
 

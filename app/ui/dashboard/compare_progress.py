@@ -8,8 +8,8 @@ import time
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
-from app.core.units import duration
 from app.engine.compare_estimate import CompareSteps
+from app.platform.units import duration
 
 BAR_STEPS = 1000
 

@@ -19,16 +19,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core import units as fmt
-from app.core.device_kv import MIB, DeviceRow, device_rows
 from app.engine.messages import Loaded
+from app.kv.device_kv import MIB, DeviceRow, device_rows
+from app.platform import units as fmt
 
 COLUMNS = ("Device", "Memory (llama.cpp, after the load)", "KV cache", "at f16/f16", "saved")
 
 
 def f16_ratios(estimate: Any) -> list[float] | None:
     """Each cache's f16/f16 bytes over its bytes in the loaded K/V types, from the KV
-    arithmetic (app.core.kv_cache's estimate); None without it."""
+    arithmetic (app.kv.kv_cache's estimate); None without it."""
     if estimate is None:
         return None
     fp16 = estimate.fp16_equivalent()

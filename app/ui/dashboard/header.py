@@ -1,5 +1,5 @@
 """The top of the Dashboard: its title, one plain sentence about the loaded model's KV cache
-(app.core.kv_summary), and a "Details" toggle (the info icon) that shows how memory is
+(app.kv.kv_summary), and a "Details" toggle (the info icon) that shows how memory is
 measured and what the probe cannot see: caveats for the curious, the sentence for everyone."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QStyle, QToolButton, QVBoxLayout, QWidget
 
-from app.core.kv_summary import NO_MODEL_SENTENCE
-from app.core.recording import Recording
-from app.core.safe_text import safe_text
+from app.kv.kv_summary import NO_MODEL_SENTENCE
+from app.platform.recording import Recording
+from app.platform.safe_text import safe_text
 
 
 def live_details(probe: Any, engine_running: bool) -> str:

@@ -1,6 +1,6 @@
 """KV cache as the context fills: bytes holding tokens with the loaded K/V types next to
 what an f16/f16 cache would hold for the same tokens, the saving now, and the allocated
-totals (llama.cpp's own log for the loaded mode, app.core.kv_cache for f16/f16).
+totals (llama.cpp's own log for the loaded mode, app.kv.kv_cache for f16/f16).
 
 The chart is this widget; its lines of figures are `info`, a separate widget the page lays
 out under both charts, where a line has the page's whole width."""
@@ -15,8 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from app.core.kv_summary import KvSummary, kv_mib, summarize
 from app.engine.messages import Loaded
+from app.kv.kv_summary import KvSummary, kv_mib, summarize
 from app.ui.dashboard.bar_chart import MODE_COLORS
 from app.ui.dashboard.memory_chart import AXIS_WIDTH, CHART_HINT_HEIGHT
 
@@ -30,11 +30,11 @@ _mib = kv_mib
 
 
 def kv_estimate(loaded: Loaded) -> Any:
-    """app.core.kv_cache's estimate for a load (None when the arithmetic fails: the log's
+    """app.kv.kv_cache's estimate for a load (None when the arithmetic fails: the log's
     figures still show)."""
     try:
-        from app.core.gguf_header import read_gguf_header
-        from app.core.kv_cache import kv_cache_bytes
+        from app.kv.kv_cache import kv_cache_bytes
+        from app.models.gguf_read import read_gguf_header
 
         o = loaded.options
         return kv_cache_bytes(
@@ -70,7 +70,7 @@ class KvPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.estimate: Any = None  # app.core.kv_cache.KvCacheEstimate of the loaded model
+        self.estimate: Any = None  # app.kv.kv_cache.KvCacheEstimate of the loaded model
         self.loaded: Loaded | None = None
         self.n_tokens = 0
         self._run_curves: list[Any] = []
@@ -159,7 +159,7 @@ class KvPanel(QWidget):
     def show_run(self, metadata: dict[str, Any]) -> bool:
         """Draw a saved or running comparison's KV curves, one per mode (from the
         recording's `kv_estimates` and `results`); False when it has none."""
-        from app.core.kv_cache import CacheSize
+        from app.kv.kv_cache import CacheSize
 
         estimates = metadata.get("kv_estimates") or {}
         if not estimates:

@@ -14,7 +14,7 @@ from PySide6.QtCore import QRectF, QSize
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QWidget
 
-from app.core.recording import Marker, MemoryPoint
+from app.platform.recording import Marker, MemoryPoint
 
 MIB = 1024 * 1024
 AXIS_WIDTH = 64  # px: room for "100000" (MiB) and the axis title

@@ -31,9 +31,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.errors import AppError
-from app.core.kv_summary import NO_MODEL_SENTENCE, kv_sentence
-from app.core.recording import Recording
 from app.engine.compare_result import run_title
 from app.engine.messages import (
     Finished,
@@ -43,6 +40,9 @@ from app.engine.messages import (
     PromptStarted,
     Token,
 )
+from app.kv.kv_summary import NO_MODEL_SENTENCE, kv_sentence
+from app.platform.errors import AppError
+from app.platform.recording import Recording
 from app.services.compare_runner import CompareRunner
 from app.services.memory_sampler import MemorySampler
 from app.ui.dashboard.compare_control import CompareControl, peak_measure, process_seen

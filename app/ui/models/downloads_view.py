@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core import units as fmt
-from app.core.safe_text import safe_text
+from app.platform import units as fmt
+from app.platform.safe_text import safe_text
 from app.services.downloads import Download, DownloadManager, DownloadState
 from app.ui.models.flat_table import FlatTableModel, row_table
 from app.ui.plain_text import plain_label

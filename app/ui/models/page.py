@@ -23,19 +23,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.download_queue import DEFAULT_MAX_PARALLEL, QUEUE_FILE
-from app.core.errors import AppError, GatedRepoError
-from app.core.fit_estimator import FitEstimator
-from app.core.hub import GgufEntry, clear_header_cache, list_gguf_files, search_models
-from app.core.library import LibraryModel, delete_model, list_models
-from app.core.model_folders import ModelFolders
-from app.core.probes import FreeMemory, read_free_memory
-from app.core.settings import DEFAULT_CONTEXT
 from app.engine.messages import Loaded
+from app.kv.fit_estimator import FitEstimator
+from app.models.download_queue import DEFAULT_MAX_PARALLEL, QUEUE_FILE
+from app.models.hub import GgufEntry, clear_header_cache, list_gguf_files, search_models
+from app.models.library import LibraryModel, delete_model, list_models
+from app.models.model_folders import ModelFolders
+from app.platform.errors import AppError, GatedRepoError
+from app.platform.probes import FreeMemory, read_free_memory
 from app.services.downloads import DownloadManager
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.services.tasks import TaskRunner
+from app.state.settings import DEFAULT_CONTEXT
 from app.ui.models.downloads_view import DownloadsView
 from app.ui.models.library_view import LibraryView
 from app.ui.models.repo_view import RepoView

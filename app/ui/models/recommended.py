@@ -1,5 +1,5 @@
 """Discover's "Recommended" list: small chat models with size, licence and a fit verdict for
-this machine, shown before the Hub is asked anything (app.core.hub.curated_models)."""
+this machine, shown before the Hub is asked anything (app.models.hub.curated_models)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QHeaderView, QTableView
 
-from app.core import units as fmt
-from app.core.fit import FitEstimate, ModeFit
-from app.core.hub.curated_models import CURATED_MODELS, CuratedModel
-from app.core.kv_types import DEFAULT_KV_MODE
+from app.kv.fit import FitEstimate, ModeFit
+from app.kv.kv_types import DEFAULT_KV_MODE
+from app.models.hub.curated_models import CURATED_MODELS, CuratedModel
+from app.platform import units as fmt
 from app.ui.models.flat_table import ListTableModel, row_table
 from app.ui.models.verdicts import VERDICT_COLOURS, budget_text, verdict_text
 

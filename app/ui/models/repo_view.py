@@ -26,15 +26,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core import units as fmt
-from app.core.errors import GatedRepoError
-from app.core.fit import MARGIN, UNSUPPORTED, FitEstimate
-from app.core.fit_estimator import FitEstimator
-from app.core.hub import GgufEntry, RepoFiles
-from app.core.kv_types import COMPARE_MODES
-from app.core.safe_text import safe_text
-from app.core.settings import DEFAULT_CONTEXT
+from app.kv.fit import MARGIN, UNSUPPORTED, FitEstimate
+from app.kv.fit_estimator import FitEstimator
+from app.kv.kv_types import COMPARE_MODES
+from app.models.hub import GgufEntry, RepoFiles
+from app.platform import units as fmt
+from app.platform.errors import GatedRepoError
+from app.platform.safe_text import safe_text
 from app.services.tasks import TaskRunner
+from app.state.settings import DEFAULT_CONTEXT
 from app.ui.models.elided_label import ElidedLabel, KeepEndDelegate
 from app.ui.models.verdicts import VERDICT_COLOURS as VERDICT_COLOURS  # the load dialog's
 from app.ui.models.verdicts import VerdictDelegate, budget_text, paint_verdict, verdict_text

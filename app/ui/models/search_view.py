@@ -25,12 +25,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core import units as fmt
-from app.core.fit import FitEstimate
-from app.core.hub import RepoSummary
-from app.core.hub.curated_models import CURATED_MODELS, CuratedModel
-from app.core.settings import DEFAULT_CONTEXT
+from app.kv.fit import FitEstimate
+from app.models.hub import RepoSummary
+from app.models.hub.curated_models import CURATED_MODELS, CuratedModel
+from app.platform import units as fmt
 from app.services.tasks import TaskRunner, user_message
+from app.state.settings import DEFAULT_CONTEXT
 from app.ui.models.flat_table import ListTableModel, row_table
 from app.ui.models.recommended import RecommendedModel, recommended_table
 from app.ui.plain_text import plain_label

@@ -6,9 +6,9 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
-from app.core import starter
-from app.core import units as fmt
-from app.core.library import LibraryModel
+from app.models import starter
+from app.models.library import LibraryModel
+from app.platform import units as fmt
 from app.services.starter_download import StarterDownload
 
 OFFER_TEXT = (

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.errors import AppError
-from app.core.hub import tokens
+from app.models.hub import tokens
+from app.platform.errors import AppError
 
 TOKEN_PAGE = "https://huggingface.co/settings/tokens"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from PySide6.QtGui import QBrush, QColor, QStandardItem
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QTableWidgetItem
 
-from app.core import units as fmt
-from app.core.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED, ModeFit
-from app.core.probes import FreeMemory
+from app.kv.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED, ModeFit
+from app.platform import units as fmt
+from app.platform.probes import FreeMemory
 
 # Background / text colours per verdict: readable on light and dark palettes.
 VERDICT_COLOURS = {

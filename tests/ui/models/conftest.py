@@ -69,7 +69,7 @@ def env(hub, tmp_path, monkeypatch):
     monkeypatch.setenv("KVSTUDIO_DATA_DIR", str(tmp_path / "data"))
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_TOKEN_PATH"):
         monkeypatch.delenv(name, raising=False)
-    from app.core.hub import clear_header_cache
+    from app.models.hub import clear_header_cache
 
     clear_header_cache()
     return tmp_path

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from app.core.probes import FreeMemory
+from app.platform.probes import FreeMemory
 from tests.waits import HANG_GUARD_MS
 
 REPO = "acme/tiny-llama-GGUF"

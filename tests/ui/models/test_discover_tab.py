@@ -98,7 +98,7 @@ def test_open_repo_groups_files_by_quantization_with_sizes_and_fit(qtbot, env, g
     wait_fits(qtbot, page)
     groups = _tree_rows(page)
     assert set(groups) == {"Q8_0", "F16", "Q4_K_M"}  # README.md is not a model
-    from app.core import units as fmt
+    from app.platform import units as fmt
 
     assert groups["Q8_0"][0][:2] == ["tiny-llama-Q8_0", fmt.size(gguf_files["q8"].stat().st_size)]
     split_total = gguf_files["split1"].stat().st_size + len(b"second part of a split model " * 1000)
@@ -310,7 +310,7 @@ def test_render_models_page(qtbot, env, hub, starter_model_path, tmp_path, docs_
     )
     from PySide6.QtWidgets import QApplication
 
-    from app.core.probes import read_free_memory
+    from app.platform.probes import read_free_memory
 
     style = Path(__file__).resolve().parents[3] / "assets" / "style.qss"
     app = QApplication.instance()

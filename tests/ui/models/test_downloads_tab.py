@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.core.errors import DiskFullError, GatedRepoError
+from app.platform.errors import DiskFullError, GatedRepoError
 from app.services.downloads import DownloadState
 from tests.hub_fixtures import SMALL_DISK_KINDS, make_small_disk
 from tests.ui.models.page_driver import (
@@ -46,7 +46,7 @@ def test_download_pause_resume_finishes_without_refetching(qtbot, env, gguf_file
         return view.model.index(row, col).data()
 
     qtbot.waitUntil(lambda: cell(3).endswith("/s") and cell(4).endswith(" s"), timeout=WAIT)
-    from app.core import units as fmt
+    from app.platform import units as fmt
 
     assert cell(2) == f"{fmt.size(manager.item(key).done_bytes)} of {fmt.size(size)}"
 
@@ -79,7 +79,7 @@ def test_cancel_removes_the_partial_file(qtbot, env, gguf_files, hub):
     key = start_download(qtbot, page, Q8)
     manager = page.downloads
     qtbot.waitUntil(lambda: manager.item(key).done_bytes > 0, timeout=WAIT)
-    from app.core.hub import partial_paths
+    from app.models.hub import partial_paths
 
     with qtbot.waitSignal(manager.download_cancelled, timeout=WAIT):
         qtbot.mouseClick(page.downloads_view.cancel_button, Qt.LeftButton)

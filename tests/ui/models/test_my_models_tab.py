@@ -116,11 +116,11 @@ def test_load_into_chat_loads_the_model_with_the_users_load_options(qtbot, env):
     """Through the app's own wiring: My models -> the chat page's load (the one place the
     settings become LoadOptions) -> the engine. The engine is a fake: what matters here is
     the Load it is sent (tests/engine load real files in llama.cpp)."""
-    from app.core.paths import data_dir
-    from app.core.settings import SettingsFile
     from app.engine.messages import Load
     from app.gui import build_app
+    from app.platform.paths import data_dir
     from app.services.engine_client import EngineClient
+    from app.state.settings import SettingsFile
     from app.ui.models.page import ModelsPage
 
     SettingsFile(data_dir()).update(n_ctx=2048, type_k="q8_0", type_v="q8_0", n_gpu_layers=0)
@@ -176,8 +176,8 @@ def test_a_model_file_reached_by_two_paths_is_listed_once(qtbot, env, monkeypatc
 
 
 def _app_on_fake_engine(qtbot):
-    from app.core.paths import data_dir
     from app.gui import build_app
+    from app.platform.paths import data_dir
     from app.services.engine_client import EngineClient
     from app.ui.models.page import ModelsPage
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.core import units as fmt
-from app.core.hub.curated_models import CURATED_MODELS
+from app.models.hub.curated_models import CURATED_MODELS
+from app.platform import units as fmt
 from app.ui.models.recommended import CHECKING
 from tests.ui.models.page_driver import GIB, REPO, WAIT, make_page, shut
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core import starter
-from app.core.library import list_models
-from app.core.model_folders import ModelFolders
+from app.models import starter
+from app.models.library import list_models
+from app.models.model_folders import ModelFolders
 from app.services.tasks import TaskRunner
 from app.ui.models.library_view import LibraryView
 from tests.starter_fixtures import models_folder_files, wheel_name

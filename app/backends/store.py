@@ -1,0 +1,299 @@
+"""The backends a user has installed, and which one the engine runs.
+
+"built-in" is the llama.cpp that came with llama-cpp-python (pip-built; the fallback, always
+there). Other backends are packages (app/backends/manifest.py) unpacked into
+<data folder>/backends/<name>/. The choice is a setting; the engine process is started with
+llama-cpp-python's LLAMA_CPP_LIB_PATH and MTMD_CPP_LIB pointing at the chosen folder, so the
+GUI and every CLI command run the same backend.
+
+Adding or switching is all-or-nothing: the archive is unpacked beside the library, its files are
+checked against its manifest, and it is loaded once in a child process (`probe`) before it
+replaces anything or becomes the choice; on any failure the previous backend stays in use.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from app.backends.manifest import (
+    MANIFEST_NAME,
+    BackendManifest,
+    BadPackageError,
+    allowed_file_name,
+    check_files,
+    read_manifest,
+    sha256_file,
+)
+from app.platform.atomic_write import write_atomically
+from app.platform.errors import BadInputError
+from app.platform.paths import settings_path
+
+if TYPE_CHECKING:
+    from app.state.settings import SettingsFile
+
+log = logging.getLogger(__name__)
+
+BUILT_IN = "built-in"
+BACKENDS_FOLDER = "backends"
+STAMPS_FILE = ".verified.json"
+MAX_ARCHIVE_FILES = 64
+MAX_UNPACKED_BYTES = 8 << 30  # the largest real package (all ROCm targets) is well below
+
+Probe = Callable[[Path | None], Any]  # loads the backend in a child process; raises if it cannot
+
+
+@dataclass(frozen=True)
+class InstalledBackend:
+    name: str
+    folder: Path | None  # None: the built-in one
+    manifest: BackendManifest | None
+    problem: str | None = None  # why it cannot be used, for a damaged package
+
+
+def built_in_folder() -> Path | None:
+    """The folder of the built-in backend's libraries: llama-cpp-python's `llama_cpp/lib`
+    (the portable CPU package's files in the installed app), found without importing
+    llama_cpp, which would load them; None when llama-cpp-python is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "lib"
+
+
+def library_folder(backend: InstalledBackend) -> Path | None:
+    """Where `backend`'s libraries (and rpc-server) are: its package folder, or the built-in
+    one's."""
+    return backend.folder if backend.folder is not None else built_in_folder()
+
+
+def library_env(folder: Path | None) -> dict[str, str]:
+    """The environment that makes llama-cpp-python load `folder`'s libraries (None: its own)."""
+    if folder is None:
+        return {}
+    return {"LLAMA_CPP_LIB_PATH": str(folder), "MTMD_CPP_LIB": str(folder)}
+
+
+def load_chosen_backend_here(data_folder: Path) -> tuple[InstalledBackend, str | None]:
+    """For a process that imports llama_cpp itself (`kvstudio doctor`, `kernels verify`): put the
+    chosen backend's library variables in os.environ, where llama_cpp reads them on import.
+    Returns what for_engine() does. Imports no numpy, so llama_cpp can still come first."""
+    backend, notice = BackendStore(data_folder).for_engine()
+    os.environ.update(library_env(backend.folder))
+    return backend, notice
+
+
+class BackendStore:
+    """The backends folder of one data folder, and the chosen backend (a setting)."""
+
+    def __init__(self, data_folder: Path, settings: SettingsFile | None = None) -> None:
+        """`settings`: the app's own SettingsFile when it has one open, so a change made here
+        is not overwritten by its next save (it writes the whole file)."""
+        self.data_folder = data_folder
+        self.folder = data_folder / BACKENDS_FOLDER
+        self._settings = settings
+
+    # ---- what is there -------------------------------------------------------------------
+
+    def installed(self) -> list[InstalledBackend]:
+        backends = [InstalledBackend(BUILT_IN, None, None)]
+        if not self.folder.is_dir():
+            return backends
+        for folder in sorted(self.folder.iterdir()):
+            if not folder.is_dir() or folder.name.startswith("."):
+                continue  # .partial-* folders of an add in progress
+            try:
+                manifest = read_manifest(folder)
+                check_files(folder, manifest, full=False)
+                backends.append(InstalledBackend(folder.name, folder, manifest))
+            except BadPackageError as error:
+                backends.append(InstalledBackend(folder.name, folder, None, str(error)))
+        return backends
+
+    def get(self, name: str) -> InstalledBackend:
+        for backend in self.installed():
+            if backend.name == name:
+                return backend
+        names = ", ".join(b.name for b in self.installed())
+        raise BadInputError(f"No backend named '{name[:60]}' is installed (installed: {names}).")
+
+    def chosen_name(self) -> str:
+        if self._settings is not None:
+            return self._settings.settings.backend
+        return _backend_setting(self.data_folder)
+
+    def for_engine(self) -> tuple[InstalledBackend, str | None]:
+        """The backend the next engine runs, and a sentence when the chosen one cannot run
+        (then the built-in one is used). A file whose size and modification time are what they
+        were when `use` hashed it is not hashed again (a GPU library would cost seconds at each
+        start); any other file is."""
+        name = self.chosen_name()
+        if name == BUILT_IN:
+            return InstalledBackend(BUILT_IN, None, None), None
+        try:
+            backend = self.get(name)
+            if backend.problem:
+                raise BadPackageError(backend.problem)
+            assert backend.folder is not None and backend.manifest is not None
+            self._check_since_verified(backend.folder, backend.manifest)
+        except BadInputError as error:  # BadPackageError included
+            return InstalledBackend(BUILT_IN, None, None), (
+                f"{error} The engine runs the built-in backend instead."
+            )
+        return backend, None
+
+    # ---- changing it -----------------------------------------------------------------------
+
+    def use(self, name: str, probe: Probe) -> InstalledBackend:
+        """Make `name` the engine's backend after checking every file and loading it once."""
+        backend = self.get(name)
+        if backend.problem:
+            raise BadPackageError(backend.problem)
+        if backend.folder is not None and backend.manifest is not None:
+            check_files(backend.folder, backend.manifest)
+        probe(backend.folder)
+        if backend.folder is not None:
+            self._stamp(backend.folder)
+        self._remember(name)
+        return backend
+
+    # What `use` hashed, as {name: {file: [size, mtime_ns]}}: files unchanged since need no hash.
+    def _stamps(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.folder / STAMPS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _stamp(self, folder: Path) -> None:
+        stamps = self._stamps()
+        stamps[folder.name] = {
+            p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in sorted(folder.iterdir())
+        }
+        write_atomically(self.folder / STAMPS_FILE, json.dumps(stamps, indent=1))
+
+    def _check_since_verified(self, folder: Path, manifest: BackendManifest) -> None:
+        stamped = self._stamps().get(folder.name, {})
+        check_files(folder, manifest, full=False)
+        for name, entry in manifest.files.items():
+            stat = (folder / name).stat()
+            if stamped.get(name) != [stat.st_size, stat.st_mtime_ns]:
+                if sha256_file(folder / name) != entry.sha256:
+                    raise BadPackageError(
+                        f"The {manifest.name} backend's {name} changed since it was verified."
+                    )
+
+    def add(self, archive: Path, probe: Probe) -> InstalledBackend:
+        """Install a package archive (.tar.gz of one folder). Replaces an installed package of
+        the same name only once the new one is checked and loads."""
+        if not archive.is_file():
+            raise BadInputError(f"{archive} is not a file.")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.folder))
+        try:
+            manifest = read_manifest(_unpack(archive, staging))
+            if manifest.name == BUILT_IN:
+                raise BadPackageError(f"A package may not be called {BUILT_IN}.")
+            # Under its own name, so the probe's messages name it.
+            unpacked = (staging / "package").rename(staging / manifest.name)
+            check_files(unpacked, manifest)
+            probe(unpacked)
+            target = self.folder / manifest.name
+            # Renaming over a folder whose libraries a running engine has mapped is safe on
+            # Linux and macOS: the engine keeps the old files until it exits.
+            old = None
+            if target.exists():
+                old = self.folder / f".old-{manifest.name}"
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(target, old)
+            os.replace(unpacked, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+            return InstalledBackend(manifest.name, target, manifest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def remove(self, name: str) -> None:
+        backend = self.get(name)
+        if backend.folder is None:
+            raise BadInputError("The built-in backend cannot be removed.")
+        if self.chosen_name() == name:
+            self._remember(BUILT_IN)
+        shutil.rmtree(backend.folder)
+
+    def _remember(self, name: str) -> None:
+        from app.state.settings import SettingsFile
+
+        (self._settings or SettingsFile(self.data_folder)).update(backend=name)
+
+
+def _backend_setting(data_folder: Path) -> str:
+    """The `backend` setting alone, read from settings.json without app.state.settings: that module
+    imports gguf and so numpy, and a process that then imports llama_cpp (doctor, kernels verify)
+    must import llama_cpp first (docs/llama-cpp-notes.md). A file the settings code would reset
+    reads as the built-in backend here too."""
+    try:
+        raw = json.loads(settings_path(data_folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return BUILT_IN
+    value = raw.get("backend") if isinstance(raw, dict) else None
+    return value if isinstance(value, str) and value else BUILT_IN
+
+
+def _unpack(archive: Path, staging: Path) -> Path:
+    """The archive's one folder, unpacked into `staging`; refuses links, paths outside the
+    folder, nested folders, names a package cannot hold, and oversized contents."""
+    try:
+        tar = tarfile.open(archive, "r:*")
+    except (tarfile.TarError, OSError):
+        raise BadPackageError(f"{archive.name} is not a .tar.gz backend package.") from None
+    with tar:
+        try:
+            members = tar.getmembers()
+        except (tarfile.TarError, OSError, EOFError):
+            raise BadPackageError(f"{archive.name} is damaged (it ends early).") from None
+        files = [m for m in members if not m.isdir()]
+        tops = {Path(m.name).parts[0] for m in members if Path(m.name).parts}
+        if len(tops) != 1 or len(files) > MAX_ARCHIVE_FILES:
+            raise BadPackageError(f"{archive.name} is not one backend folder.")
+        total = 0
+        for member in files:
+            parts = Path(member.name).parts
+            if (
+                not member.isfile()
+                or member.name.startswith("/")
+                or len(parts) != 2
+                or ".." in parts
+                or "\\" in member.name
+                or not (parts[1] == MANIFEST_NAME or allowed_file_name(parts[1]))
+            ):
+                raise BadPackageError(
+                    f"{archive.name} holds {member.name[:80]!r}, which a backend package may not."
+                )
+            total += member.size
+        if total > MAX_UNPACKED_BYTES:
+            raise BadPackageError(f"{archive.name} unpacks to more than a backend package can be.")
+        for member in files:
+            source = tar.extractfile(member)
+            if source is None:
+                raise BadPackageError(f"{archive.name} holds an unreadable entry {member.name}.")
+            dest = staging / "package" / Path(member.name).parts[1]
+            dest.parent.mkdir(exist_ok=True)
+            with source, dest.open("wb") as out:
+                shutil.copyfileobj(source, out)
+            if member.mode & 0o111:
+                dest.chmod(0o755)
+    folder = staging / "package"
+    if not folder.is_dir():
+        raise BadPackageError(f"{archive.name} holds no files.")
+    return folder

@@ -1,1 +1,0 @@
-"""Pure Python, no Qt: model files, KV arithmetic, probes, Hub, storage, settings."""

@@ -1,0 +1,1 @@
+"""The app's own settings and the lock that says which window owns the data folder."""
