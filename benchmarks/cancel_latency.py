@@ -90,17 +90,17 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    from app.engine.messages import Finished, Generate, Load, Loaded, LoadOptions, SamplingSettings
+    from app.engine.messages import Finished, Generate, Load, Loaded, SamplingSettings
     from app.engine.process import EngineProcess
+    from app.kv.kv_types import KvMode
+    from app.load.profile import LoadProfile
     from app.models.model_ref import resolve_model
 
     path = resolve_model(args.model)
-    k, v = args.kv.split("/")
-    options = LoadOptions(
+    options = LoadProfile(
         model_path=str(path),
         n_ctx=args.ctx,
-        type_k=k,
-        type_v=v,
+        kv=KvMode.parse(args.kv),
         n_threads=args.threads,
         n_gpu_layers=args.gpu_layers,
         n_batch=args.ctx,

@@ -80,19 +80,19 @@ def main() -> int:
     import llama_cpp  # before numpy (docs/llama-cpp-notes.md: the import-order trap)
 
     from app.engine.loader import weights_repacked
-    from app.engine.messages import Load, Loaded, LoadOptions
+    from app.engine.messages import Load, Loaded
     from app.engine.process import EngineProcess
     from app.kv.kv_types import KvMode
+    from app.load.profile import LoadProfile
     from app.models.model_ref import resolve_model
 
     path = resolve_model(args.model)
     mode = KvMode.parse(args.kv)
-    options = LoadOptions(
+    options = LoadProfile(
         model_path=str(path),
         n_ctx=args.ctx,
         n_gpu_layers=args.gpu_layers,
-        type_k=mode.k.name,
-        type_v=mode.v.name,
+        kv=mode,
         n_threads=args.threads,
         seed=1,
     )

@@ -203,7 +203,7 @@ def _measure(args: argparse.Namespace) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from app.engine.messages import LoadOptions
+    from app.load.profile import LoadProfile
     from app.models.model_ref import resolve_model
     from app.services.engine_client import EngineClient
     from app.ui.dashboard.page import DashboardPage
@@ -217,7 +217,7 @@ def _measure(args: argparse.Namespace) -> int:
     loop = QEventLoop()
     client.model_loaded.connect(lambda _e: loop.quit())
     client.load_failed.connect(lambda _m: loop.quit())
-    client.load(LoadOptions(str(resolve_model(args.model)), n_ctx=args.ctx))
+    client.load(LoadProfile(str(resolve_model(args.model)), n_ctx=args.ctx))
     QTimer.singleShot(300_000, loop.quit)
     loop.exec()
     if client.loaded is None:

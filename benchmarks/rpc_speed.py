@@ -3,7 +3,7 @@ process, and the bytes that cross the network per generated token.
 
 One run, two engines loaded side by side on the chosen backend package (it must have
 rpc-server: `kvstudio backend use cpu`), rounds interleaved A B A B so machine noise hits both:
-  local  LoadOptions as `kvstudio run` makes them, every layer in the engine process;
+  local  LoadProfile as `kvstudio run` makes them, every layer in the engine process;
   split  the same with rpc_workers: two `kvstudio worker` processes on 127.0.0.1, started here.
 Decode tokens/s is timed from the first token to the last (the first is prompt processing);
 the ratio split/local is taken per pair of rounds. Bytes per token: what the two rpc-servers
@@ -105,8 +105,9 @@ def main() -> int:
     parser.add_argument("--ctx", type=int, default=1024)
     args = parser.parse_args()
 
-    from app.engine.messages import Load, LoadOptions
+    from app.engine.messages import Load
     from app.engine.process import EngineProcess, until
+    from app.load.profile import LoadProfile
     from app.models.model_ref import resolve_model
 
     path = resolve_model(args.model)
@@ -118,10 +119,10 @@ def main() -> int:
     addresses = tuple(f"127.0.0.1:{port}" for port in ports)
     local, split = EngineProcess(), EngineProcess()
     try:
-        options = LoadOptions(model_path=str(path), n_ctx=args.ctx)
+        options = LoadProfile(model_path=str(path), n_ctx=args.ctx)
         local.send(Load(options))
         until(local, "Loaded", 600)
-        split.send(Load(LoadOptions(model_path=str(path), n_ctx=args.ctx, rpc_workers=addresses)))
+        split.send(Load(LoadProfile(model_path=str(path), n_ctx=args.ctx, rpc_workers=addresses)))
         loaded = until(split, "Loaded", 600)
         print(
             f"{path.name}, KV {loaded.options.type_k}/{loaded.options.type_v}, "

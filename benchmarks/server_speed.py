@@ -91,8 +91,9 @@ def main() -> int:
     parser.add_argument("--ctx", type=int, default=2048)
     args = parser.parse_args()
 
-    from app.engine.messages import Load, LoadOptions
+    from app.engine.messages import Load
     from app.engine.process import EngineProcess, until
+    from app.load.profile import LoadProfile
     from app.models.model_ref import resolve_model
     from app.server.options import ServerOptions
     from app.server.process_gateway import ProcessGateway
@@ -100,7 +101,7 @@ def main() -> int:
 
     path = resolve_model(args.model)
     proc = EngineProcess()
-    proc.send(Load(LoadOptions(model_path=str(path), n_ctx=args.ctx)))
+    proc.send(Load(LoadProfile(model_path=str(path), n_ctx=args.ctx)))
     loaded = until(proc, "Loaded", 600)
     print(f"{path.name}, KV {loaded.options.type_k}/{loaded.options.type_v}, {args.tokens} tokens")
     # The direct rounds read the pipe themselves, so the gateway's thread starts only for the

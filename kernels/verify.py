@@ -78,7 +78,7 @@ def verify(
         mode=mode.label,
         backends=info.backends,
         fa_pairs=info.fa_pairs,
-        compiled=info.has_fa_pair(mode.k.name, mode.v.name),
+        compiled=info.has_fa_pair(mode),
     )
     if report.compiled is False:
         report.problems.append(

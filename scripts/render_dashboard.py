@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from app.engine.messages import Generate, LoadOptions, SamplingSettings
+    from app.engine.messages import Generate, SamplingSettings
+    from app.load.profile import LoadProfile
     from app.models.model_ref import resolve_model
     from app.services.engine_client import EngineClient
     from app.ui.dashboard.page import DashboardPage
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             _wait(app, lambda: bool(finished), 900)
             page.sampler.new_recording()
             page.set_source("live")
-            client.load(LoadOptions(str(model), n_ctx=args.ctx))
+            client.load(LoadProfile(str(model), n_ctx=args.ctx))
             _wait(app, lambda: client.loaded is not None, 300)
             done: list = []
             client.reply_finished.connect(done.append)

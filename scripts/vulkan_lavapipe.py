@@ -59,12 +59,12 @@ def probe(kv: str) -> dict[str, Any]:
 
     from app.engine import llama_log
     from app.engine.log_parse import classify_warning
-    from app.engine.messages import LoadOptions
     from app.kv.kv_types import KvMode
+    from app.load.profile import LoadProfile
     from app.models.model_ref import resolve_model
 
     mode = KvMode.parse(kv)
-    engine = LoadOptions(model_path=str(resolve_model("starter")), n_ctx=CTX)  # its defaults
+    engine = LoadProfile(model_path=str(resolve_model("starter")), n_ctx=CTX)  # its defaults
     router = llama_log.install()
     llm = llama_cpp.Llama(
         model_path=engine.model_path,

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.kv.kv_types import KvMode
 from app.platform.errors import BadInputError
 
 MANIFEST_NAME = "manifest.json"
@@ -70,9 +71,9 @@ class BackendManifest:
         data["format"] = MANIFEST_FORMAT
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
-    def handles_pair(self, k: str, v: str) -> bool:
-        """Whether Flash Attention runs K=k/V=v natively (no conversion to f16)."""
-        return handles_pair(self.fa_pairs, k, v)
+    def handles_pair(self, mode: KvMode) -> bool:
+        """Whether Flash Attention runs `mode` natively (no conversion to f16)."""
+        return handles_pair(self.fa_pairs, mode)
 
 
 def kernel_text(kernel: str) -> str:
@@ -111,10 +112,10 @@ def kernel_of_folder(lib_folder: Path | None) -> str:
     return built_in_kernel(lib_folder)
 
 
-def handles_pair(fa_pairs: tuple[str, ...], k: str, v: str) -> bool:
-    """Whether a build with these manifest `fa_pairs` runs K=k/V=v natively: () means every
+def handles_pair(fa_pairs: tuple[str, ...], mode: KvMode) -> bool:
+    """Whether a build with these manifest `fa_pairs` runs `mode` natively: () means every
     pair (CPU, Vulkan), "all" likewise."""
-    return not fa_pairs or "all" in fa_pairs or f"{k}-{v}" in fa_pairs
+    return not fa_pairs or "all" in fa_pairs or mode.pair in fa_pairs
 
 
 def sha256_file(path: Path) -> str:

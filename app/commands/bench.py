@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.kv.kv_types import COMPARE_MODES, FP16_KV_MODE
 from app.platform.errors import BadInputError
 
 NAME = "bench"
@@ -37,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--modes",
-        default="f16/f16,q8_0/f16,q8_0/q8_0",
-        help="K/V modes, comma-separated (f16/f16 is always measured first)",
+        default=",".join(mode.label for mode in COMPARE_MODES),
+        help=f"K/V modes, comma-separated ({FP16_KV_MODE.label} is always measured first)",
     )
     parser.add_argument(
         "--gpu-layers", type=int, default=-1, help="layers on the GPU (-1: all; 0: none)"

@@ -8,6 +8,8 @@ import platform
 import sys
 from typing import Any
 
+from app.kv.kv_types import DEFAULT_KV_MODE
+
 NAME = "doctor"
 HELP = "show versions, GPU backends, the Flash Attention K/V pairs compiled in, and devices"
 
@@ -43,7 +45,7 @@ def collect() -> dict[str, Any]:
     if build.fa_pairs is not None:
         pairs: Any = list(build.fa_pairs)
         pairs_note = "the K-V pairs the GPU Flash Attention kernels were compiled for (FA_QUANTS)"
-        int8_k = build.has_fa_pair("q8_0", "f16")
+        int8_k = build.has_fa_pair(DEFAULT_KV_MODE)
     elif gpu:
         pairs = None
         pairs_note = (

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 NAME = "fit"
 HELP = "show the KV cache per K/V mode and the largest context that fits a memory budget"
 
-DEFAULT_CTX = 4096  # the app's default context (LoadOptions.n_ctx)
+DEFAULT_CTX = 4096  # the app's default context (LoadProfile.n_ctx)
 MIB = 1024 * 1024
 JSON_TEXT_LIMIT = 1000  # characters of a file's own text in --json
 

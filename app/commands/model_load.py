@@ -12,8 +12,8 @@ from app.commands import print_error
 from app.platform.errors import BadInputError
 
 if TYPE_CHECKING:
-    from app.engine.messages import LoadOptions
     from app.kv.kv_types import KvMode
+    from app.load.profile import LoadProfile
 
 
 def add_rpc_argument(parser: argparse.ArgumentParser) -> None:
@@ -30,14 +30,14 @@ def add_rpc_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def checked_load_options(args: argparse.Namespace) -> tuple[LoadOptions, KvMode]:
-    """LoadOptions for args.model and the KV mode asked for, or BadInputError with one sentence
+def checked_load_options(args: argparse.Namespace) -> tuple[LoadProfile, KvMode]:
+    """LoadProfile for args.model and the KV mode asked for, or BadInputError with one sentence
     (a bad option, a file that is not a model, a context that will not fit without --force).
     With args.rpc the workers are checked too (each answers, runs the K/V mode, and the model
     fits on every device), instead of this machine's memory alone."""
-    from app.engine.messages import LoadOptions
     from app.kv.kv_types import KvMode
     from app.load.load_check import check_context_size, check_model_load
+    from app.load.profile import LoadProfile
     from app.models.model_ref import resolve_model
 
     check_context_size(args.ctx, "--ctx")
@@ -45,12 +45,11 @@ def checked_load_options(args: argparse.Namespace) -> tuple[LoadOptions, KvMode]
         raise BadInputError(f"--threads must be positive, not {args.threads}.")
     mode = KvMode.parse(args.kv)
     path = resolve_model(args.model)
-    options = LoadOptions(
+    options = LoadProfile(
         model_path=str(path),
         n_ctx=args.ctx,
         n_gpu_layers=args.gpu_layers,
-        type_k=mode.k.name,
-        type_v=mode.v.name,
+        kv=mode,
         n_threads=args.threads,
     )
     split = getattr(args, "split", None)
@@ -63,8 +62,8 @@ def checked_load_options(args: argparse.Namespace) -> tuple[LoadOptions, KvMode]
 
 
 def _checked_workers(
-    text: str, split: str | None, options: LoadOptions, force: bool
-) -> LoadOptions:
+    text: str, split: str | None, options: LoadProfile, force: bool
+) -> LoadProfile:
     """`options` with the --rpc workers (and --split shares), refused with one sentence unless
     the chosen backend has RPC, every worker answers (llama.cpp aborts the engine on a worker it
     cannot reach), runs the K/V mode, the split has a share per device, and the model fits on

@@ -11,6 +11,7 @@ from typing import Any
 
 from app.commands import print_error
 from app.commands.model_load import add_rpc_argument
+from app.kv.kv_types import DEFAULT_KV_MODE
 from app.platform.errors import BadInputError, EngineFailedError
 from app.platform.safe_text import safe_stream
 
@@ -31,7 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ctx", type=int, default=4096, help="context size in tokens (default 4096)"
     )
-    parser.add_argument("--kv", default="q8_0/f16", help="KV cache types K/V (default q8_0/f16)")
+    parser.add_argument(
+        "--kv",
+        default=DEFAULT_KV_MODE.label,
+        help=f"KV cache types K/V (default {DEFAULT_KV_MODE.label})",
+    )
     parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)"
     )
@@ -155,7 +160,7 @@ def _report(loaded: Any, finished: Any) -> dict[str, Any]:
     return {
         "model": loaded.model_path,
         "architecture": loaded.architecture,
-        "kv_mode": f"{loaded.options.type_k}/{loaded.options.type_v}",
+        "kv_mode": loaded.options.kv.label,
         "n_ctx": loaded.n_ctx,
         "text": finished.text,
         "prompt_tokens": finished.prompt_tokens,

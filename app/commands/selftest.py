@@ -40,8 +40,10 @@ def run(args: argparse.Namespace) -> int:
 
 def selftest(gpu_layers: int = -1) -> str:
     """The one line to print; EngineFailedError (an AppError) when the install cannot run it."""
-    from app.engine.messages import Generate, Load, LoadOptions, SamplingSettings
+    from app.engine.messages import Generate, Load, SamplingSettings
     from app.engine.process import EngineProcess, until
+    from app.kv.kv_types import DEFAULT_KV_MODE
+    from app.load.profile import LoadProfile
     from app.models.random_model import write_model
     from app.platform.errors import EngineFailedError
     from app.platform.probes import detect_probe
@@ -49,8 +51,8 @@ def selftest(gpu_layers: int = -1) -> str:
 
     with tempfile.TemporaryDirectory(prefix="kvstudio-selftest-") as folder:
         model = write_model(Path(folder) / "selftest-tiny-llama.gguf", 2, "small", None)
-        options = LoadOptions(
-            model_path=str(model), n_ctx=512, n_gpu_layers=gpu_layers, type_k="q8_0", type_v="f16"
+        options = LoadProfile(
+            model_path=str(model), n_ctx=512, n_gpu_layers=gpu_layers, kv=DEFAULT_KV_MODE
         )
         proc = EngineProcess()
         try:

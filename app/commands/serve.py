@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from app.commands.model_load import add_rpc_argument
+from app.kv.kv_types import DEFAULT_KV_MODE
 from app.platform.errors import BadInputError
 
 NAME = "serve"
@@ -35,7 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ctx", type=int, default=4096, help="context size in tokens (default 4096)"
     )
-    parser.add_argument("--kv", default="q8_0/f16", help="KV cache types K/V (default q8_0/f16)")
+    parser.add_argument(
+        "--kv",
+        default=DEFAULT_KV_MODE.label,
+        help=f"KV cache types K/V (default {DEFAULT_KV_MODE.label})",
+    )
     parser.add_argument(
         "--max-tokens", type=int, default=4096, help="the most tokens one request may ask for"
     )

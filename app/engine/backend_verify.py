@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from app.backends.manifest import BadPackageError, check_files
 from app.backends.store import BackendStore, InstalledBackend
 from app.engine.backend_probe import ProbeResult, probe
+from app.kv.kv_types import DEFAULT_KV_MODE, FP16_KV_MODE
 
-INT8_K_PAIR = "q8_0-f16"
-CONTROL_PAIR = "f16-f16"
+INT8_K_PAIR = DEFAULT_KV_MODE.pair
+CONTROL_PAIR = FP16_KV_MODE.pair
 
 
 @dataclass
@@ -124,7 +125,7 @@ def judge_loaded(result: VerifyResult, loaded: ProbeResult) -> None:
                 f"llama.cpp reports FA pairs {','.join(build.fa_pairs)}, the manifest names "
                 f"{','.join(manifest.fa_pairs)}"
             )
-        if not build.has_fa_pair("q8_0", "f16"):
+        if not build.has_fa_pair(DEFAULT_KV_MODE):
             result.problems.append(
                 "this build has no K=q8_0/V=f16 Flash Attention kernel: int8-K would run through "
                 "llama.cpp's slow conversion to f16"

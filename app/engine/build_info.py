@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from app.kv.kv_types import KvMode
+
 _SECTION_RE = re.compile(r"(?:^|\|)\s*([A-Za-z][\w ]*?)\s*:\s*")
 _FA_RE = re.compile(r"FA_QUANTS\s*=\s*([\w,\-]+)")
 GPU_BACKENDS = ("CUDA", "ROCm", "HIP", "Vulkan", "Metal", "SYCL", "MUSA", "OpenCL")
@@ -25,12 +27,12 @@ class BuildInfo:
     def gpu_backends(self) -> tuple[str, ...]:
         return tuple(b for b in self.backends if b in GPU_BACKENDS)
 
-    def has_fa_pair(self, k: str, v: str) -> bool | None:
+    def has_fa_pair(self, mode: KvMode) -> bool | None:
         """True/False for CUDA/HIP builds that report FA_QUANTS; None when the build does
         not restrict pairs (CPU, Vulkan, or a build that does not say)."""
         if self.fa_pairs is None:
             return None
-        return "all" in self.fa_pairs or f"{k}-{v}" in self.fa_pairs
+        return "all" in self.fa_pairs or mode.pair in self.fa_pairs
 
 
 def parse_system_info(text: str) -> BuildInfo:
@@ -60,7 +62,7 @@ class BackendPairs:
     backend: str  # "built-in", "rocm-rdna3", ...
     fa_pairs: tuple[str, ...] | None  # None: every pair runs natively (CPU, Vulkan) or unknown
 
-    def native(self, k: str, v: str) -> bool | None:
+    def native(self, mode: KvMode) -> bool | None:
         if self.fa_pairs is None:
             return None
-        return "all" in self.fa_pairs or f"{k}-{v}" in self.fa_pairs
+        return "all" in self.fa_pairs or mode.pair in self.fa_pairs

@@ -32,16 +32,16 @@ from app.engine.messages import (
     KernelWarning,
     Load,
     Loaded,
-    LoadOptions,
 )
-from app.kv.kv_types import FP16_KV_MODE, KvMode
+from app.kv.kv_types import COMPARE_MODES, FP16_KV_MODE, KvMode
 from app.load.load_check import CLI_ADVICE, check_model_load
+from app.load.profile import LoadProfile
 from app.platform.errors import AppError, BadInputError, EngineFailedError
 from app.platform.recording import ProbeSampler, Recording
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODES = ("f16/f16", "q8_0/f16", "q8_0/q8_0")
+DEFAULT_MODES = tuple(mode.label for mode in COMPARE_MODES)
 STEP_TIMEOUT_S = 3600.0  # one load / bench / evaluation; a 131k-token fill on a GPU is minutes
 
 ProgressCallback = Callable[[float, str], None]
@@ -166,7 +166,7 @@ def _wait_for(proc: Any, kinds: tuple[type, ...], run: _Run, warnings: list[str]
 
 def _run_mode(
     mode: KvMode,
-    options: LoadOptions,
+    options: LoadProfile,
     bench: Bench,
     evaluate: Evaluate | None,
     recording: Recording,
@@ -292,13 +292,12 @@ def run_compare(
             f"Quality chunks of {chunk_tokens} tokens must fit the {n_ctx}-token context."
         )
     loads = {
-        mode: LoadOptions(
+        mode: LoadProfile(
             model_path=str(path),
             n_ctx=n_ctx,
             n_gpu_layers=n_gpu_layers,
             flash_attn=True,
-            type_k=mode.k.name,
-            type_v=mode.v.name,
+            kv=mode,
             n_threads=n_threads,
         )
         for mode in kv_modes

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from app.engine.messages import BenchDone, Evaluated, Loaded
+from app.kv.kv_types import FP16_KV_MODE
 from app.platform.recording import Recording
 from app.platform.safe_text import safe_text
 from app.platform.text_table import aligned_rows
@@ -135,7 +136,7 @@ class CompareResult:
 
     @property
     def reference(self) -> ModeResult | None:
-        return next((m for m in self.modes if m.mode == "f16/f16"), None)
+        return next((m for m in self.modes if m.mode == FP16_KV_MODE.label), None)
 
     def row(self, mode: ModeResult) -> dict[str, Any]:
         """One mode's figures with the savings against f16/f16 filled in."""

@@ -22,9 +22,9 @@ from app.engine import devices, rpc_devices
 from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.llama_log import LlamaLogRouter
 from app.engine.log_parse import parse_log
-from app.engine.messages import Loaded, LoadOptions
+from app.engine.messages import Loaded
 from app.engine.template_sandbox import RenderLimits
-from app.kv.kv_types import kv_type
+from app.load.profile import LoadProfile
 from app.models.model_kind import base_model_reason
 from app.platform.errors import AppError, BadInputError, EngineFailedError
 
@@ -38,13 +38,13 @@ class LoadedModel:
     template: ChatTemplate
 
 
-def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
+def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
     """Create the Llama for `options`. Raises AppError with one sentence on failure."""
     from app.models.model_ref import check_gguf
 
     path = Path(options.model_path)
     check_gguf(path)  # missing / not a GGUF / truncated: a sentence, before llama.cpp sees it
-    k, v = kv_type(options.type_k), kv_type(options.type_v)
+    k, v = options.kv.k, options.kv.v
     if options.n_ctx <= 0:
         raise EngineFailedError(f"The context size must be positive, not {options.n_ctx}.")
     if options.repack_weights and devices.has_amx():
@@ -125,7 +125,7 @@ def load_model(options: LoadOptions, router: LlamaLogRouter) -> LoadedModel:
     return LoadedModel(llm, loaded, template)
 
 
-def check_loadable(options: LoadOptions, router: LlamaLogRouter) -> None:
+def check_loadable(options: LoadProfile, router: LlamaLogRouter) -> None:
     """What llama.cpp refuses before any weights are read (an unknown architecture, bad
     hyperparameters, a broken vocabulary), found by a vocabulary-only load that holds no
     tensors: run while another model is loaded, so a refused file never costs the user that

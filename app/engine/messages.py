@@ -20,39 +20,14 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from app.kv.rpc_fit import SplitDevice
+from app.load.profile import LoadProfile
 
 # ---- commands (in) -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class LoadOptions:
-    model_path: str
-    n_ctx: int = 4096
-    n_gpu_layers: int = -1  # -1: every layer on the GPU when the build has one
-    flash_attn: bool = True
-    type_k: str = "q8_0"  # names from app.kv.kv_types
-    type_v: str = "f16"
-    n_threads: int | None = None  # None: llama.cpp's default
-    seed: int = -1
-    n_batch: int = 512
-    n_ubatch: int = 512
-    swa_full: bool = False  # sliding-window cache at full n_ctx (llama.cpp --swa-full)
-    chat_format: str | None = None  # None: from the GGUF, or chosen by architecture
-    # llama.cpp RPC workers ("host:port", checked by app.load.rpc_workers): the model is split
-    # across their devices (and this machine's GPUs) by llama.cpp.
-    rpc_workers: tuple[str, ...] = ()
-    # Each device's share of the layers, in llama.cpp's device order (the workers' devices, then
-    # this machine's GPUs): llama.cpp's tensor_split. Empty: split by each device's free memory.
-    layer_split: tuple[float, ...] = ()
-    # llama.cpp's repacked CPU weights (its "extra buffer types", CPU_REPACK): faster CPU matrix
-    # products, but summed in another order than an RPC worker's CPU device, so greedy text
-    # differs by where the layers run. Off by default: the same text in-process and split.
-    repack_weights: bool = False
-
-
-@dataclass(frozen=True)
 class Load:
-    options: LoadOptions
+    options: LoadProfile
 
 
 @dataclass(frozen=True)
@@ -200,7 +175,7 @@ class PromptStarted:
 @dataclass(frozen=True)
 class Loaded:
     model_path: str
-    options: LoadOptions
+    options: LoadProfile  # what it was asked to load with
     load_seconds: float
     n_ctx: int  # the context llama.cpp actually created
     n_ctx_train: int

@@ -1,7 +1,7 @@
 """The engine process as seen from the GUI, CLI and benchmarks.
 
     proc = EngineProcess(); proc.start()
-    proc.send(Load(LoadOptions(model_path=...)))   # starts a (fresh) engine if needed
+    proc.send(Load(LoadProfile(model_path=...)))   # starts a (fresh) engine if needed
     event = proc.recv(timeout=30)                  # None on timeout; EngineCrashedError if it died
     proc.cancel()                                  # stop generating (inside the current decode)
     proc.stop()

@@ -9,17 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from app.engine.messages import LoadOptions
 from app.kv.rpc_fit import SplitDevice, SplitFit
 from app.load.load_check import CLI_ADVICE, check_split_fits
+from app.load.profile import LoadProfile
 from app.load.rpc_workers import check_layer_split, check_reachable
 from app.load.worker_hello import WorkerBuild, ask_worker, check_workers_run_mode
 from app.platform.errors import BadInputError, ContextTooLargeError
-
-if TYPE_CHECKING:
-    from app.load.load_choices import LoadChoice
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,7 @@ def backend_with_rpc(data_folder: Path, how: str = CLI_BACKEND_ADVICE) -> Path:
 
 
 def check_rpc_load(
-    options: LoadOptions, backend_folder: Path, *, force: bool = False, advice: str = CLI_ADVICE
+    options: LoadProfile, backend_folder: Path, *, force: bool = False, advice: str = CLI_ADVICE
 ) -> RpcLoadCheck:
     """Raise with one sentence (WorkerUnreachableError, WorkerCannotRunModeError,
     NotEnoughMemoryError naming the device that runs out first) when loading `options` across
@@ -79,7 +75,7 @@ def check_rpc_load(
     check_reachable(workers)
     answers = [(worker, ask_worker(worker)) for worker in workers]
     builds = [build for _, build in answers if build is not None]
-    check_workers_run_mode(builds, options.type_k, options.type_v)
+    check_workers_run_mode(builds, options.kv)
     devices = read_split_devices(backend_folder, workers)
     check_layer_split(options.layer_split, [device.label for device in devices])
     path = Path(options.model_path)
@@ -110,7 +106,7 @@ class WorkersCheck:
     forceable: bool  # the refusal is the memory one: "Load anyway" can override it
 
 
-def check_workers(options: LoadOptions, data_folder: Path, how: str, advice: str) -> WorkersCheck:
+def check_workers(options: LoadProfile, data_folder: Path, how: str, advice: str) -> WorkersCheck:
     """The load dialog's check (blocking: off the GUI thread): the fit on every device
     (forced, so the table always has it), then whether the load would be refused for memory
     or the trained context. A worker that does not answer or cannot run the K/V mode raises
@@ -135,18 +131,3 @@ def check_workers(options: LoadOptions, data_folder: Path, how: str, advice: str
     except ContextTooLargeError as error:
         return WorkersCheck(checked, str(error), error.forceable)
     return WorkersCheck(checked, None, True)
-
-
-def load_options_for(model_path: str, choice: LoadChoice) -> LoadOptions:
-    """The options a load from the app sends for `choice` (the load dialog's settings)."""
-    return LoadOptions(
-        model_path=model_path,
-        n_ctx=choice.n_ctx,
-        n_gpu_layers=choice.n_gpu_layers,
-        flash_attn=True,
-        type_k=choice.type_k,
-        type_v=choice.type_v,
-        n_threads=choice.n_threads,
-        rpc_workers=choice.rpc_workers,
-        layer_split=choice.layer_split,
-    )

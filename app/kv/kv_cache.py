@@ -30,7 +30,7 @@ import struct
 from dataclasses import dataclass, replace
 
 from app.kv.kv_layout import KvLayout, kv_layout
-from app.kv.kv_types import FP16_KV_MODE, KvMode, KvType
+from app.kv.kv_types import DEFAULT_KV_MODE, FP16_KV_MODE, KvMode, KvType
 from app.models.gguf_header import GgufHeader
 from app.platform.errors import BadInputError
 
@@ -164,7 +164,7 @@ def _mode(kv_mode: KvMode | str) -> KvMode:
 def kv_cache_bytes(
     header: GgufHeader,
     n_ctx: int,
-    kv_mode: KvMode | str = "q8_0/f16",
+    kv_mode: KvMode | str = DEFAULT_KV_MODE,
     n_seq: int = 1,
     n_ubatch: int = 512,
     swa_full: bool = False,

@@ -15,9 +15,10 @@ Three checks, in order:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from app.kv.fit import ShapeOptions, fit_context_length, memory_need
+from app.load.profile import LoadProfile
 from app.models.gguf_header import GgufHeader
 from app.platform.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
 from app.platform.probes import FreeMemory
@@ -31,27 +32,6 @@ if TYPE_CHECKING:
 MAX_N_CTX = 2**32 - 256
 CLI_ADVICE = "lower --ctx, or pass --force to load anyway"
 _GPU_BACKENDS = ("cuda", "hip", "rocm", "vulkan", "metal", "sycl", "musa", "opencl")
-
-
-class LoadShape(Protocol):
-    """What the checks read from a load's options (app.engine.messages.LoadOptions has it)."""
-
-    @property
-    def n_ctx(self) -> int: ...
-    @property
-    def n_gpu_layers(self) -> int: ...
-    @property
-    def flash_attn(self) -> bool: ...
-    @property
-    def type_k(self) -> str: ...
-    @property
-    def type_v(self) -> str: ...
-    @property
-    def n_ubatch(self) -> int: ...
-    @property
-    def swa_full(self) -> bool: ...
-    @property
-    def layer_split(self) -> tuple[float, ...]: ...
 
 
 def _sizes(*n_bytes: int) -> list[str]:
@@ -92,7 +72,7 @@ def check_trained_context(header: GgufHeader, n_ctx: int, advice: str = CLI_ADVI
 
 def check_load_fits(
     header: GgufHeader,
-    options: LoadShape,
+    options: LoadProfile,
     free: FreeMemory,
     *,
     file_size: int | None = None,
@@ -108,7 +88,7 @@ def check_load_fits(
     if force:
         return
     check_trained_context(header, n_ctx, advice)
-    mode = f"{options.type_k}/{options.type_v}"
+    mode = options.kv
     shape: ShapeOptions = {
         "file_size": file_size,
         "n_ubatch": options.n_ubatch,
@@ -135,7 +115,7 @@ def check_load_fits(
 
 def check_split_fits(
     header: GgufHeader,
-    options: LoadShape,
+    options: LoadProfile,
     devices: list[SplitDevice],
     host: FreeMemory,
     *,
@@ -157,7 +137,7 @@ def check_split_fits(
         return split_fit(
             header,
             tokens,
-            f"{options.type_k}/{options.type_v}",
+            options.kv,
             devices,
             host.bytes,
             n_gpu_layers=options.n_gpu_layers,
@@ -185,7 +165,7 @@ def check_split_fits(
 
 
 def check_model_load(
-    path: Path, *options: LoadShape, force: bool = False, advice: str = CLI_ADVICE
+    path: Path, *options: LoadProfile, force: bool = False, advice: str = CLI_ADVICE
 ) -> None:
     """check_load_fits for the model file at `path` with each of `options` (one per load),
     against the memory it would load into now (reads the header and the memory probes:

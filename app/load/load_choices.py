@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.kv.fit import FitEstimate, ModeFit, estimate_fit
-from app.kv.kv_type_names import KV_TYPE_NAMES
-from app.kv.kv_types import KvMode
+from app.kv.kv_types import KV_TYPE_NAMES, KvMode
+from app.load.profile import LoadProfile
 from app.platform.atomic_write import write_atomically
 from app.platform.errors import BadInputError, ContextTooLargeError
 from app.platform.state_files import StateFile, read_json_state, set_aside
@@ -47,38 +47,18 @@ _MAX_CONTEXT = 1 << 24  # as app.state.settings: a bigger number is a typo
 _MAX_PATH_CHARS = 4096
 
 
-@dataclass(frozen=True)
-class LoadChoice:
-    """One model's load settings. It reads like the load's options (app.load.load_check's
-    LoadShape), so the checks before a load can be asked about a choice directly."""
-
-    n_ctx: int
-    type_k: str
-    type_v: str
-    n_gpu_layers: int  # -1: every layer on the GPU when the build has one
-    n_threads: int | None  # None: llama.cpp chooses
-    # llama.cpp RPC workers ("host:port") the model is split across; only ever typed by the
-    # user in the load dialog (or started there), never read from a model or downloaded file.
-    rpc_workers: tuple[str, ...] = ()
-    # Each device's share of the layers (llama.cpp's tensor_split); empty: by free memory.
-    layer_split: tuple[float, ...] = ()
-
-    # What every load from the chat has (LoadOptions' defaults); not the user's to choose.
-    flash_attn: bool = True
-    n_ubatch: int = 512
-    swa_full: bool = False
-
-    @property
-    def mode(self) -> str:
-        return f"{self.type_k}/{self.type_v}"
-
-
-def default_choice(settings: Settings, n_ctx_train: int | None = None) -> LoadChoice:
-    """The default load settings; the context no longer than the model was trained for (a
-    longer one would be refused before the load)."""
+def default_choice(
+    settings: Settings, model_path: str, n_ctx_train: int | None = None
+) -> LoadProfile:
+    """The default load settings for the file at `model_path`; the context no longer than the
+    model was trained for (a longer one would be refused before the load)."""
     n_ctx = min(settings.n_ctx, n_ctx_train) if n_ctx_train else settings.n_ctx
-    return LoadChoice(
-        n_ctx, settings.type_k, settings.type_v, settings.n_gpu_layers, settings.n_threads
+    return LoadProfile(
+        model_path,
+        n_ctx=n_ctx,
+        kv=settings.kv_mode,
+        n_gpu_layers=settings.n_gpu_layers,
+        n_threads=settings.n_threads,
     )
 
 
@@ -126,7 +106,7 @@ def _good_workers(workers: object) -> bool:
     return len(set(workers)) == len(workers)
 
 
-def read_choices(folder: Path) -> dict[str, LoadChoice]:
+def read_choices(folder: Path) -> dict[str, LoadProfile]:
     """Every model's remembered choice, by absolute path (oldest first). A damaged file is set
     aside and counts as empty; an entry of the wrong shape is left out (and logged)."""
     path = folder / FILE_NAME
@@ -136,12 +116,15 @@ def read_choices(folder: Path) -> dict[str, LoadChoice]:
         log.warning("%s was damaged; set aside as %s", path, backup)
         return {}
     models = read.value.get("models", {}) if isinstance(read.value, dict) else {}
-    choices: dict[str, LoadChoice] = {}
+    choices: dict[str, LoadProfile] = {}
     for key, entry in models.items() if isinstance(models, dict) else ():
         if 0 < len(key) <= _MAX_PATH_CHARS and _good(entry):
-            fields = ("n_ctx", "type_k", "type_v", "n_gpu_layers", "n_threads")
-            choices[key] = LoadChoice(
-                **{name: entry[name] for name in fields},
+            choices[key] = LoadProfile(
+                key,
+                n_ctx=entry["n_ctx"],
+                kv=KvMode.of(entry["type_k"], entry["type_v"]),
+                n_gpu_layers=entry["n_gpu_layers"],
+                n_threads=entry["n_threads"],
                 rpc_workers=tuple(entry.get("rpc_workers", [])),
                 layer_split=tuple(float(x) for x in entry.get("layer_split", [])),
             )
@@ -150,26 +133,33 @@ def read_choices(folder: Path) -> dict[str, LoadChoice]:
     return choices
 
 
-def remembered_choice(folder: Path, model_path: str) -> LoadChoice | None:
+def remembered_choice(folder: Path, model_path: str) -> LoadProfile | None:
     return read_choices(folder).get(model_path)
 
 
-def remember_choice(folder: Path, model_path: str, choice: LoadChoice) -> None:
-    """Keep `choice` as the load settings of the file at `model_path` (absolute)."""
+def remember_choice(folder: Path, choice: LoadProfile) -> None:
+    """Keep what the user chose of `choice` for its file (the model path, absolute), so the
+    next load of that file starts from it. Only a memory: the load itself takes the profile
+    it is handed, never this file."""
     choices = read_choices(folder)
-    choices.pop(model_path, None)  # re-inserted last: the most recent choice
-    choices[model_path] = choice
+    choices.pop(choice.model_path, None)  # re-inserted last: the most recent choice
+    choices[choice.model_path] = choice
     kept = list(choices.items())[-MAX_MODELS:]
     models: dict[str, Any] = {}
     for key, kept_choice in kept:
-        entry = asdict(kept_choice)
-        for fixed in ("flash_attn", "n_ubatch", "swa_full"):
-            del entry[fixed]
-        models[key] = entry
+        models[key] = {
+            "n_ctx": kept_choice.n_ctx,
+            "type_k": kept_choice.kv.k.name,
+            "type_v": kept_choice.kv.v.name,
+            "n_gpu_layers": kept_choice.n_gpu_layers,
+            "n_threads": kept_choice.n_threads,
+            "rpc_workers": list(kept_choice.rpc_workers),
+            "layer_split": list(kept_choice.layer_split),
+        }
     write_atomically(folder / FILE_NAME, json.dumps({"version": VERSION, "models": models}))
 
 
-def choice_for(folder: Path, settings: Settings, model_path: Path) -> LoadChoice:
+def choice_for(folder: Path, settings: Settings, model_path: Path) -> LoadProfile:
     """What a load of the file at `model_path` (absolute) uses: its remembered choice, else
     the defaults (reads the file's header then: call it off the GUI thread)."""
     remembered = remembered_choice(folder, str(model_path))
@@ -177,7 +167,7 @@ def choice_for(folder: Path, settings: Settings, model_path: Path) -> LoadChoice
         return remembered
     from app.models.gguf_read import read_gguf_header
 
-    return default_choice(settings, read_gguf_header(model_path).context_length)
+    return default_choice(settings, str(model_path), read_gguf_header(model_path).context_length)
 
 
 @dataclass(frozen=True)
@@ -229,15 +219,14 @@ class LiveFit:
         return self.estimate.modes[0] if self.estimate else None
 
 
-def live_fit(facts: LoadFacts, choice: LoadChoice, advice: str) -> LiveFit:
+def live_fit(facts: LoadFacts, choice: LoadProfile, advice: str) -> LiveFit:
     """The estimate for `choice` (estimate_fit, as the Models page computes it) and the refusal
     check_load_fits would raise; `advice` ends that sentence. Quick: no file or probe is read."""
     from app.load.load_check import check_load_fits
 
     budget = facts.budget(choice.n_gpu_layers)
     try:
-        mode = KvMode.parse(choice.mode)
-        estimate = estimate_fit(facts.header, facts.file_size, choice.n_ctx, budget, (mode,))
+        estimate = estimate_fit(facts.header, facts.file_size, choice.n_ctx, budget, (choice.kv,))
     except BadInputError as error:  # e.g. llama.cpp refuses this K/V type for this model
         return LiveFit(None, str(error), forceable=False)
     try:

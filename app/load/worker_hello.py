@@ -16,6 +16,7 @@ import threading
 from dataclasses import asdict, dataclass
 
 from app.backends.manifest import handles_pair
+from app.kv.kv_types import KvMode
 from app.load.rpc_workers import check_address
 from app.platform.errors import BadInputError
 
@@ -43,8 +44,8 @@ class WorkerBuild:
     fa_pairs: tuple[str, ...]
     devices: tuple[str, ...]  # rpc-server's device lines, "CPU: AMD EPYC (24105 MiB, ...)"
 
-    def runs_pair(self, k: str, v: str) -> bool:
-        return handles_pair(self.fa_pairs, k, v)
+    def runs_pair(self, mode: KvMode) -> bool:
+        return handles_pair(self.fa_pairs, mode)
 
     def pairs_text(self) -> str:
         return ", ".join(self.fa_pairs) if self.fa_pairs else "every pair"
@@ -99,15 +100,16 @@ def ask_worker(worker: str, timeout: float = ASK_TIMEOUT_S) -> WorkerBuild | Non
     return parse_report(data[:_MAX_REPORT].decode("utf-8", "replace"), worker)
 
 
-def check_workers_run_mode(builds: list[WorkerBuild], k: str, v: str) -> None:
+def check_workers_run_mode(builds: list[WorkerBuild], mode: KvMode) -> None:
     """WorkerCannotRunModeError, one sentence naming the first worker whose build has no
-    Flash Attention kernel for K=k/V=v."""
+    Flash Attention kernel for `mode`."""
+    k, v = mode.k.name, mode.v.name
     for build in builds:
-        if not build.runs_pair(k, v):
+        if not build.runs_pair(mode):
             raise WorkerCannotRunModeError(
                 f"The worker at {build.address} ({build.backend} backend) cannot run "
                 f"K={k}/V={v}: its Flash Attention is built for {build.pairs_text()} only; "
-                f"choose one of those K/V modes or a worker whose backend has {k}-{v}."
+                f"choose one of those K/V modes or a worker whose backend has {mode.pair}."
             )
 
 

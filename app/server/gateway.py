@@ -41,7 +41,7 @@ class ModelInfo:
             id=Path(loaded.model_path).name.removesuffix(".gguf"),
             path=loaded.model_path,
             n_ctx=loaded.n_ctx,
-            kv_mode=f"{loaded.options.type_k}/{loaded.options.type_v}",
+            kv_mode=loaded.options.kv.label,
             kv_bytes=sum(cache.total_bytes for cache in loaded.kv_caches),
             created=created,
         )

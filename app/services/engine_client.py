@@ -25,11 +25,11 @@ from app.engine.messages import (
     KernelWarning,
     Load,
     Loaded,
-    LoadOptions,
     PromptStarted,
     Token,
     Unload,
 )
+from app.load.profile import LoadProfile
 from app.platform.errors import EngineCrashedError
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class EngineClient(QObject):
     """Runs models in the engine process and reports what happens, on the GUI thread.
 
     Signals:
-        loading_started(LoadOptions): a load was sent (also when a crashed engine is
+        loading_started(LoadProfile): a load was sent (also when a crashed engine is
             restarted to reload the last model before a generate request).
         model_loaded(Loaded): the model is ready; Loaded carries KV cache sizes,
             compute buffers and the kernel warnings parsed from llama.cpp's log.
@@ -123,8 +123,8 @@ class EngineClient(QObject):
         self._generation = 0
         self._loaded: Loaded | None = None
         self._kernel_warnings: tuple[KernelWarning, ...] = ()
-        self._last_options: LoadOptions | None = None
-        self._loading: LoadOptions | None = None
+        self._last_options: LoadProfile | None = None
+        self._loading: LoadProfile | None = None
         self._generating: str | None = None
         self._waiting: deque[Generate] = deque()  # replies asked for while one runs
         self._requests: set[str] = set()
@@ -146,7 +146,7 @@ class EngineClient(QObject):
         return self._kernel_warnings
 
     @property
-    def last_options(self) -> LoadOptions | None:
+    def last_options(self) -> LoadProfile | None:
         """The options of the last load asked for (reloaded after a crash)."""
         return self._last_options
 
@@ -180,7 +180,7 @@ class EngineClient(QObject):
 
     # ---- methods in -----------------------------------------------------------------
 
-    def load(self, options: LoadOptions) -> None:
+    def load(self, options: LoadProfile) -> None:
         """Load a model (replacing the current one). A running reply is stopped first."""
         proc = self._ensure_process()
         if proc is None:
@@ -340,7 +340,7 @@ class EngineClient(QObject):
         except Exception as error:  # noqa: BLE001 - the pipe broke: the reader reports the crash
             log.warning("send to engine failed: %s", error)
 
-    def _send_load(self, proc: Any, options: LoadOptions) -> None:
+    def _send_load(self, proc: Any, options: LoadProfile) -> None:
         self._loading = options
         self._last_options = options
         self._loaded = None
@@ -421,11 +421,10 @@ class EngineClient(QObject):
                 self._start_queued()
         elif isinstance(event, Loaded):
             log.info(
-                "model loaded: %s (n_ctx %d, K %s / V %s, %.1f s)",
+                "model loaded: %s (n_ctx %d, %s, %.1f s)",
                 event.model_path,
                 event.n_ctx,
-                event.options.type_k,
-                event.options.type_v,
+                event.options.kv.words,
                 event.load_seconds,
             )
             self._loading = None

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from app.kv.kv_type_names import KV_TYPE_NAMES
+from app.kv.kv_types import DEFAULT_KV_MODE, KV_TYPE_NAMES, KvMode
 from app.platform.atomic_write import write_atomically
 from app.platform.paths import settings_path
 from app.platform.state_files import Damage, damage_notice, read_json_state, set_aside
@@ -37,8 +37,9 @@ THEMES = ("light", "dark", "system")  # "system": follow the system's light or d
 @dataclass(frozen=True)
 class Settings:
     version: int = SETTINGS_VERSION
-    type_k: str = "q8_0"  # default KV mode: int8 K, fp16 V
-    type_v: str = "f16"
+    # The default KV mode's two type names, as settings.json keeps them (kv_mode: the mode).
+    type_k: str = DEFAULT_KV_MODE.k.name
+    type_v: str = DEFAULT_KV_MODE.v.name
     n_ctx: int = DEFAULT_CONTEXT
     n_threads: int | None = None  # None: llama.cpp chooses
     n_gpu_layers: int = -1  # -1: all layers on the GPU when there is one
@@ -47,6 +48,10 @@ class Settings:
     backend: str = "built-in"  # app.backends.store: the llama.cpp build the engine runs
     first_run_done: bool = False  # the first-run backend dialog (app/ui/first_run.py) was shown
     theme: str = "light"  # "light", "dark" or "system" (follow the system): app/ui/theme.py
+
+    @property
+    def kv_mode(self) -> KvMode:
+        return KvMode.of(self.type_k, self.type_v)
 
     def with_recent_model(self, path: str) -> Settings:
         """A copy with `path` as the last model, first in the recent list."""

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.kv.kv_types import KV_TYPES
+from app.kv.kv_types import KV_TYPES, KvMode
 from app.load.load_check import gpu_build
 from app.platform.errors import BadInputError
 from app.state.settings import MAX_CONTEXT, SettingsFile
@@ -39,11 +39,10 @@ ALL = "all"
 class LoadDefaults:
     n_ctx: int
     n_gpu_layers: int  # -1: all
-    type_k: str
-    type_v: str
+    kv: KvMode
 
     def sentence(self, has_gpu: bool) -> str:
-        kv = f"K {self.type_k} / V {self.type_v}"
+        kv = self.kv.words
         if not has_gpu:
             return f"{self.n_ctx:,} tokens of context, {kv} ({NO_GPU})"
         layers = "all layers" if self.n_gpu_layers < 0 else f"{self.n_gpu_layers} layers"
@@ -146,14 +145,13 @@ class LoadDefaultsSection(QGroupBox):
                 parse_gpu_layers(self.gpu_layers_edit.text())
                 if self.has_gpu
                 else self._settings.settings.n_gpu_layers,  # kept for a GPU backend later
-                self.type_k.currentText(),
-                self.type_v.currentText(),
+                KvMode.of(self.type_k.currentText(), self.type_v.currentText()),
             )
             self._settings.update(
                 n_ctx=chosen.n_ctx,
                 n_gpu_layers=chosen.n_gpu_layers,
-                type_k=chosen.type_k,
-                type_v=chosen.type_v,
+                type_k=chosen.kv.k.name,
+                type_v=chosen.kv.v.name,
             )
         except BadInputError as error:
             self.message.setText(str(error))

@@ -17,6 +17,7 @@ from app.backends.manifest import handles_pair
 from app.commands import worker
 from app.engine import rpc_devices
 from app.engine.rpc_load_check import backend_with_rpc
+from app.kv.kv_types import KvMode
 from app.platform.errors import BadInputError, EngineFailedError
 from kernels import rpc_server
 from kernels.__main__ import main as kernels_main
@@ -88,4 +89,4 @@ def test_the_built_in_worker_runs_the_rpc_server_beside_its_libraries(tmp_path, 
     assert name == "built-in" and program == backends.built_in_folder() / rpc_server.PROGRAM
     assert program.is_file()
     # What the worker reports: a CPU build runs every K/V pair natively, int8-K included.
-    assert handles_pair(pairs, "q8_0", "f16")
+    assert handles_pair(pairs, KvMode.parse("q8_0/f16"))

@@ -9,16 +9,9 @@ import pytest
 
 from app.backends.store import BUILT_IN
 from app.engine.backend_probe import probe
-from app.engine.messages import (
-    Failed,
-    Finished,
-    Generate,
-    Load,
-    Loaded,
-    LoadOptions,
-    SamplingSettings,
-)
+from app.engine.messages import Failed, Finished, Generate, Load, Loaded, SamplingSettings
 from app.engine.process import EngineProcess
+from app.load.profile import LoadProfile
 from tests.backends.package_edits import mapped_libllama
 
 pytestmark = pytest.mark.slow
@@ -27,7 +20,7 @@ GREEDY = SamplingSettings(temperature=0.0, max_tokens=6)
 
 
 def generate(proc: EngineProcess, model: Path) -> Finished:
-    proc.send(Load(LoadOptions(model_path=str(model), n_ctx=512, n_threads=2, seed=1)))
+    proc.send(Load(LoadProfile(model_path=str(model), n_ctx=512, n_threads=2, seed=1)))
     event = proc.recv(timeout=180)
     while event is not None and not isinstance(event, (Loaded, Failed)):
         event = proc.recv(timeout=180)

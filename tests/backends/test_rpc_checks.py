@@ -15,11 +15,12 @@ import psutil
 import pytest
 
 from app.backends.store import BackendStore
-from app.engine.messages import Failed, Load, Loaded, LoadOptions
+from app.engine.messages import Failed, Load, Loaded
 from app.engine.process import EngineProcess
 from app.engine.split_devices import read_split_devices
 from app.kv.kv_cache import kv_cache_bytes, llama_mib
 from app.kv.rpc_fit import split_fit
+from app.load.profile import LoadProfile
 from app.load.worker_hello import ask_worker
 from app.models.gguf_read import read_gguf_header
 from app.models.model_ref import resolve_model
@@ -64,7 +65,7 @@ def test_each_worker_gets_the_kv_cache_the_fit_check_predicts(cpu_chosen):
         try:
             devices = read_split_devices(cpu_chosen / "backends" / "cpu", (a.address, b.address))
             assert [d.label for d in devices] == [f"RPC0 ({a.address})", f"RPC1 ({b.address})"]
-            options = LoadOptions(str(model), n_ctx=1024, rpc_workers=(a.address, b.address))
+            options = LoadProfile(str(model), n_ctx=1024, rpc_workers=(a.address, b.address))
             proc.send(Load(options))
             loaded = _next(proc)
         finally:
@@ -98,7 +99,7 @@ def test_a_layer_split_set_by_the_user_puts_the_layers_where_asked(cpu_chosen):
         three = greedy_run(cpu_chosen, "--rpc", pair, "--split", "1,1,2")
         try:
             devices = read_split_devices(cpu_chosen / "backends" / "cpu", (a.address, b.address))
-            options = LoadOptions(
+            options = LoadProfile(
                 str(model), n_ctx=1024, rpc_workers=(a.address, b.address), layer_split=(1, 3)
             )
             proc.send(Load(options))

@@ -9,17 +9,9 @@ from dataclasses import replace
 import pytest
 
 from app.backends.store import BackendStore
-from app.engine.messages import (
-    Failed,
-    Finished,
-    Generate,
-    Load,
-    Loaded,
-    LoadOptions,
-    SamplingSettings,
-    Token,
-)
+from app.engine.messages import Failed, Finished, Generate, Load, Loaded, SamplingSettings, Token
 from app.engine.process import EngineProcess
+from app.load.profile import LoadProfile
 from app.models.model_ref import resolve_model
 from app.platform.errors import EngineCrashedError
 from tests.backends.rpc_worker_fixtures import (
@@ -90,7 +82,7 @@ def test_a_worker_that_dies_mid_reply_is_named_and_the_engine_goes_on(cpu_chosen
     proc = EngineProcess(backends=BackendStore(cpu_chosen))
     with workers(cpu_chosen, 2) as (a, b):
         try:
-            options = LoadOptions(
+            options = LoadProfile(
                 model_path=str(resolve_model("starter")),
                 n_ctx=512,
                 rpc_workers=(a.address, b.address),

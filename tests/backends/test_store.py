@@ -14,6 +14,7 @@ import pytest
 from app.backends.manifest import MANIFEST_NAME, BadPackageError, read_manifest
 from app.backends.store import BUILT_IN, BackendStore
 from app.engine.backend_probe import BackendLoadError, probe
+from app.kv.kv_types import KvMode
 from app.platform.errors import BadInputError
 from tests.backends.package_edits import (
     copy_package,
@@ -39,7 +40,7 @@ def test_the_cpu_package_is_portable_and_names_exactly_its_files(cpu_package, tm
     assert manifest.name == "cpu" and manifest.llama_cpp_python == "0.3.36"
     assert "-DGGML_NATIVE=OFF" in manifest.cmake_args
     assert not any("native" in arg and arg != "-DGGML_NATIVE=OFF" for arg in manifest.cmake_args)
-    assert manifest.fa_pairs == () and manifest.handles_pair("q8_0", "f16")
+    assert manifest.fa_pairs == () and manifest.handles_pair(KvMode.parse("q8_0/f16"))
     present = {p.name for p in folder.iterdir()} - {MANIFEST_NAME}
     assert present == set(manifest.files)
     assert {

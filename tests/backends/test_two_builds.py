@@ -12,17 +12,9 @@ import pytest
 
 from app.backends.store import BUILT_IN, BackendStore
 from app.engine.backend_probe import probe
-from app.engine.messages import (
-    Failed,
-    Finished,
-    Generate,
-    Load,
-    Loaded,
-    LoadOptions,
-    SamplingSettings,
-    Token,
-)
+from app.engine.messages import Failed, Finished, Generate, Load, Loaded, SamplingSettings, Token
 from app.engine.process import EngineProcess
+from app.load.profile import LoadProfile
 from tests.backends.package_edits import mapped_libllama
 
 pytestmark = pytest.mark.slow
@@ -55,7 +47,7 @@ def engine(
     store.use(request.param, probe)
     proc = EngineProcess(backends=store)
     try:
-        proc.send(Load(LoadOptions(str(starter_model_path), n_ctx=512, n_threads=2, seed=1)))
+        proc.send(Load(LoadProfile(str(starter_model_path), n_ctx=512, n_threads=2, seed=1)))
         _next(proc, (Loaded,))
         assert proc.backend == request.param
         lib = str(mapped_libllama(proc.pid or 0))

@@ -65,10 +65,11 @@ def test_run_json_when_llama_cpp_aborts_prints_one_line_and_nothing_on_stdout(
 def test_crash_report_names_the_assert_and_holds_no_backtrace(tmp_path, capfd) -> None:
     proc = EngineProcess(target=abort_engine.main)
     try:
-        from app.engine.messages import Load, LoadOptions
+        from app.engine.messages import Load
+        from app.load.profile import LoadProfile
         from app.platform.errors import EngineCrashedError
 
-        proc.send(Load(LoadOptions(model_path=str(write_tiny_gguf(tmp_path / "t.gguf")))))
+        proc.send(Load(LoadProfile(model_path=str(write_tiny_gguf(tmp_path / "t.gguf")))))
         try:
             while True:
                 proc.recv(timeout=60)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.messages import LoadOptions
 from app.kv.fit import NO_FIT, fit_context_length, fit_estimate, memory_need
 from app.kv.kv_types import KvMode
 from app.load.load_check import (
@@ -18,6 +17,7 @@ from app.load.load_check import (
     free_memory_for,
     gpu_build,
 )
+from app.load.profile import LoadProfile
 from app.models.gguf_read import read_gguf_header
 from app.platform import units
 from app.platform.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
@@ -27,10 +27,10 @@ GIB = 1024**3
 MIB = 1024**2
 
 
-def options(model: Path, n_ctx: int, kv: str = "q8_0/f16", n_gpu_layers: int = -1) -> LoadOptions:
+def options(model: Path, n_ctx: int, kv: str = "q8_0/f16", n_gpu_layers: int = -1) -> LoadProfile:
     k, v = kv.split("/")
-    return LoadOptions(
-        model_path=str(model), n_ctx=n_ctx, type_k=k, type_v=v, n_gpu_layers=n_gpu_layers
+    return LoadProfile(
+        model_path=str(model), n_ctx=n_ctx, kv=KvMode.of(k, v), n_gpu_layers=n_gpu_layers
     )
 
 

@@ -12,40 +12,44 @@ from app.load.load_check import check_load_fits
 from app.load.load_choices import (
     FILE_NAME,
     MAX_MODELS,
-    LoadChoice,
     LoadFacts,
     choice_for,
     live_fit,
     read_choices,
     remember_choice,
 )
+from app.load.profile import LoadProfile
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import ContextTooLargeError
 from app.platform.probes import FreeMemory
 from app.state.settings import DEFAULT_CONTEXT, Settings
 
 GIB = 1024**3
+F16 = KvMode.parse("f16/f16")
 
 
 def test_a_choice_is_remembered_for_its_file_and_others_use_the_defaults(
     tmp_path, starter_model_path
 ) -> None:
-    chosen = LoadChoice(n_ctx=3072, type_k="f16", type_v="f16", n_gpu_layers=0, n_threads=2)
-    remember_choice(tmp_path, str(starter_model_path), chosen)
+    chosen = LoadProfile(str(starter_model_path), n_ctx=3072, kv=F16, n_gpu_layers=0, n_threads=2)
+    remember_choice(tmp_path, chosen)
     assert choice_for(tmp_path, Settings(), starter_model_path) == chosen
     from tests.gguf_factory import write_tiny_gguf
 
     other = write_tiny_gguf(tmp_path / "other.gguf", n_ctx_train=32768)
-    assert choice_for(tmp_path, Settings(), other) == LoadChoice(
-        DEFAULT_CONTEXT, "q8_0", "f16", -1, None
+    assert choice_for(tmp_path, Settings(), other) == LoadProfile(
+        str(other), n_ctx=DEFAULT_CONTEXT, kv=KvMode.parse("q8_0/f16"), n_gpu_layers=-1
     )
 
 
 def test_workers_and_their_layer_split_are_remembered(tmp_path, starter_model_path) -> None:
-    chosen = LoadChoice(
-        2048, "q8_0", "f16", -1, None, rpc_workers=("127.0.0.1:50052",), layer_split=(1.0, 3.0)
+    chosen = LoadProfile(
+        str(starter_model_path),
+        n_ctx=2048,
+        rpc_workers=("127.0.0.1:50052",),
+        layer_split=(1.0, 3.0),
     )
-    remember_choice(tmp_path, str(starter_model_path), chosen)
+    remember_choice(tmp_path, chosen)
     assert choice_for(tmp_path, Settings(), starter_model_path) == chosen
 
 
@@ -88,10 +92,9 @@ def test_a_damaged_file_is_set_aside_and_counts_as_empty(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_only_the_most_recent_choices_are_kept(tmp_path) -> None:
-    choice = LoadChoice(2048, "q8_0", "f16", -1, None)
     for n in range(MAX_MODELS + 3):
-        remember_choice(tmp_path, f"/m/{n}.gguf", choice)
-    remember_choice(tmp_path, "/m/5.gguf", choice)  # chosen again: the newest
+        remember_choice(tmp_path, LoadProfile(f"/m/{n}.gguf", n_ctx=2048))
+    remember_choice(tmp_path, LoadProfile("/m/5.gguf", n_ctx=2048))  # chosen again: the newest
     kept = list(read_choices(tmp_path))
     assert len(kept) == MAX_MODELS and kept[-1] == "/m/5.gguf" and "/m/0.gguf" not in kept
 
@@ -108,7 +111,7 @@ def test_the_live_fit_is_the_models_pages_estimate_and_load_checks_refusal(
     starter_model_path, n_ctx
 ) -> None:
     facts = _facts(starter_model_path, 600 * 1024**2)
-    choice = LoadChoice(n_ctx, "q8_0", "f16", -1, None)
+    choice = LoadProfile(str(starter_model_path), n_ctx=n_ctx)
     fit = live_fit(facts, choice, advice="lower it")
     (expected,) = estimate_fit(
         facts.header, facts.file_size, n_ctx, facts.budget(-1), (KvMode.parse("q8_0/f16"),)
@@ -127,7 +130,7 @@ def test_a_pair_llama_cpp_refuses_is_said_and_cannot_be_forced(tmp_path) -> None
     from tests.gguf_factory import write_tiny_gguf
 
     path = write_tiny_gguf(tmp_path / "odd.gguf", head_dim=40)
-    fit = live_fit(_facts(path, 8 * GIB), LoadChoice(256, "q8_0", "f16", -1, None), "x")
+    fit = live_fit(_facts(path, 8 * GIB), LoadProfile(str(path), n_ctx=256), "x")
     assert fit.estimate is None and not fit.forceable
     assert fit.refusal is not None and "divisible by 32" in fit.refusal
 

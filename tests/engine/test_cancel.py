@@ -21,17 +21,10 @@ import pytest
 
 from app.engine import generation
 from app.engine.cancel import CancelFlag
-from app.engine.messages import (
-    Failed,
-    Finished,
-    Generate,
-    Load,
-    Loaded,
-    LoadOptions,
-    SamplingSettings,
-    Token,
-)
+from app.engine.messages import Failed, Finished, Generate, Load, Loaded, SamplingSettings, Token
 from app.engine.process import EngineProcess
+from app.kv.kv_types import KvMode
+from app.load.profile import LoadProfile
 
 pytestmark = pytest.mark.slow
 
@@ -40,12 +33,11 @@ GREEDY = SamplingSettings(temperature=0.0, max_tokens=24)
 LONG_PROMPT = " ".join(f"word{i}" for i in range(250))  # ~930 tokens
 
 
-def _options(path: Any, **changes: Any) -> LoadOptions:
-    return LoadOptions(
+def _options(path: Any, **changes: Any) -> LoadProfile:
+    return LoadProfile(
         model_path=str(path),
         n_ctx=N_CTX,
-        type_k="q8_0",
-        type_v="f16",
+        kv=KvMode.parse("q8_0/f16"),
         n_threads=2,
         seed=1,
         **changes,

@@ -16,13 +16,13 @@ from app.engine.messages import (
     Generate,
     Load,
     Loaded,
-    LoadOptions,
     PromptStarted,
     SamplingSettings,
     Token,
 )
 from app.engine.process import EngineProcess
-from app.kv.kv_types import kv_type
+from app.kv.kv_types import KvMode, kv_type
+from app.load.profile import LoadProfile
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import EngineCrashedError
 
@@ -32,9 +32,9 @@ N_CTX = 2048
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=8)
 
 
-def _options(path: Path, kv: str = "q8_0/f16") -> LoadOptions:
+def _options(path: Path, kv: str = "q8_0/f16") -> LoadProfile:
     k, v = kv.split("/")
-    return LoadOptions(model_path=str(path), n_ctx=N_CTX, type_k=k, type_v=v, n_threads=2, seed=1)
+    return LoadProfile(model_path=str(path), n_ctx=N_CTX, kv=KvMode.of(k, v), n_threads=2, seed=1)
 
 
 def _wait(
@@ -52,7 +52,7 @@ def _wait(
     raise AssertionError(f"no {kinds} within {timeout} s; got {seen[-5:]}")
 
 
-def _load(proc: EngineProcess, options: LoadOptions) -> Loaded:
+def _load(proc: EngineProcess, options: LoadProfile) -> Loaded:
     proc.send(Load(options))
     _, event = _wait(proc, (Loaded, Failed))
     assert isinstance(event, Loaded), event

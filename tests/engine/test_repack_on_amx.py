@@ -10,14 +10,14 @@ import pytest
 from app.engine import devices
 from app.engine.llama_log import install
 from app.engine.loader import AMX_REPACK_REFUSAL, load_model
-from app.engine.messages import LoadOptions
+from app.load.profile import LoadProfile
 from app.platform.errors import BadInputError
 
 pytestmark = pytest.mark.slow
 
 
 def test_repacked_weights_load_or_are_refused_in_one_sentence(starter_model_path):
-    options = LoadOptions(str(starter_model_path), n_ctx=256, n_threads=2, repack_weights=True)
+    options = LoadProfile(str(starter_model_path), n_ctx=256, n_threads=2, repack_weights=True)
     if devices.has_amx():
         with pytest.raises(BadInputError) as refused:
             load_model(options, install())

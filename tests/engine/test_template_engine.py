@@ -18,11 +18,11 @@ from app.engine.messages import (
     Generate,
     Load,
     Loaded,
-    LoadOptions,
     SamplingSettings,
     TemplateFallback,
 )
 from app.engine.process import EngineProcess
+from app.load.profile import LoadProfile
 from tests.gguf_factory import write_tiny_gguf
 
 AREA = "Templates and text from files"
@@ -60,7 +60,7 @@ def _until(proc: EngineProcess, kinds: tuple[type, ...]) -> tuple[list[object], 
 
 
 def _load(proc: EngineProcess, path: Path) -> Loaded:
-    proc.send(Load(LoadOptions(model_path=str(path), n_ctx=256, n_threads=2, seed=1)))
+    proc.send(Load(LoadProfile(model_path=str(path), n_ctx=256, n_threads=2, seed=1)))
     _, event = _until(proc, (Loaded, Failed))
     assert isinstance(event, Loaded), event
     return event

@@ -25,20 +25,20 @@ DEFAULT_CUDA_INFO = (
 def test_cuda_build_with_int8k_pair_is_recognised() -> None:
     info = parse_system_info(CUDA_INFO)
     assert info.gpu_backends == ("CUDA",)
-    assert info.has_fa_pair("q8_0", "f16") is True
-    assert info.has_fa_pair("f16", "q8_0") is False
+    assert info.has_fa_pair(KvMode.parse("q8_0/f16")) is True
+    assert info.has_fa_pair(KvMode.parse("f16/q8_0")) is False
 
 
 def test_default_fa_quants_lack_the_mixed_int8k_pair() -> None:
     info = parse_system_info(DEFAULT_CUDA_INFO)
-    assert info.has_fa_pair("q8_0", "f16") is False
-    assert info.has_fa_pair("q8_0", "q8_0") is True
+    assert info.has_fa_pair(KvMode.parse("q8_0/f16")) is False
+    assert info.has_fa_pair(KvMode.parse("q8_0/q8_0")) is True
 
 
 def test_cpu_build_does_not_restrict_pairs() -> None:
     info = parse_system_info("CPU : SSE3 = 1 | AVX2 = 1 | LLAMAFILE = 1 | ")
     assert info.backends == ("CPU",)
-    assert info.has_fa_pair("q8_0", "f16") is None
+    assert info.has_fa_pair(KvMode.parse("q8_0/f16")) is None
 
 
 def test_every_gpu_variant_compiles_the_default_pair() -> None:

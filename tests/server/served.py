@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.engine.messages import Load, Loaded, LoadOptions
+from app.engine.messages import Load, Loaded
 from app.engine.process import EngineProcess, until
+from app.load.profile import LoadProfile
 from app.server.options import ServerOptions
 from app.server.process_gateway import ProcessGateway
 from app.server.request_log import RequestLog, RequestRecord
@@ -70,7 +71,7 @@ class Served:
 def serve(model: Path, n_ctx: int = 4096, **options: object) -> Iterator[Served]:
     proc = EngineProcess()
     try:
-        proc.send(Load(LoadOptions(model_path=str(model), n_ctx=n_ctx, n_gpu_layers=0)))
+        proc.send(Load(LoadProfile(model_path=str(model), n_ctx=n_ctx, n_gpu_layers=0)))
         loaded = until(proc, "Loaded", 300)
         gateway = ProcessGateway(proc, loaded)
         server = LocalServer(gateway, replace(ServerOptions(port=0), **options))  # type: ignore[arg-type]

@@ -9,7 +9,9 @@ from tests.waits import HANG_GUARD_MS
 
 pytest.importorskip("pytestqt")
 
-from app.engine.messages import Generate, LoadOptions
+from app.engine.messages import Generate
+from app.kv.kv_types import KvMode
+from app.load.profile import LoadProfile
 from app.services.engine_client import EngineClient
 from tests.fake_engine import FakeEngine
 
@@ -24,8 +26,12 @@ def test_load_then_a_reply_streams_in_order(qtbot) -> None:
     client.token_received.connect(lambda token: seen.append(token.text))
     try:
         with qtbot.waitSignal(client.model_loaded, timeout=WAIT) as loaded:
-            client.load(LoadOptions(model_path="/models/tiny.gguf", n_ctx=1024, type_v="q8_0"))
-        assert loaded.args[0].options.type_v == "q8_0" and client.loaded is loaded.args[0]
+            client.load(
+                LoadProfile(
+                    model_path="/models/tiny.gguf", n_ctx=1024, kv=KvMode.parse("q8_0/q8_0")
+                )
+            )
+        assert loaded.args[0].options.kv.v.name == "q8_0" and client.loaded is loaded.args[0]
         with qtbot.waitSignal(client.reply_finished, timeout=WAIT) as finished:
             client.generate(Generate("r1", prompt="Count:"))
         assert seen == ["prompt", "one", " two", " three"]

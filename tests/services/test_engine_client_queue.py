@@ -10,7 +10,8 @@ from tests.waits import HANG_GUARD_MS
 
 pytest.importorskip("pytestqt")
 
-from app.engine.messages import Generate, LoadOptions
+from app.engine.messages import Generate
+from app.load.profile import LoadProfile
 from app.services.engine_client import EngineClient
 from tests.fake_engine import FakeEngine
 
@@ -24,7 +25,7 @@ def test_replies_wait_their_turn_and_a_waiting_one_can_be_stopped(qtbot) -> None
     client.reply_finished.connect(lambda f: ended.append((f.request_id, f.stop_reason)))
     try:
         with qtbot.waitSignal(client.model_loaded, timeout=WAIT):
-            client.load(LoadOptions(model_path="/models/tiny.gguf"))
+            client.load(LoadProfile(model_path="/models/tiny.gguf"))
         with qtbot.waitSignal(
             client.reply_finished, timeout=WAIT, check_params_cb=lambda f: f.request_id == "r3"
         ):

@@ -9,6 +9,7 @@ import pytest
 
 from app.backends.store import BUILT_IN
 from app.engine.build_info import BackendPairs, parse_system_info
+from app.kv.kv_types import KvMode
 from tests.backends.package_edits import copy_package, flip_a_byte, mapped_libllama, repack
 from tests.docs_output import save_screenshot
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
@@ -111,8 +112,8 @@ def test_load_dialog_offers_compiled_pairs_when_the_gpu_backend_lacks_int8_k(
         "saves. Use q8_0/q8_0 or f16/f16 instead."
     )
     save_screenshot(dialog, docs_folder, "load-dialog-missing-pair.png")
-    dialog.pair_buttons["q8_0/q8_0"].click()
-    assert (dialog.chosen().type_k, dialog.chosen().type_v) == ("q8_0", "q8_0")
+    dialog.pair_buttons[KvMode.parse("q8_0/q8_0")].click()
+    assert dialog.chosen().kv == KvMode.parse("q8_0/q8_0")
     assert not dialog.pair_warning.isVisible()
     assert not any(b.isVisible() for b in dialog.pair_buttons.values())
 

@@ -208,7 +208,8 @@ def test_newer_settings_file_is_reset_with_a_notice(qtbot, chat_data_dir: Path) 
 
 
 def test_loaded_warnings_are_visible(qtbot) -> None:
-    from app.engine.messages import KernelWarning, KvCacheInfo, Loaded, LoadOptions
+    from app.engine.messages import KernelWarning, KvCacheInfo, Loaded
+    from app.load.profile import LoadProfile
     from app.ui.chat.status_bar import ChatStatus
 
     status = ChatStatus()
@@ -221,7 +222,7 @@ def test_loaded_warnings_are_visible(qtbot) -> None:
     cache = KvCacheInfo(0, 2048, 18, 1, "q8_0", 0, "f16", 0, total_mib=10.0)
     loaded = Loaded(
         "/m/model.gguf",
-        LoadOptions("/m/model.gguf", n_ctx=2048),
+        LoadProfile("/m/model.gguf", n_ctx=2048),
         1.0,
         2048,
         32768,
@@ -313,7 +314,7 @@ def test_model_picker_menu_and_load_options(qtbot, chat_app) -> None:
     dialog.type_v.setCurrentText("q8_0")
     dialog.n_ctx.setValue(8192)
     chosen = dialog.chosen()
-    assert (chosen.type_k, chosen.type_v, chosen.n_ctx) == ("q8_0", "q8_0", 8192)
+    assert (chosen.kv.label, chosen.n_ctx) == ("q8_0/q8_0", 8192)
     dialog.reject()
 
 

@@ -264,13 +264,13 @@ def test_deleting_a_chat_while_it_streams(qtbot, loaded_chat_app, monkeypatch) -
 def test_engine_load_failure_shows_message_and_keeps_the_model_picker(
     qtbot, tmp_path: Path, chat_app
 ) -> None:
-    from app.engine.messages import LoadOptions
+    from app.load.profile import LoadProfile
 
     page = chat_app.window.chat
     bad = tmp_path / "renamed.gguf"
     bad.write_bytes(b"GGUF" + b"\x00" * 64)  # passes no real check: the engine must refuse it
     with qtbot.waitSignal(chat_app.engine.load_failed, timeout=LOAD_TIMEOUT_MS) as blocker:
-        chat_app.engine.load(LoadOptions(str(bad), n_ctx=2048))
+        chat_app.engine.load(LoadProfile(str(bad), n_ctx=2048))
     assert blocker.args[0]
     qtbot.waitUntil(lambda: chat_app.window.last_error_box is not None, timeout=HANG_GUARD_MS)
     box = chat_app.window.last_error_box

@@ -20,7 +20,8 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
-from app.engine.messages import ChatMessage, Finished, Generate, LoadOptions, SamplingSettings
+from app.engine.messages import ChatMessage, Finished, Generate, SamplingSettings
+from app.load.profile import LoadProfile
 from app.platform.errors import BadInputError
 
 pytestmark = pytest.mark.slow
@@ -46,7 +47,7 @@ def dashboard(qapp, starter_model_path):
 def test_memory_chart_updates_while_a_reply_streams(qtbot, dashboard):
     client, page, model = dashboard
     with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
-        client.load(LoadOptions(str(model), n_ctx=2048, n_threads=2))
+        client.load(LoadProfile(str(model), n_ctx=2048, n_threads=2))
     assert "Allocated for 2,048 tokens" in page.kv_panel.alloc_label.text()
     assert "saving" in page.kv_panel.now_label.text()
 
@@ -120,7 +121,7 @@ def test_banner_shows_what_llama_cpp_logged_when_flash_attention_is_off(qtbot, d
     client, page, model = dashboard
     assert not page.banner.isVisible() and page.warnings == ()
     with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
-        client.load(LoadOptions(str(model), n_ctx=512, n_threads=2, flash_attn=False))
+        client.load(LoadProfile(str(model), n_ctx=512, n_threads=2, flash_attn=False))
     # llama.cpp's own line ("llama_context: flash_attn = disabled"), through its log
     # callback, the loader, the engine process, the client and the page.
     assert [w.kind for w in page.warnings] == ["fa_disabled"]
@@ -131,7 +132,7 @@ def test_banner_shows_what_llama_cpp_logged_when_flash_attention_is_off(qtbot, d
     assert page.warnings[0].text in text
     # The next load starts clean: the warning was about the model it replaced.
     with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
-        client.load(LoadOptions(str(model), n_ctx=512, n_threads=2))
+        client.load(LoadProfile(str(model), n_ctx=512, n_threads=2))
     assert not page.banner.isVisible() and page.warnings == () and client.kernel_warnings == ()
 
 
@@ -174,7 +175,7 @@ def test_banner_follows_a_kernel_warning_logged_after_the_load(qtbot, starter_mo
     try:
         page.show()
         with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
-            client.load(LoadOptions(str(starter_model_path), n_ctx=512, n_threads=2))
+            client.load(LoadProfile(str(starter_model_path), n_ctx=512, n_threads=2))
         assert not page.banner.isVisible() and page.warnings == ()
         with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS):
             client.generate(Generate("first-use", SamplingSettings(max_tokens=2), prompt="Hello"))

@@ -11,8 +11,9 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from app.engine.messages import LoadOptions  # noqa: E402
 from app.kv.kv_summary import kv_mib  # noqa: E402
+from app.kv.kv_types import KvMode
+from app.load.profile import LoadProfile
 from tests.ui.conftest import LOAD_TIMEOUT_MS  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -27,7 +28,7 @@ SENTENCE = re.compile(
 )
 
 
-def _load(qtbot, engine, options: LoadOptions):
+def _load(qtbot, engine, options: LoadProfile):
     with qtbot.waitSignal(engine.model_loaded, timeout=LOAD_TIMEOUT_MS) as loaded:
         engine.load(options)
     return loaded.args[0]
@@ -56,14 +57,16 @@ def test_the_sentence_gives_the_kv_figures_llama_cpp_confirms(qtbot, loaded_chat
     path, more_tokens = loaded.model_path, int(more.replace(",", ""))
     assert more_tokens > 0 and more_tokens % 256 == 0
     # f16/f16 at the same context: llama.cpp allocates what the sentence says f16 takes.
-    as_fp16 = _load(qtbot, engine, LoadOptions(path, n_ctx=2048, n_threads=2, type_k="f16"))
+    as_fp16 = _load(
+        qtbot, engine, LoadProfile(path, n_ctx=2048, n_threads=2, kv=KvMode.parse("f16/f16"))
+    )
     fp16_bytes = sum(c.total_bytes for c in as_fp16.kv_caches)
     assert kv_mib(fp16_bytes) == fp16
     assert sentence.text().startswith(f"KV cache at 2,048 tokens: {fp16} in f16/f16, no saving")
     # "Room for N more tokens": llama.cpp fits 2,048 + N tokens of q8_0/f16 into the f16/f16
     # cache's bytes, and not 256 more.
     for extra, fits in ((more_tokens, True), (more_tokens + 256, False)):
-        bigger = _load(qtbot, engine, LoadOptions(path, n_ctx=2048 + extra, n_threads=2))
+        bigger = _load(qtbot, engine, LoadProfile(path, n_ctx=2048 + extra, n_threads=2))
         assert (sum(c.total_bytes for c in bigger.kv_caches) <= fp16_bytes) is fits, extra
 
     # How memory is measured, and what the probe cannot see, waits behind Details.

@@ -151,8 +151,36 @@ def test_reload_applies_new_settings_to_the_loaded_model(qtbot, loaded_chat_app)
     with qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS) as loaded:
         dialog.load_button.click()
     assert loaded.args[0].n_ctx == app.engine.loaded.n_ctx == 3072
-    assert app.engine.loaded.options.type_v == "q8_0"
+    assert app.engine.loaded.options.kv.v.name == "q8_0"
     assert app.window.chat.load_dialog is None  # the dialog closed on Reload
+
+
+def test_the_dialog_hands_its_profile_to_the_chat_page_with_no_settings_file_on_disk(
+    qtbot, chat_data_dir, starter_model_path
+) -> None:
+    """The load takes what the dialog shows, handed over in its signal: the remembered-choices
+    file is gone (removed as the dialog closes, before the chat page gets the profile) and the
+    load still uses the dialog's context and K/V mode, not the defaults."""
+    from app.load.load_choices import FILE_NAME
+
+    parts, engine = fake_app(chat_data_dir)
+    try:
+        dialog = open_from_menu(qtbot, parts.window.chat, "Starter model")
+        dialog.n_ctx.setValue(3072)
+        dialog.type_k.setCurrentText("f16")
+        dialog.accepted.connect(lambda: (chat_data_dir / FILE_NAME).unlink())
+        with qtbot.waitSignal(dialog.load_requested, timeout=HANG_GUARD_MS) as requested:
+            with qtbot.waitSignal(parts.engine.model_loaded, timeout=HANG_GUARD_MS):
+                dialog.load_button.click()
+        assert not (chat_data_dir / FILE_NAME).exists()
+        ref, profile = requested.args
+        assert (ref, profile.n_ctx, profile.kv.label) == ("starter", 3072, "f16/f16")
+        (load,) = [c for c in engine.sent if isinstance(c, Load)]
+        assert load.options == profile
+        assert load.options.model_path == str(starter_model_path)
+    finally:
+        parts.window.close()
+        parts.close()
 
 
 def test_the_choice_is_remembered_per_model_after_a_restart(
@@ -169,7 +197,7 @@ def test_the_choice_is_remembered_per_model_after_a_restart(
         with qtbot.waitSignal(parts.engine.model_loaded, timeout=HANG_GUARD_MS):
             dialog.load_button.click()
         (load,) = [c for c in engine.sent if isinstance(c, Load)]
-        assert (load.options.n_ctx, load.options.type_v) == (3072, "q8_0")
+        assert (load.options.n_ctx, load.options.kv.v.name) == (3072, "q8_0")
     finally:
         parts.window.close()
         parts.close()
@@ -184,7 +212,7 @@ def test_the_choice_is_remembered_per_model_after_a_restart(
         with qtbot.waitSignal(parts.engine.model_loaded, timeout=HANG_GUARD_MS):
             page.offer_button.click()
         (load,) = [c for c in engine.sent if isinstance(c, Load)]
-        assert (load.options.n_ctx, load.options.type_v) == (3072, "q8_0")
+        assert (load.options.n_ctx, load.options.kv.v.name) == (3072, "q8_0")
         # Another model file uses the default load settings.
         page.open_load_dialog(str(other))
         dialog = page.load_dialog

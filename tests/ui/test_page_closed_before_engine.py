@@ -10,7 +10,7 @@ from pathlib import Path
 import shiboken6
 
 from app.chats.store import ChatStore
-from app.engine.messages import LoadOptions
+from app.load.profile import LoadProfile
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.state.settings import SettingsFile
@@ -30,7 +30,7 @@ def test_the_engine_turning_busy_after_the_page_is_gone_is_quiet(
         )
         page.show()
         shiboken6.delete(page)
-        options = LoadOptions(model_path=str(starter_model_path), n_ctx=512, n_threads=2)
+        options = LoadProfile(model_path=str(starter_model_path), n_ctx=512, n_threads=2)
         # busy_changed(True) now, busy_changed(False) once loaded: pytest-qt fails the test on
         # an error raised in any slot meanwhile.
         with qtbot.waitSignal(client.model_loaded, timeout=120_000):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from app.engine.messages import Loaded, LoadOptions
+from app.engine.messages import Loaded
+from app.load.profile import LoadProfile
 from app.ui.chat.status_bar import ChatStatus
 
 AREA = "Templates and text from files"
@@ -25,7 +26,7 @@ NOTICE = (
 
 
 def _loaded(path: str, chat_format: str, notice: str) -> Loaded:
-    options = LoadOptions(model_path=path, n_ctx=256)
+    options = LoadProfile(model_path=path, n_ctx=256)
     return Loaded(
         model_path=path,
         options=options,

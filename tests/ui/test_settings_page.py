@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication, QFileDialog
 
+from app.kv.kv_types import KvMode
 from app.models.hub import fetch_remote_header
 from app.platform.app_log import log_file_path, start_log_file
 from app.platform.errors import GatedRepoError
@@ -223,7 +224,7 @@ def test_the_default_context_set_on_settings_is_what_the_next_load_uses(qtbot, c
     with qtbot.waitSignal(chat_app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS) as loaded:
         chat.offer_button.click()
     assert loaded.args[0].n_ctx == 1536
-    assert loaded.args[0].options.type_k == "f16"
+    assert loaded.args[0].options.kv == KvMode.parse("f16/f16")
 
 
 @pytest.mark.slow

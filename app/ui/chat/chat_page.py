@@ -19,10 +19,11 @@ from PySide6.QtWidgets import (
 from app.backends.store import BackendStore
 from app.chats.store import ChatStore, Conversation
 from app.engine.build_info import BackendPairs, parse_system_info
-from app.engine.messages import Finished, Loaded, LoadOptions, TemplateFallback
-from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load, load_options_for
+from app.engine.messages import Finished, Loaded, TemplateFallback
+from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
 from app.load.load_check import check_model_load
 from app.load.load_choices import choice_for
+from app.load.profile import LoadProfile
 from app.models import starter
 from app.models.model_ref import resolve_model
 from app.platform.errors import ContextTooLargeError
@@ -58,7 +59,7 @@ class ChatPage(QWidget):
 
     model_resolve_failed = Signal(str)
     find_chat_model_requested = Signal()
-    # (ref, LoadOptions or None, the Exception that stops it or None), from a helper thread
+    # (ref, LoadProfile or None, the Exception that stops it or None), from a helper thread
     _model_resolved = Signal(str, object, object)
 
     def __init__(
@@ -210,8 +211,17 @@ class ChatPage(QWidget):
             self.input.clear()
 
     def load_model(self, ref: str) -> None:
-        """Load a .gguf path or 'starter'; off the GUI thread the file is checked (the starter
-        model is assembled on first use) and so is whether the load fits the free memory."""
+        """Load a .gguf path or 'starter' with its remembered load settings, else the defaults;
+        off the GUI thread the file is checked (the starter model is assembled on first use) and
+        so is whether the load fits the free memory."""
+        self._start_load(ref, None)
+
+    def load_profile(self, ref: str, profile: LoadProfile) -> None:
+        """Load `ref` exactly as `profile` says (the load dialog's choice), checked the same way
+        off the GUI thread; no file is read back for it."""
+        self._start_load(ref, profile)
+
+    def _start_load(self, ref: str, profile: LoadProfile | None) -> None:
         if self._resolving:
             return
         self._resolving = True
@@ -220,30 +230,28 @@ class ChatPage(QWidget):
         self.offer.hide()
         threading.Thread(
             target=self._resolve,
-            args=(ref, self.settings.settings),
+            args=(ref, profile, self.settings.settings),
             daemon=True,
             name="resolve-model",
         ).start()
 
-    def _resolve(self, ref: str, s: Settings) -> None:
-        options: LoadOptions | None = None
+    def _resolve(self, ref: str, profile: LoadProfile | None, s: Settings) -> None:
         error: Exception | None = None
         try:
-            path = resolve_model(ref)
-            # The model's remembered load settings (app/ui/chat/load_dialog.py), else the defaults.
-            choice = choice_for(self.settings.folder, s, path)
-            options = load_options_for(str(path), choice)
-            if options.rpc_workers:  # every worker answers, runs the K/V pair, fits
+            if profile is None:
+                # The model's remembered load settings (the load dialog's), else the defaults.
+                profile = choice_for(self.settings.folder, s, resolve_model(ref))
+            if profile.rpc_workers:  # every worker answers, runs the K/V pair, fits
                 folder = backend_with_rpc(self.settings.folder, "the Backends page")
-                check_rpc_load(options, folder, advice=LOAD_ANYWAY_ADVICE)
+                check_rpc_load(profile, folder, advice=LOAD_ANYWAY_ADVICE)
             else:
-                check_model_load(Path(options.model_path), options, advice=LOAD_ANYWAY_ADVICE)
+                check_model_load(Path(profile.model_path), profile, advice=LOAD_ANYWAY_ADVICE)
         except Exception as exc:  # noqa: BLE001 - reported to the user on the GUI thread
             error = exc
-        self._model_resolved.emit(ref, options, error)
+        self._model_resolved.emit(ref, profile, error)
 
     def _on_model_resolved(
-        self, ref: str, options: LoadOptions | None, error: Exception | None
+        self, ref: str, options: LoadProfile | None, error: Exception | None
     ) -> None:
         self._resolving = False
         if isinstance(error, ContextTooLargeError) and error.forceable and options is not None:
@@ -257,7 +265,7 @@ class ChatPage(QWidget):
             return
         self.engine.load(options)
 
-    def _offer_load_anyway(self, sentence: str, options: LoadOptions) -> None:
+    def _offer_load_anyway(self, sentence: str, options: LoadProfile) -> None:
         """The refusal in a message box: Load anyway sends the load, Cancel drops it."""
         if self.load_refusal is not None:
             self.load_refusal.close()
@@ -319,7 +327,7 @@ class ChatPage(QWidget):
             self,
             local_workers=self.local_workers,
         )
-        dialog.load_requested.connect(self.load_model)
+        dialog.load_requested.connect(self.load_profile)
         dialog.finished.connect(partial(self._on_load_dialog_finished, dialog))
         self.load_dialog = dialog
         dialog.open()
@@ -390,7 +398,7 @@ class ChatPage(QWidget):
     def _on_session_reply_stats(self, finished: Finished) -> None:
         self.status.set_speed(finished.tokens_per_second)
 
-    def _on_engine_loading_started(self, options: LoadOptions) -> None:
+    def _on_engine_loading_started(self, options: LoadProfile) -> None:
         self.status.show_loading(options)
         self.picker.show_model(options.model_path, loading=True)
         self._update_offer()

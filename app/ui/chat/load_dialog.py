@@ -23,13 +23,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.build_info import BackendPairs
-from app.engine.rpc_load_check import load_options_for
 from app.kv.fit import FITS, NO_FIT, TIGHT
-from app.kv.kv_types import KV_TYPES
+from app.kv.kv_types import FP16_KV_MODE, INT8_KV_MODE, KV_TYPES, KvMode
 from app.load.load_check import gpu_build
 from app.load.load_choices import (
     LiveFit,
-    LoadChoice,
     LoadFacts,
     default_choice,
     live_fit,
@@ -37,6 +35,7 @@ from app.load.load_choices import (
     remember_choice,
     remembered_choice,
 )
+from app.load.profile import LoadProfile
 from app.models import starter
 from app.models.model_ref import resolve_model
 from app.platform import units as fmt
@@ -53,7 +52,7 @@ log = logging.getLogger(__name__)
 
 # What the dialog offers when the chosen K/V pair has no Flash Attention kernel in the
 # running GPU backend: int8 K and V (in llama.cpp's default pair list), or plain f16.
-ALTERNATIVE_PAIRS = (("q8_0", "q8_0"), ("f16", "f16"))
+ALTERNATIVE_PAIRS = (INT8_KV_MODE, FP16_KV_MODE)
 NO_GPU = "CPU only: no GPU layers"
 ADVICE = "lower the context length, or press Load and choose Load anyway"
 MAX_CONTEXT = 1_048_576
@@ -71,7 +70,7 @@ def _fit_style(verdict: str) -> str:
     )
 
 
-def describe_fit(fit: LiveFit, choice: LoadChoice) -> str:
+def describe_fit(fit: LiveFit, choice: LoadProfile) -> str:
     """The estimate in one or two sentences, with the Models page's numbers; a load that would
     be refused says it in load_check's words instead."""
     mode_fit = fit.mode_fit
@@ -87,7 +86,7 @@ def describe_fit(fit: LiveFit, choice: LoadChoice) -> str:
     parts = ""
     if need is not None:
         parts = (
-            f" (weights {fmt.size(need.weights_bytes)}, KV cache {choice.mode} at "
+            f" (weights {fmt.size(need.weights_bytes)}, KV cache {choice.kv.label} at "
             f"{choice.n_ctx:,} tokens {fmt.size(need.kv_bytes)}, buffers "
             f"{fmt.size(need.compute_bytes + need.output_bytes)})"
         )
@@ -107,14 +106,15 @@ class LoadDialog(QDialog):
     model_read(): the model's header and this machine's free memory were read; the estimate shows.
     model_unreadable(str): the model could not be opened (the sentence is shown in the dialog).
     fit_changed(object): the live estimate (a LiveFit) was redone for the settings shown.
-    load_requested(str): Load or Reload was pressed for this ref; its choice is remembered.
+    load_requested(str, object): Load or Reload was pressed: the ref and the LoadProfile to
+        load it with (its choice is also remembered for the next time).
     (The workers section's own signals are on `workers_box`.)
     """
 
     model_read = Signal()
     model_unreadable = Signal(str)
     fit_changed = Signal(object)
-    load_requested = Signal(str)
+    load_requested = Signal(str, object)
 
     def __init__(
         self,
@@ -187,12 +187,12 @@ class LoadDialog(QDialog):
         self.pair_warning.setWordWrap(True)
         self.pair_warning.setObjectName("pairWarning")
         self.pair_warning.setStyleSheet(_WARNING_STYLE)
-        self.pair_buttons: dict[str, QPushButton] = {}
+        self.pair_buttons: dict[KvMode, QPushButton] = {}
         offers = QHBoxLayout()
-        for k, v in ALTERNATIVE_PAIRS:
-            button = QPushButton(f"Use K={k} / V={v}")
-            button.clicked.connect(lambda _=False, k=k, v=v: self._choose_pair(k, v))
-            self.pair_buttons[f"{k}/{v}"] = button
+        for mode in ALTERNATIVE_PAIRS:
+            button = QPushButton(f"Use K={mode.k.name} / V={mode.v.name}")
+            button.clicked.connect(lambda _=False, mode=mode: self._choose_pair(mode))
+            self.pair_buttons[mode] = button
             offers.addWidget(button)
         offers.addStretch(1)
 
@@ -244,7 +244,7 @@ class LoadDialog(QDialog):
         layout.addWidget(self.buttons)
         self.setMinimumWidth(520)
 
-        self._show_choice(default_choice(settings))
+        self._show_choice(default_choice(settings, ""))  # until the model is read
         self.n_ctx.valueChanged.connect(self._on_setting_changed)
         self.gpu_layers.valueChanged.connect(self._on_setting_changed)
         self.type_k.currentTextChanged.connect(self._on_setting_changed)
@@ -269,7 +269,9 @@ class LoadDialog(QDialog):
         self.about.setText(f"{Path(facts.model_path).name}: {fmt.size(facts.file_size)}{trained}.")
         self.about.setToolTip(plain_tooltip(facts.model_path))
         remembered = remembered_choice(self._folder, facts.model_path)
-        self._show_choice(remembered or default_choice(self._settings, header.context_length))
+        self._show_choice(
+            remembered or default_choice(self._settings, facts.model_path, header.context_length)
+        )
         if self._is_loaded(facts.model_path):
             self.load_button.setText("Reload")
         self.model_read.emit()
@@ -281,11 +283,11 @@ class LoadDialog(QDialog):
         self.load_button.setEnabled(False)
         self.model_unreadable.emit(message)
 
-    def _show_choice(self, choice: LoadChoice) -> None:
+    def _show_choice(self, choice: LoadProfile) -> None:
         self._showing = True
         self.n_ctx.setValue(choice.n_ctx)
-        self.type_k.setCurrentText(choice.type_k)
-        self.type_v.setCurrentText(choice.type_v)
+        self.type_k.setCurrentText(choice.kv.k.name)
+        self.type_v.setCurrentText(choice.kv.v.name)
         self.gpu_layers.setValue(choice.n_gpu_layers)
         self.threads.setValue(choice.n_threads or 0)
         self.workers_box.set_workers(choice.rpc_workers, choice.layer_split)
@@ -304,7 +306,7 @@ class LoadDialog(QDialog):
         choice = self.chosen()
         split = bool(choice.rpc_workers)
         if split:  # this machine's fit alone says nothing: the workers' table does
-            self.workers_box.recheck(load_options_for(self.facts.model_path, choice))
+            self.workers_box.recheck(choice)
         self.fit_label.setVisible(not split)
         fit = live_fit(self.facts, choice, ADVICE)
         self.fit = fit
@@ -347,22 +349,23 @@ class LoadDialog(QDialog):
 
     # ---- K/V pairs the backend runs ------------------------------------------------------
 
-    def _choose_pair(self, k: str, v: str) -> None:
+    def _choose_pair(self, mode: KvMode) -> None:
         self._showing = True  # one estimate for the pair, not one per box
-        self.type_k.setCurrentText(k)
-        self.type_v.setCurrentText(v)
+        self.type_k.setCurrentText(mode.k.name)
+        self.type_v.setCurrentText(mode.v.name)
         self._showing = False
         self._estimate()
 
     def _show_pair_support(self) -> None:
-        k, v = self.type_k.currentText(), self.type_v.currentText()
-        missing = self._pairs is not None and self._pairs.native(k, v) is False
+        mode = self.chosen_mode()
+        k, v = mode.k.name, mode.v.name
+        missing = self._pairs is not None and self._pairs.native(mode) is False
         self.pair_warning.setVisible(missing)
-        for name, button in self.pair_buttons.items():
-            ok = self._pairs is not None and self._pairs.native(*name.split("/")) is not False
+        for other, button in self.pair_buttons.items():
+            ok = self._pairs is not None and self._pairs.native(other) is not False
             button.setVisible(missing and ok)
         if missing and self._pairs is not None:
-            offered = [n for n, b in self.pair_buttons.items() if not b.isHidden()]
+            offered = [m.label for m, b in self.pair_buttons.items() if not b.isHidden()]
             instead = " or ".join(offered) if offered else "another pair"
             self.pair_warning.setText(
                 f"The {self._pairs.backend} backend has no Flash Attention kernel for "
@@ -372,12 +375,15 @@ class LoadDialog(QDialog):
 
     # ---- the choice --------------------------------------------------------------------
 
-    def chosen(self) -> LoadChoice:
-        """The settings shown, as a load would use them."""
-        return LoadChoice(
+    def chosen_mode(self) -> KvMode:
+        return KvMode.of(self.type_k.currentText(), self.type_v.currentText())
+
+    def chosen(self) -> LoadProfile:
+        """The settings shown, as a load of the model read would use them."""
+        return LoadProfile(
+            self.facts.model_path if self.facts is not None else "",
             n_ctx=self.n_ctx.value(),
-            type_k=self.type_k.currentText(),
-            type_v=self.type_v.currentText(),
+            kv=self.chosen_mode(),
             n_gpu_layers=self.gpu_layers.value(),
             n_threads=self.threads.value() or None,
             rpc_workers=self.workers_box.workers,
@@ -387,9 +393,13 @@ class LoadDialog(QDialog):
     def _on_load_clicked(self) -> None:
         if self.facts is None or not self.load_button.isEnabled():
             return
-        remember_choice(self._folder, self.facts.model_path, self.chosen())
+        profile = self.chosen()
+        try:
+            remember_choice(self._folder, profile)
+        except OSError as error:  # the load goes ahead; only the memory of it is lost
+            log.warning("the load settings could not be remembered: %s", error)
         self.accept()
-        self.load_requested.emit(self._ref)
+        self.load_requested.emit(self._ref, profile)
 
 
 def _read(ref: str) -> LoadFacts:

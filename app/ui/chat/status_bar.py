@@ -8,13 +8,9 @@ import time
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
-from app.engine.messages import (
-    ContextTrimmed,
-    KernelWarning,
-    KernelWarningKind,
-    Loaded,
-    LoadOptions,
-)
+from app.engine.messages import ContextTrimmed, KernelWarning, KernelWarningKind, Loaded
+from app.kv.kv_types import KvMode
+from app.load.profile import LoadProfile
 from app.platform.safe_text import safe_text
 from app.ui.plain_text import plain_label, plain_tooltip
 
@@ -26,8 +22,8 @@ _WARNING_TEXT: dict[KernelWarningKind, str] = {
 }
 
 
-def kv_mode_label(type_k: str, type_v: str, flash_attn: bool = True) -> str:
-    text = f"K {type_k} / V {type_v}"
+def kv_mode_label(mode: KvMode, flash_attn: bool = True) -> str:
+    text = mode.words
     return text + (", Flash Attention" if flash_attn else ", no Flash Attention")
 
 
@@ -99,7 +95,7 @@ class ChatStatus(QWidget):
     def context_used(self) -> int:
         return self._used
 
-    def show_loading(self, options: LoadOptions) -> None:
+    def show_loading(self, options: LoadProfile) -> None:
         self._load_started = time.monotonic()
         self._load_name = safe_text(model_name(options.model_path), 80)
         self.model_label.setText("")
@@ -128,7 +124,7 @@ class ChatStatus(QWidget):
             )
         )
         opts = loaded.options
-        self.kv_label.setText(kv_mode_label(opts.type_k, opts.type_v, opts.flash_attn))
+        self.kv_label.setText(kv_mode_label(opts.kv, opts.flash_attn))
         kv_mib = sum(c.total_mib for c in loaded.kv_caches)
         self.kv_label.setToolTip(f"KV cache: {kv_mib:.1f} MiB in {len(loaded.kv_caches)} cache(s)")
         self._n_ctx = loaded.n_ctx

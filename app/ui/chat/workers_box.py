@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.messages import LoadOptions
 from app.engine.rpc_load_check import RpcLoadCheck, WorkersCheck, check_workers
 from app.kv.kv_cache import llama_mib
 from app.kv.rpc_fit import DeviceShare
+from app.load.profile import LoadProfile
 from app.load.rpc_workers import (
     MAX_WORKERS,
     check_address,
@@ -276,7 +276,7 @@ class WorkersBox(QWidget):
 
     # ---- the fit on every device ---------------------------------------------------------
 
-    def recheck(self, options: LoadOptions) -> None:
+    def recheck(self, options: LoadProfile) -> None:
         """Redo the checks for `options` (its rpc_workers are this list) off the GUI thread."""
         self._asked += 1
         asked = self._asked
@@ -294,7 +294,7 @@ class WorkersBox(QWidget):
             on_error=self._on_check_failed,
         )
 
-    def _check_if_latest(self, asked: int, options: LoadOptions) -> WorkersCheck | None:
+    def _check_if_latest(self, asked: int, options: LoadProfile) -> WorkersCheck | None:
         if asked != self._asked:  # superseded while queued: skip the child process
             return None
         return check_workers(options, self._folder, BACKENDS_ADVICE, self._advice)

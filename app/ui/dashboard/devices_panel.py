@@ -69,7 +69,7 @@ class DevicesPanel(QWidget):
             self.table.setRowCount(0)
             self.hide()
             return
-        mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
+        mode = loaded.options.kv.label
         self.table.setHorizontalHeaderItem(2, QTableWidgetItem(f"KV cache ({mode})"))
         caches = [(c.devices, c.device_mib) for c in loaded.kv_caches]
         self.rows = device_rows(devices, caches, f16_ratios(estimate))

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWi
 
 from app.engine.messages import Loaded
 from app.kv.kv_summary import KvSummary, kv_mib, summarize
+from app.kv.kv_types import FP16_KV_MODE
 from app.ui.dashboard.bar_chart import MODE_COLORS
 from app.ui.dashboard.memory_chart import AXIS_WIDTH, CHART_HINT_HEIGHT
 
@@ -40,7 +41,7 @@ def kv_estimate(loaded: Loaded) -> Any:
         return kv_cache_bytes(
             read_gguf_header(loaded.model_path),
             o.n_ctx,
-            f"{o.type_k}/{o.type_v}",
+            o.kv.label,
             n_ubatch=o.n_ubatch,
             swa_full=o.swa_full,
             n_batch=o.n_batch,
@@ -53,7 +54,7 @@ def kv_estimate(loaded: Loaded) -> Any:
 
 def loaded_summary(loaded: Loaded, estimate: Any = None) -> KvSummary:
     """A load's KV figures: llama.cpp's logged allocation next to the arithmetic's f16/f16."""
-    mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
+    mode = loaded.options.kv.label
     allocated = sum(c.total_bytes for c in loaded.kv_caches)
     return summarize(
         loaded.n_ctx, mode, allocated, estimate if estimate is not None else kv_estimate(loaded)
@@ -89,7 +90,9 @@ class KvPanel(QWidget):
         self.plot.setMouseEnabled(x=False, y=False)
         legend = item.addLegend(offset=(10, 5), labelTextColor="#1f2937")
         # Width-1 solid pens: a wide or dashed pen makes each repaint tens of ms.
-        self.fp16_curve = self.plot.plot([], [], pen=pg.mkPen("#8a94a6", width=1), name="f16/f16")
+        self.fp16_curve = self.plot.plot(
+            [], [], pen=pg.mkPen("#8a94a6", width=1), name=FP16_KV_MODE.label
+        )
         self.mode_curve = self.plot.plot(
             [], [], pen=pg.mkPen("#2f7ed8", width=1), name="loaded K/V"
         )
@@ -148,10 +151,10 @@ class KvPanel(QWidget):
             self.caches_label.setText("")
             return
         self.estimate = kv_estimate(loaded)
-        mode = f"{loaded.options.type_k}/{loaded.options.type_v}"
+        mode = loaded.options.kv.label
         self._legend.removeItem(self.mode_curve)
         self._legend.removeItem(self.fp16_curve)
-        self._legend.addItem(self.fp16_curve, "f16/f16")
+        self._legend.addItem(self.fp16_curve, FP16_KV_MODE.label)
         self._legend.addItem(self.mode_curve, mode)
         self._draw_curves()
         self._update_labels()
@@ -253,7 +256,7 @@ class KvPanel(QWidget):
         if self.loaded is None:
             return None
         if self.estimate is None:
-            mode = f"{self.loaded.options.type_k}/{self.loaded.options.type_v}"
+            mode = self.loaded.options.kv.label
             allocated = sum(c.total_bytes for c in self.loaded.kv_caches)
             return summarize(self.loaded.n_ctx, mode, allocated, None)
         return loaded_summary(self.loaded, self.estimate)

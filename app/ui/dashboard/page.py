@@ -32,15 +32,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.compare_result import run_title
-from app.engine.messages import (
-    Finished,
-    KernelWarning,
-    Loaded,
-    LoadOptions,
-    PromptStarted,
-    Token,
-)
+from app.engine.messages import Finished, KernelWarning, Loaded, PromptStarted, Token
 from app.kv.kv_summary import NO_MODEL_SENTENCE, kv_sentence
+from app.load.profile import LoadProfile
 from app.platform.errors import AppError
 from app.platform.recording import Recording
 from app.services.compare_runner import CompareRunner
@@ -301,7 +295,7 @@ class DashboardPage(QWidget):
 
     # ---- engine events ----------------------------------------------------------------
 
-    def _on_loading_started(self, options: LoadOptions) -> None:
+    def _on_loading_started(self, options: LoadProfile) -> None:
         self.sampler.set_pid(self.client.engine_pid)
         self.sampler.mark("load", Path(options.model_path).name)  # asked for now, by the GUI
 

@@ -114,7 +114,7 @@ def test_load_into_chat_asks_for_the_starter_model_by_name(qtbot, env):
 
 def test_load_into_chat_loads_the_model_with_the_users_load_options(qtbot, env):
     """Through the app's own wiring: My models -> the chat page's load (the one place the
-    settings become LoadOptions) -> the engine. The engine is a fake: what matters here is
+    settings become LoadProfile) -> the engine. The engine is a fake: what matters here is
     the Load it is sent (tests/engine load real files in llama.cpp)."""
     from app.engine.messages import Load
     from app.gui import build_app
@@ -140,11 +140,10 @@ def test_load_into_chat_loads_the_model_with_the_users_load_options(qtbot, env):
         assert window.pages.currentWidget() is window.chat
         (load,) = [c for c in engine.sent if isinstance(c, Load)]
         o = load.options
-        assert (o.model_path, o.n_ctx, o.type_k, o.type_v, o.n_gpu_layers) == (
+        assert (o.model_path, o.n_ctx, o.kv.label, o.n_gpu_layers) == (
             str(path),
             2048,
-            "q8_0",
-            "q8_0",
+            "q8_0/q8_0",
             0,
         )
         assert parts.settings.settings.last_model == str(path)  # remembered, as any chat load
