@@ -1,7 +1,7 @@
 """Where KV Studio keeps its files (conversations, settings, model folders, the download queue).
 
 One data folder for the GUI and the CLI: the folder Qt's QStandardPaths.AppDataLocation
-names for this app, worked out here without Qt (app/core never imports it), so a folder
+names for this app, worked out here without Qt (nothing below app/services imports it), so a folder
 added in the window is one `kvstudio ls` lists too. KVSTUDIO_DATA_DIR points everything
 elsewhere (tests, scripts).
 """

@@ -14,7 +14,6 @@ from app.engine.bench import run_bench
 from app.engine.loader import weights_repacked
 from app.engine.messages import Bench, Evaluate
 from app.engine.quality import default_reference_text, evaluate
-from app.kv.kv_types import KvMode
 from app.platform.errors import BadInputError, EngineFailedError
 
 pytestmark = pytest.mark.slow
@@ -31,7 +30,8 @@ def _llm(path, k: str, v: str):
             str(path),
             n_ctx=1024,
             flash_attn=True,
-            kv=KvMode.of(types[k], types[v]),
+            type_k=types[k],
+            type_v=types[v],
             n_threads=2,
             verbose=False,
         )

@@ -36,6 +36,8 @@ ENGINE_LIMITS = RenderLimits()
 
 def limits_for(kind: str) -> RenderLimits:
     return QUICK if re.search(REASONS[kind], "it ran longer than 0.3 s") else ENGINE_LIMITS
+
+
 CONTEXT = {
     "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
     "bos_token": "<s>",

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_TIMEOUT_S = 300  # start, assemble and load the starter model, reply: 2 busy cores
 # A base model continues text: counting keeps it streaming for hundreds of tokens.
 PROMPT = "Count from 1 to 1000, separated by commas: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"
-SAVED = re.compile(r"DEBUG app\.core\.chat_store: saved (\d+) characters of reply (\d+)")
+SAVED = re.compile(r"DEBUG app\.chats\.store: saved (\d+) characters of reply (\d+)")
 
 
 def _saved_text(folder: Path, message_id: int) -> tuple[str, str]:

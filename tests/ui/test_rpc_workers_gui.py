@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 
 from app.backends.store import BackendStore
 from app.engine.backend_probe import probe
+from app.kv.kv_types import FP16_KV_MODE
 from app.load.load_choices import remembered_choice
 from app.ui.dashboard.page import DashboardPage
 from tests.backends.rpc_worker_fixtures import Worker, f16_only_data, free_port
@@ -168,7 +169,7 @@ def test_a_worker_without_the_pair_is_refused_in_the_dialog(qtbot, rpc_app, cpu_
         with qtbot.waitSignal(
             box.checked, timeout=CHECK_TIMEOUT_MS, check_params_cb=_devices_checked(2)
         ):
-            dialog._choose_pair("f16", "f16")
+            dialog._choose_pair(FP16_KV_MODE)
         assert box.result.refusal is None and dialog.load_button.isEnabled()
     finally:
         worker.stop()
