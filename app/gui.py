@@ -17,7 +17,6 @@ from app.backends.store import BackendStore
 from app.chats.rescue import open_chats
 from app.chats.store import ChatStore
 from app.damaged_files import check_state_files
-from app.models.hub import clear_header_cache
 from app.platform.app_log import start_log_file
 from app.platform.heap import give_memory_back, steady_heap
 from app.platform.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
@@ -42,8 +41,20 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
+class Pages:
+    """The pages beside Chat that the app itself talks to (closing, the first run, the theme)."""
+
+    models: ModelsPage
+    dashboard: DashboardPage
+    backends: BackendsPage
+    server: LocalServerService
+    theme: ThemeController
+
+
+@dataclass
 class AppParts:
     window: MainWindow
+    pages: Pages
     engine: EngineClient
     store: ChatStore
     settings: SettingsFile
@@ -56,12 +67,8 @@ class AppParts:
     def close(self) -> None:
         """Stop the server, the dashboard's sampling, the engine and close the database (after
         the window has closed)."""
-        server = self.window.findChild(LocalServerService)
-        if server is not None:
-            server.stop()
-        dashboard = self.window.findChild(DashboardPage)
-        if dashboard is not None:
-            dashboard.shutdown()  # its sampler thread would outlive the window
+        self.pages.server.stop()
+        self.pages.dashboard.shutdown()  # its sampler thread would outlive the window
         self.engine.shutdown()
         self.window.chat.local_workers.stop_all()  # after the engine that used them
         self.store.close()
@@ -101,18 +108,18 @@ def build_app(folder: Path, engine: EngineClient | None = None) -> AppParts:
     engine.model_unloaded.connect(give_memory_back)  # what the GUI held for that model
     window = MainWindow(engine, store, settings, bridge)
     crash.window = window
-    _add_pages(window, engine, bridge, folder)
+    pages = _add_pages(window, engine, bridge, folder)
     for notice in notices:
         QTimer.singleShot(0, partial(bridge.error, notice))
     garbage.setParent(window)
     return AppParts(
-        window, engine, store, settings, bridge, crash, instance, tuple(notices), garbage
+        window, pages, engine, store, settings, bridge, crash, instance, tuple(notices), garbage
     )
 
 
 def _add_pages(
     window: MainWindow, engine: EngineClient, bridge: MessageBridge, folder: Path
-) -> None:
+) -> Pages:
     """The Models and Dashboard pages beside Chat. Load into chat goes through the chat
     page (the one place a load is prepared from the settings), so the load shows its
     progress there and the model is remembered."""
@@ -129,31 +136,24 @@ def _add_pages(
         models.show_recommended()  # Discover, with the small chat models to start with
 
     window.chat.find_chat_model_requested.connect(find_chat_model)
-    window.add_page("Dashboard", DashboardPage(engine))
+    dashboard = DashboardPage(engine)
+    window.add_page("Dashboard", dashboard)
     backends = BackendsPage(BackendStore(folder, window.chat.settings))
     backends.backend_switched.connect(lambda _name: engine.restart_engine())
     window.add_page("Backends", backends)
     # API requests go through the chat's EngineClient: one queue, one engine
-    window.add_page("Server", ServerPage(LocalServerService(engine, window)))
-    settings = SettingsPage(
-        window.settings, folder, ThemeController(window.settings, window), backends
-    )
-    settings.token_changed.connect(partial(_retry_with_new_token, models))
+    server = LocalServerService(engine, window)
+    window.add_page("Server", ServerPage(server))
+    theme = ThemeController(window.settings, window)
+    settings = SettingsPage(window.settings, folder, theme, backends)
+    settings.token_changed.connect(models.read_headers_again)
     settings.model_folders_changed.connect(models.library_view.refresh)
     settings.backends_page_requested.connect(lambda: window.show_page("Backends"))
-    # The Models page's estimates follow the default context, as the next load dialog does.
     settings.load_defaults.defaults_saved.connect(
-        lambda chosen: models.repo_view.context_spin.setValue(chosen.n_ctx)
+        lambda chosen: models.set_default_context(chosen.n_ctx)
     )
     window.add_page("Settings", settings)
-
-
-def _retry_with_new_token(models: ModelsPage) -> None:
-    """A token saved or removed on the Settings page: headers that failed (or were read) with
-    the old one are read again, as after the Models page's own token dialog."""
-    clear_header_cache()
-    models.fit_estimator.forget_headers()
-    models.repo_view.reload()
+    return Pages(models, dashboard, backends, server, theme)
 
 
 def offer_first_run_dialog(parts: AppParts, detect: Detect = detect_gpus) -> FirstRunDialog | None:
@@ -166,10 +166,8 @@ def offer_first_run_dialog(parts: AppParts, detect: Detect = detect_gpus) -> Fir
         detect=detect,
     )
     if dialog is not None:
-        backends = parts.window.findChild(BackendsPage)
         dialog.backend_chosen.connect(lambda _name: parts.engine.restart_engine())
-        if backends is not None:
-            dialog.backend_chosen.connect(lambda _name: backends.refresh())
+        dialog.backend_chosen.connect(lambda _name: parts.pages.backends.refresh())
     return dialog
 
 
@@ -202,9 +200,7 @@ def open_app(
         folder, BackendStore(folder).chosen_name()
     )  # the GUI has no terminal; the CLI logs to stderr only
     parts = build_app(folder)
-    theme = parts.window.findChild(ThemeController)
-    if theme is not None:
-        theme.apply()  # the remembered light, dark or the system's, before the window shows
+    parts.pages.theme.apply()  # the remembered light, dark or the system's, before the window shows
     parts.window.show()
     if model is None and send is None and screenshot is None:
         # Only at a plain start: a start with --model, --send or --screenshot is scripted (the

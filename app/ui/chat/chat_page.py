@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 from app.backends.store import BackendStore
 from app.chats.store import ChatStore, Conversation
 from app.engine.build_info import BackendPairs, parse_system_info
-from app.engine.messages import Finished, Loaded, TemplateFallback
+from app.engine.messages import Finished, KernelWarning, Loaded, TemplateFallback
 from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
 from app.load.load_check import check_model_load
 from app.load.load_choices import choice_for
@@ -28,6 +28,7 @@ from app.models import starter
 from app.models.model_ref import resolve_model
 from app.platform.errors import ContextTooLargeError
 from app.services.engine_client import EngineClient
+from app.services.engine_events import listen_to_engine
 from app.services.local_workers import LocalWorkers
 from app.services.message_bridge import MessageBridge
 from app.state.settings import Settings, SettingsFile
@@ -165,14 +166,7 @@ class ChatPage(QWidget):
         self._model_resolved.connect(self._on_model_resolved)
         # Only this chat's replies: the local server's requests share the engine.
         self.session.reply_failed.connect(self._on_chat_reply_failed)
-        e.loading_started.connect(self._on_engine_loading_started)
-        e.model_loaded.connect(self._on_engine_model_loaded)
-        e.load_failed.connect(self._on_engine_load_failed)
-        e.model_unloaded.connect(self._on_engine_model_unloaded)
-        e.kernel_warnings_changed.connect(self.status.set_warnings)
-        e.event_received.connect(self._on_engine_event_received)
-        # Bound methods, not lambdas: Qt drops them with this page, and the engine outlives it.
-        e.busy_changed.connect(self._on_engine_busy_changed)
+        listen_to_engine(e, self)
 
     # ---- user actions -----------------------------------------------------------------
 
@@ -398,12 +392,12 @@ class ChatPage(QWidget):
     def _on_session_reply_stats(self, finished: Finished) -> None:
         self.status.set_speed(finished.tokens_per_second)
 
-    def _on_engine_loading_started(self, options: LoadProfile) -> None:
+    def on_engine_loading_started(self, options: LoadProfile) -> None:
         self.status.show_loading(options)
         self.picker.show_model(options.model_path, loading=True)
         self._update_offer()
 
-    def _on_engine_model_loaded(self, loaded: Loaded) -> None:
+    def on_engine_model_loaded(self, loaded: Loaded) -> None:
         self.status.show_loaded(loaded)
         self.picker.show_model(loaded.model_path)
         self.view.delegate.model_name = loaded.model_path
@@ -421,15 +415,18 @@ class ChatPage(QWidget):
         self._update_offer()
         self._update_mode()
 
-    def _on_engine_event_received(self, event: object) -> None:
+    def on_engine_kernel_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
+        self.status.set_warnings(warnings)
+
+    def on_engine_event(self, event: object) -> None:
         if isinstance(event, TemplateFallback):
             self.status.show_template(event.chat_format, event.notice)
             self.bridge.warning(event.notice)
 
-    def _on_engine_load_failed(self, _message: str) -> None:
+    def on_engine_load_failed(self, _message: str) -> None:
         self._pending_ref = None  # said by self.notices
 
-    def _on_engine_model_unloaded(self) -> None:
+    def on_engine_model_unloaded(self) -> None:
         if self.engine.last_options is None:  # unloaded, not waiting to reload after a crash
             self._update_mode()
 
@@ -480,7 +477,7 @@ class ChatPage(QWidget):
         )
         self._update_buttons()
 
-    def _on_engine_busy_changed(self, _busy: bool) -> None:
+    def on_engine_busy(self, _busy: bool) -> None:
         self._update_buttons()
 
     def _update_buttons(self) -> None:

@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.engine.messages import Finished, Generate, SamplingSettings, Token
 from app.services.engine_client import EngineClient
+from app.services.engine_events import listen_to_engine
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,7 @@ class CompletionSession(QObject):
         super().__init__(parent)
         self.engine = engine
         self._request_id: str | None = None
-        engine.token_received.connect(self._on_engine_token)
-        engine.reply_finished.connect(self._on_engine_finished)
-        engine.request_failed.connect(self._on_engine_failed)
+        listen_to_engine(engine, self)
 
     @property
     def generating(self) -> bool:
@@ -75,16 +74,16 @@ class CompletionSession(QObject):
         self._request_id = None
         self.generating_changed.emit(False)
 
-    def _on_engine_token(self, token: Token) -> None:
+    def on_engine_token(self, token: Token) -> None:
         if token.request_id == self._request_id:
             self.text_received.emit(token.text)
 
-    def _on_engine_finished(self, finished: Finished) -> None:
+    def on_engine_reply_finished(self, finished: Finished) -> None:
         if finished.request_id == self._request_id:
             self._end()
             self.finished.emit(finished)
 
-    def _on_engine_failed(self, request_id: str, message: str) -> None:
+    def on_engine_request_failed(self, request_id: str, message: str) -> None:
         if request_id == self._request_id:
             log.warning("continuation failed: %s", message)
             self._end()

@@ -9,6 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from app.services.engine_client import EngineClient
+from app.services.engine_events import listen_to_engine
 from app.services.message_bridge import MessageBridge
 from app.ui.chat.model_picker import ModelPicker
 from app.ui.chat.notices import EngineStopped
@@ -37,11 +38,7 @@ class EngineStateNotices(QObject):
         self.engine, self.status, self.picker = engine, status, picker
         self.banner, self.bridge = banner, bridge
         self.last_crash: str | None = None  # its load_failed / reply_failed say it again
-        engine.loading_started.connect(self._on_engine_loading_started)
-        engine.model_loaded.connect(self._on_engine_model_loaded)
-        engine.load_failed.connect(self._on_engine_load_failed)
-        engine.model_unloaded.connect(self._on_engine_model_unloaded)
-        engine.engine_crashed.connect(self._on_engine_crashed)
+        listen_to_engine(engine, self)
 
     def show_current_model(self) -> None:
         """The picker names the loaded model, else the one the next message reloads."""
@@ -57,14 +54,14 @@ class EngineStateNotices(QObject):
         """Whether `message` is the crash the error box and the notice already said."""
         return message == self.last_crash
 
-    def _on_engine_loading_started(self, _options: object) -> None:
+    def on_engine_loading_started(self, _options: object) -> None:
         self.last_crash = None  # the notice stays up until a model is there again
 
-    def _on_engine_model_loaded(self, _loaded: object) -> None:
+    def on_engine_model_loaded(self, _loaded: object) -> None:
         self.last_crash = None
         self.banner.hide()
 
-    def _on_engine_load_failed(self, message: str) -> None:
+    def on_engine_load_failed(self, message: str) -> None:
         if self.said_already(message):
             self.status.show_unloaded(self._crash_status())
         else:
@@ -74,7 +71,7 @@ class EngineStateNotices(QObject):
             self.bridge.error(f"Could not load the model: {message}")
         self.changed.emit()
 
-    def _on_engine_model_unloaded(self) -> None:
+    def on_engine_model_unloaded(self) -> None:
         if self.last_crash:
             self.status.show_unloaded(self._crash_status())
         else:
@@ -83,7 +80,7 @@ class EngineStateNotices(QObject):
         self.show_current_model()
         self.changed.emit()
 
-    def _on_engine_crashed(self, message: str) -> None:
+    def on_engine_crashed(self, message: str) -> None:
         self.last_crash = message
         self.status.show_unloaded(self._crash_status())
         self.show_current_model()

@@ -29,6 +29,7 @@ from app.engine.messages import (
     Token,
 )
 from app.services.engine_client import EngineClient
+from app.services.engine_events import listen_to_engine
 from app.ui.chat.message_model import MessageListModel
 
 log = logging.getLogger(__name__)
@@ -83,11 +84,7 @@ class ChatSession(QObject):
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(int(SAVE_INTERVAL_S * 1000))
         self._save_timer.timeout.connect(self._on_save_timer)
-        engine.context_trimmed.connect(self._on_engine_context_trimmed)
-        engine.token_received.connect(self._on_engine_token)
-        engine.reply_finished.connect(self._on_engine_finished)
-        engine.request_failed.connect(self._on_engine_failed)
-        engine.engine_crashed.connect(self._on_engine_crashed)
+        listen_to_engine(engine, self)
 
     @property
     def generating(self) -> bool:
@@ -284,31 +281,31 @@ class ChatSession(QObject):
         if self._reply is not None:
             self._reply.flush()
 
-    def _on_engine_context_trimmed(self, trimmed: ContextTrimmed) -> None:
+    def on_engine_context_trimmed(self, trimmed: ContextTrimmed) -> None:
         if trimmed.request_id == self._request_id:
             self.context_trimmed.emit(trimmed)
 
-    def _on_engine_token(self, token: Token) -> None:
+    def on_engine_token(self, token: Token) -> None:
         if token.request_id != self._request_id or self._reply is None:
             return
         self._reply.append(token.text)
         self.model.append_text(self._reply.message_id, token.text)
         self.context_used.emit(token.n_past)
 
-    def _on_engine_finished(self, finished: Finished) -> None:
+    def on_engine_reply_finished(self, finished: Finished) -> None:
         if finished.request_id != self._request_id:
             return
         self._end_reply(STOPPED if finished.stop_reason == "cancelled" else DONE, finished)
         self.context_used.emit(finished.n_past)
         self.reply_stats.emit(finished)
 
-    def _on_engine_crashed(self, _message: str) -> None:
+    def on_engine_crashed(self, _message: str) -> None:
         # Cut off, not failed: the partial reply is kept as 'interrupted' (as after the app
         # itself was killed), so the next message's history includes it.
         if self._request_id is not None:
             self._end_reply(INTERRUPTED)
 
-    def _on_engine_failed(self, request_id: str, message: str) -> None:
+    def on_engine_request_failed(self, request_id: str, message: str) -> None:
         if request_id != self._request_id:
             return
         log.warning("reply failed: %s", message)

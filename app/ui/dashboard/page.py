@@ -38,6 +38,7 @@ from app.load.profile import LoadProfile
 from app.platform.errors import AppError
 from app.platform.recording import Recording
 from app.services.compare_runner import CompareRunner
+from app.services.engine_events import listen_to_engine
 from app.services.memory_sampler import MemorySampler
 from app.ui.dashboard.compare_control import CompareControl, peak_measure, process_seen
 from app.ui.dashboard.compare_panel import ComparePanel
@@ -107,11 +108,11 @@ class DashboardPage(QWidget):
         self._show_probe()
         loaded = getattr(client, "loaded", None)
         if loaded is not None:
-            self._on_model_loaded(loaded, mark=False)
+            self.on_engine_model_loaded(loaded, mark=False)
         else:
             self.compare_control.set_model(None)
             self._sentence_from(None)
-        self._set_warnings(client.kernel_warnings)
+        self.on_engine_kernel_warnings(client.kernel_warnings)
 
     # ---- layout -----------------------------------------------------------------------
 
@@ -198,14 +199,7 @@ class DashboardPage(QWidget):
 
     def _connect(self) -> None:
         c = self.client
-        c.loading_started.connect(self._on_loading_started)
-        c.model_loaded.connect(self._on_model_loaded)
-        c.model_unloaded.connect(self._on_model_unloaded)
-        c.prompt_started.connect(self._on_prompt_started)
-        c.token_received.connect(self._on_token_received)
-        c.reply_finished.connect(self._on_reply_finished)
-        c.kernel_warnings_changed.connect(self._set_warnings)
-        c.engine_crashed.connect(self._on_engine_crashed)
+        listen_to_engine(c, self)
         self.runner.started.connect(self._on_compare_started)
         self.header.details_toggled.connect(self.kv_panel.caches_label.setVisible)
         self.runner.finished.connect(self._on_compare_finished)
@@ -295,11 +289,11 @@ class DashboardPage(QWidget):
 
     # ---- engine events ----------------------------------------------------------------
 
-    def _on_loading_started(self, options: LoadProfile) -> None:
+    def on_engine_loading_started(self, options: LoadProfile) -> None:
         self.sampler.set_pid(self.client.engine_pid)
         self.sampler.mark("load", Path(options.model_path).name)  # asked for now, by the GUI
 
-    def _on_model_loaded(self, loaded: Loaded, mark: bool = True) -> None:
+    def on_engine_model_loaded(self, loaded: Loaded, mark: bool = True) -> None:
         self.sampler.set_pid(self.client.engine_pid)
         if mark:
             self.sampler.mark("loaded", "loaded", at=loaded.at)
@@ -321,34 +315,34 @@ class DashboardPage(QWidget):
             summary = loaded_summary(loaded)
         self.header.set_sentence(kv_sentence(summary) if summary else NO_MODEL_SENTENCE)
 
-    def _on_model_unloaded(self) -> None:
+    def on_engine_model_unloaded(self) -> None:
         if self.source == "live":
             self.kv_panel.set_loaded(None)
         self.devices_panel.set_loaded(None)
         self._sentence_from(None)
         self.compare_control.set_model(None)
 
-    def _on_prompt_started(self, started: PromptStarted) -> None:
+    def on_engine_prompt_started(self, started: PromptStarted) -> None:
         self.sampler.mark("prompt", f"prompt: {started.prompt_tokens:,} tokens", at=started.at)
         self._awaiting_first_token = started.request_id
 
-    def _on_token_received(self, token: Token) -> None:
+    def on_engine_token(self, token: Token) -> None:
         if token.request_id == self._awaiting_first_token:
             self._awaiting_first_token = None
             self.sampler.mark("generation", "generation", at=token.at)
         self._n_past = token.n_past
 
-    def _on_reply_finished(self, finished: Finished) -> None:
+    def on_engine_reply_finished(self, finished: Finished) -> None:
         self._awaiting_first_token = None
         self.sampler.mark("finished", finished.stop_reason, at=finished.at)
         self._n_past = finished.n_past
         self.compare_control.reply_finished(finished)
 
-    def _on_engine_crashed(self, _message: str) -> None:
+    def on_engine_crashed(self, _message: str) -> None:
         self.sampler.mark("end", "engine crashed")
         self.sampler.set_pid(None)
 
-    def _set_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
+    def on_engine_kernel_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
         self.warnings = tuple(warnings)
         self.banner.set_warnings(self.warnings)
 

@@ -33,6 +33,7 @@ from app.platform.errors import AppError, GatedRepoError
 from app.platform.probes import FreeMemory, read_free_memory
 from app.services.downloads import DownloadManager
 from app.services.engine_client import EngineClient
+from app.services.engine_events import listen_to_engine
 from app.services.message_bridge import MessageBridge
 from app.services.tasks import TaskRunner
 from app.state.settings import DEFAULT_CONTEXT
@@ -153,10 +154,9 @@ class ModelsPage(QWidget):
         self.library_view.load_requested.connect(self.load_requested)
         self.downloads_view.load_requested.connect(self.load_requested)  # the library's path
         if engine is not None:
-            engine.model_loaded.connect(self._on_engine_model_loaded)
-            engine.model_unloaded.connect(self._on_engine_model_unloaded)
+            listen_to_engine(engine, self)
             if engine.loaded is not None:
-                self._on_engine_model_loaded(engine.loaded)
+                self.on_engine_model_loaded(engine.loaded)
 
         self._fill_destinations(self.folders.read().download_to)
         self._last_destination = self.download_folder()
@@ -207,10 +207,10 @@ class ModelsPage(QWidget):
         self.fit_estimator.refresh_budget()  # free memory changes; read it again per repo
         self.repo_view.open_repo(repo_id)
 
-    def _on_engine_model_loaded(self, loaded: Loaded) -> None:
+    def on_engine_model_loaded(self, loaded: Loaded) -> None:
         self.library_view.set_loaded_path(Path(loaded.model_path))
 
-    def _on_engine_model_unloaded(self) -> None:
+    def on_engine_model_unloaded(self) -> None:
         self.library_view.set_loaded_path(None)
 
     def _fill_destinations(self, current: Path | None) -> None:
@@ -264,9 +264,18 @@ class ModelsPage(QWidget):
     def _on_token_saved(self) -> None:
         if self.bridge is not None:
             self.bridge.info("Hugging Face token saved.")
+        self.read_headers_again()
+
+    def read_headers_again(self) -> None:
+        """The Hugging Face token changed (here or on the Settings page): headers that failed,
+        or were read, with the old one are read again."""
         clear_header_cache()  # a file that failed before may open with the new token
         self.fit_estimator.forget_headers()
         self.repo_view.reload()
+
+    def set_default_context(self, n_ctx: int) -> None:
+        """The fit estimates follow the default load context, as the next load dialog does."""
+        self.repo_view.context_spin.setValue(n_ctx)
 
     def _on_download_list_changed(self, _key: str) -> None:
         self._update_tab_titles()
