@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, KVSTUDIO_REFRESH_DOCS="1")
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
     selection = [] if args.all else ["-m", "docs"]
+    # One process (no -n): every test's reliability facts are merged in one place.
     command = [sys.executable, "-m", "pytest", *selection, *pytest_args]
     return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
 

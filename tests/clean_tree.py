@@ -69,6 +69,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the run's main process checks once, after every worker
     before = getattr(session.config, "_kvstudio_tree", None)
     if before is None or getattr(session.config.option, "collectonly", False):
         return
