@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.load.load_choices import LOAD_CHOICES_STATE_FILE
+from app.load.choices_file import LOAD_CHOICES_STATE_FILE
 from app.models.model_folders import FOLDERS_STATE_FILE
 from app.models.queue_file import QUEUE_STATE_FILE
 from app.platform.state_files import set_aside_damaged

@@ -36,6 +36,7 @@ from app.backends.manifest import (
 from app.platform.atomic_write import write_atomically
 from app.platform.errors import BadInputError
 from app.platform.paths import settings_path
+from app.state.settings import SettingsFile
 
 if TYPE_CHECKING:
     from app.state.settings import SettingsFile
@@ -232,7 +233,6 @@ class BackendStore:
         shutil.rmtree(backend.folder)
 
     def _remember(self, name: str) -> None:
-        from app.state.settings import SettingsFile
 
         (self._settings or SettingsFile(self.data_folder)).update(backend=name)
 

@@ -21,7 +21,10 @@ from typing import Any
 
 from app.backends.manifest import BadPackageError
 from app.backends.system_programs import system_env
+from app.engine import devices
 from app.engine.build_info import BuildInfo, parse_system_info
+from app.engine.child_answer import ask_child
+from app.platform.units import size
 
 PROBE_TIMEOUT_S = 120.0  # a GPU backend initialising its driver can take a while
 
@@ -51,9 +54,6 @@ def _child(conn: Any) -> None:
     os.dup2(devnull, 2)
     try:
         import llama_cpp  # loads LLAMA_CPP_LIB_PATH's libllama (or the wheel's)
-
-        from app.engine import devices
-        from app.platform.units import size
 
         found = devices.loaded_library("llama")
         listed = devices.list_devices()
@@ -105,7 +105,6 @@ def _reason(error: Exception) -> str:
 
 def probe(folder: Path | None, *, timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
     """Load the backend in `folder` (None: the built-in one) in a child process."""
-    from app.engine.child_answer import ask_child
 
     name = folder.name if folder is not None else "built-in"
     answer, exitcode = ask_child(_child, (), folder, name="kvstudio-backend-probe", timeout=timeout)

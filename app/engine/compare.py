@@ -33,10 +33,15 @@ from app.engine.messages import (
     Load,
     Loaded,
 )
+from app.engine.process import EngineProcess
+from app.engine.quality import default_reference_text
+from app.kv.kv_cache import kv_cache_bytes
 from app.kv.kv_types import COMPARE_MODES, FP16_KV_MODE, KvMode
 from app.load.load_check import CLI_ADVICE, check_model_load
 from app.load.profile import LoadProfile
+from app.models.gguf_read import read_gguf_header
 from app.platform.errors import AppError, BadInputError, EngineFailedError
+from app.platform.probes import detect_probe
 from app.platform.recording import ProbeSampler, Recording
 
 log = logging.getLogger(__name__)
@@ -73,7 +78,6 @@ def parse_modes(modes: Sequence[str | KvMode] | str | None) -> list[KvMode]:
 def detect_default_probe(gpu: bool = True) -> Any:
     """The best memory probe here (NVML, amdsmi, AMD sysfs; psutil when `gpu` is False
     or none of those is available)."""
-    from app.platform.probes import detect_probe
 
     return detect_probe(gpu=gpu)
 
@@ -92,9 +96,6 @@ def _kv_estimates(path: Path, n_ctx: int, modes: list[KvMode]) -> dict[str, Any]
     """Per mode, the caches app.kv.kv_cache computes for the GGUF (cells and bytes per
     cell), so a saved run can draw 'KV as the context fills' without the model file."""
     from dataclasses import asdict
-
-    from app.kv.kv_cache import kv_cache_bytes
-    from app.models.gguf_read import read_gguf_header
 
     try:
         header = read_gguf_header(path)
@@ -173,7 +174,6 @@ def _run_mode(
     sampler: ProbeSampler,
     run: _Run,
 ) -> ModeResult:
-    from app.engine.process import EngineProcess
 
     result = ModeResult(mode=mode.label, k_type=mode.k.name, v_type=mode.v.name)
     warnings: list[str] = []
@@ -274,7 +274,6 @@ def run_compare(
     CompareCancelledError when `cancel` is set, EngineFailedError or EngineCrashedError
     when an engine fails (the result so far is lost).
     """
-    from app.engine.quality import default_reference_text
 
     kv_modes = parse_modes(modes)
     path = Path(model_path)

@@ -18,14 +18,19 @@ from typing import Any
 
 import llama_cpp
 
+from app.backends.manifest import kernel_of_folder
+from app.backends.store import built_in_folder
 from app.engine import devices, rpc_devices
 from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.llama_log import LlamaLogRouter
 from app.engine.log_parse import parse_log
 from app.engine.messages import Loaded
+from app.engine.split_devices import as_split_devices
 from app.engine.template_sandbox import RenderLimits
+from app.kv.split_device import SplitDevice
 from app.load.profile import LoadProfile
 from app.models.model_kind import base_model_reason
+from app.models.model_ref import check_gguf
 from app.platform.errors import AppError, BadInputError, EngineFailedError
 
 log = logging.getLogger(__name__)
@@ -40,7 +45,6 @@ class LoadedModel:
 
 def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
     """Create the Llama for `options`. Raises AppError with one sentence on failure."""
-    from app.models.model_ref import check_gguf
 
     path = Path(options.model_path)
     check_gguf(path)  # missing / not a GGUF / truncated: a sentence, before llama.cpp sees it
@@ -130,7 +134,6 @@ def check_loadable(options: LoadProfile, router: LlamaLogRouter) -> None:
     hyperparameters, a broken vocabulary), found by a vocabulary-only load that holds no
     tensors: run while another model is loaded, so a refused file never costs the user that
     model. Raises AppError with llama.cpp's reason; loading the file can still fail later."""
-    from app.models.model_ref import check_gguf
 
     path = Path(options.model_path)
     check_gguf(path)
@@ -248,8 +251,6 @@ def _failure_reason(lines: list[str]) -> str:
 def _fa_kernel() -> str:
     """Which Flash Attention GPU kernels the loaded libraries carry: llama-cpp-python loads
     LLAMA_CPP_LIB_PATH's when it is set (a chosen backend package), else its own."""
-    from app.backends.manifest import kernel_of_folder
-    from app.backends.store import built_in_folder
 
     chosen = os.environ.get("LLAMA_CPP_LIB_PATH")
     return kernel_of_folder(Path(chosen) if chosen else built_in_folder())
@@ -258,8 +259,6 @@ def _fa_kernel() -> str:
 def _device_memory() -> tuple[Any, ...]:
     """Each device's memory after a load across workers (a worker's asked over the engine's
     own RPC connection: a second client would wait behind it)."""
-    from app.engine.split_devices import as_split_devices
-    from app.kv.rpc_fit import SplitDevice
 
     try:
         found = devices.list_devices()

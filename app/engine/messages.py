@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from app.kv.rpc_fit import SplitDevice
+from app.kv.split_device import SplitDevice
 from app.load.profile import LoadProfile
 
 # ---- commands (in) -------------------------------------------------------------------

@@ -10,12 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.kv.rpc_fit import SplitDevice, SplitFit
+from app.backends.store import BackendStore, library_folder
+from app.engine.split_devices import read_split_devices
+from app.kv.rpc_fit import SplitFit
+from app.kv.split_device import SplitDevice
 from app.load.load_check import CLI_ADVICE, check_split_fits
 from app.load.profile import LoadProfile
 from app.load.rpc_workers import check_layer_split, check_reachable
 from app.load.worker_hello import WorkerBuild, ask_worker, check_workers_run_mode
+from app.models.gguf_read import read_gguf_header
+from app.models.library import model_size
 from app.platform.errors import BadInputError, ContextTooLargeError
+from app.platform.probes import read_free_memory
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,6 @@ def backend_with_rpc(data_folder: Path, how: str = CLI_BACKEND_ADVICE) -> Path:
     """The folder of the chosen backend's libraries (a package's, or the built-in one's), or
     BadInputError with one sentence when that build lacks llama.cpp's RPC client; `how` says
     how to choose a package ("kvstudio backend use cpu", "the Backends page")."""
-    from app.backends.store import BackendStore, library_folder
 
     backend, notice = BackendStore(data_folder).for_engine()
     folder = library_folder(backend)
@@ -66,10 +71,6 @@ def check_rpc_load(
     """Raise with one sentence (WorkerUnreachableError, WorkerCannotRunModeError,
     NotEnoughMemoryError naming the device that runs out first) when loading `options` across
     its workers cannot work; `force` skips only the memory and trained-context checks."""
-    from app.engine.split_devices import read_split_devices
-    from app.models.gguf_read import read_gguf_header
-    from app.models.library import model_size
-    from app.platform.probes import read_free_memory
 
     workers = options.rpc_workers
     check_reachable(workers)
@@ -111,10 +112,6 @@ def check_workers(options: LoadProfile, data_folder: Path, how: str, advice: str
     (forced, so the table always has it), then whether the load would be refused for memory
     or the trained context. A worker that does not answer or cannot run the K/V mode raises
     (one sentence, not forceable); `how` says how to choose a backend with RPC."""
-    from app.load.load_check import check_split_fits
-    from app.models.gguf_read import read_gguf_header
-    from app.models.library import model_size
-    from app.platform.probes import read_free_memory
 
     folder = backend_with_rpc(data_folder, how)
     checked = check_rpc_load(options, folder, force=True, advice=advice)

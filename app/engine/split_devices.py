@@ -15,8 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.kv.rpc_fit import SplitDevice
+from app.engine import devices, rpc_devices
+from app.engine.child_answer import ask_child
+from app.kv.split_device import SplitDevice
 from app.platform.errors import AppError
+from app.platform.probes import free_memory_cap
 
 if TYPE_CHECKING:
     from app.engine.devices import Device
@@ -55,8 +58,6 @@ def _child(conn: Any, workers: tuple[str, ...]) -> None:
     try:
         import llama_cpp  # noqa: F401  # loads LLAMA_CPP_LIB_PATH's libraries, before numpy
 
-        from app.engine import devices, rpc_devices
-
         rpc_devices.add_workers(workers)
         # SplitDevice, not Device: unpickling a Device would import llama_cpp in the parent.
         conn.send(as_split_devices(devices.list_devices()))
@@ -72,8 +73,6 @@ def read_split_devices(
     """The devices a load across `workers` on the backend in `folder` would split over, with
     $KVSTUDIO_FREE_MEMORY's cap as their budget. AppError with one sentence when they cannot be
     read (call check_reachable first: llama.cpp aborts on a worker it cannot reach)."""
-    from app.engine.child_answer import ask_child
-    from app.platform.probes import free_memory_cap
 
     cap = free_memory_cap()
     answer, exitcode = ask_child(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.kv.rpc_fit import SplitDevice
+from app.kv.split_device import SplitDevice
 
 MIB = 1024 * 1024
 

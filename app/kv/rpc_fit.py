@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from app.kv.fit import compute_peaks, weights_bytes, with_safety
 from app.kv.kv_cache import KvCacheEstimate, kv_cache_bytes
 from app.kv.kv_types import KvMode
+from app.kv.split_device import SplitDevice
 from app.models.gguf_header import GgufHeader
 from app.platform.units import size
 
@@ -39,25 +40,6 @@ _OUTPUT_TIED_TO = "token_embd.weight"
 # The CPU's inputs besides the masks, in ubatch x n_embd floats: the embeddings looked up, and
 # their scaled and copied forms; 8 matched the starter model split over two workers (12.3 MiB).
 _HOST_EMBD_COPIES = 8
-
-
-@dataclass(frozen=True)
-class SplitDevice:
-    """A device llama.cpp can put layers on, with the memory it reports."""
-
-    name: str  # llama.cpp's: "RPC0", "CUDA0"
-    description: str  # "127.0.0.1:50052" for a worker's device, else the device's own words
-    free_bytes: int  # as llama.cpp reads it (what the split follows)
-    total_bytes: int
-    budget_bytes: int | None = None  # what the check allows (KVSTUDIO_FREE_MEMORY caps it)
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} ({self.description})"
-
-    @property
-    def budget(self) -> int:
-        return self.free_bytes if self.budget_bytes is None else self.budget_bytes
 
 
 @dataclass(frozen=True)

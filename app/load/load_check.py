@@ -17,15 +17,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.backends.store import BackendStore, library_folder
 from app.kv.fit import ShapeOptions, fit_context_length, memory_need
+from app.kv.rpc_fit import largest_split_context, split_fit
 from app.load.profile import LoadProfile
 from app.models.gguf_header import GgufHeader
+from app.models.gguf_read import read_gguf_header
+from app.models.library import model_size
 from app.platform.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
-from app.platform.probes import FreeMemory
+from app.platform.paths import data_dir
+from app.platform.probes import FREE_MEMORY_ENV, FreeMemory, read_free_memory
 from app.platform.units import size
 
 if TYPE_CHECKING:
-    from app.kv.rpc_fit import SplitDevice, SplitFit
+    from app.kv.rpc_fit import SplitFit
+    from app.kv.split_device import SplitDevice
 
 # llama.cpp keeps n_ctx in a uint32 and pads it to a multiple of 256 (llama-context.cpp):
 # above 2**32 - 256 the padding wraps to 0 and the context cannot be created.
@@ -126,7 +132,6 @@ def check_split_fits(
     """check_load_fits for a load split across `devices` (RPC workers' and local GPUs', in
     llama.cpp's order; budgets already capped by $KVSTUDIO_FREE_MEMORY) with the CPU's share
     in `host`: NotEnoughMemoryError naming the device that runs out first. Returns the fit."""
-    from app.kv.rpc_fit import largest_split_context, split_fit
 
     n_ctx = options.n_ctx
     check_context_size(n_ctx)
@@ -170,8 +175,6 @@ def check_model_load(
     """check_load_fits for the model file at `path` with each of `options` (one per load),
     against the memory it would load into now (reads the header and the memory probes:
     call it off the GUI thread)."""
-    from app.models.gguf_read import read_gguf_header
-    from app.models.library import model_size
 
     header = read_gguf_header(path)
     size = model_size(path)
@@ -187,7 +190,6 @@ def free_memory_for(n_gpu_layers: int, n_layers: int) -> FreeMemory:
     """The memory a load with `n_gpu_layers` goes into: system RAM for n_gpu_layers=0 or a
     CPU-only llama.cpp, the GPU's free memory when every layer is offloaded, and both
     together when only some are (the weights and KV cache are split between them)."""
-    from app.platform.probes import FREE_MEMORY_ENV, read_free_memory
 
     if n_gpu_layers == 0 or not gpu_build():
         return read_free_memory(gpu=False)
@@ -203,8 +205,6 @@ def gpu_build() -> bool:
     """Whether the llama.cpp the engine runs (the chosen backend package, else the installed
     llama-cpp-python's) has a GPU backend, from its library files (importing llama_cpp here
     would load it into the GUI process). True when it cannot tell."""
-    from app.backends.store import BackendStore, library_folder
-    from app.platform.paths import data_dir
 
     backend, _ = BackendStore(data_dir()).for_engine()
     folder = library_folder(backend)

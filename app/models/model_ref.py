@@ -13,7 +13,10 @@ from pathlib import Path
 from app.models import starter
 from app.models.gguf_header import GgufHeader
 from app.models.gguf_read import read_gguf_header
-from app.platform.errors import ModelFileMissingError
+from app.models.hub import download_entry, list_gguf_files, parse_model_spec
+from app.models.library import find_model, list_models
+from app.platform.errors import BadInputError, ModelFileMissingError, ModelNotFoundError
+from app.platform.safe_text import safe_text
 
 STARTER_WORD = "starter"
 
@@ -50,9 +53,6 @@ def _exists(path: Path) -> bool:
     try:
         return path.exists()
     except OSError as error:
-        from app.platform.errors import BadInputError
-        from app.platform.safe_text import safe_text
-
         raise BadInputError(
             f"{safe_text(str(path), 200)} cannot be opened: {error.strerror or error}."
         ) from None
@@ -63,8 +63,6 @@ def _from_library_or_hub(
 ) -> Path | None:
     """A library model named `text`, else the Hub model it names pulled into the cache;
     None when `text` is neither (the caller then reports a missing file)."""
-    from app.models.library import find_model, list_models
-    from app.platform.errors import ModelNotFoundError
 
     models = list_models()
     try:
@@ -76,7 +74,6 @@ def _from_library_or_hub(
     )
     if not (allow_pull and looks_like_repo):
         return None
-    from app.models.hub import download_entry, list_gguf_files, parse_model_spec
 
     repo_id, selector = parse_model_spec(text)
     entry = list_gguf_files(repo_id).pick(selector)

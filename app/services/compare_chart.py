@@ -12,6 +12,8 @@ from typing import Any
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPen
 
+from app.platform.errors import AppError
+
 # One colour per mode, in the order the modes were measured (f16/f16 first, grey).
 MODE_COLORS = ("#8a94a6", "#2f7ed8", "#16a085", "#e67e22", "#8e44ad", "#c0392b")
 
@@ -136,7 +138,5 @@ def render_compare_png(
         painter.end()
     path = Path(path)
     if not image.save(str(path), "PNG"):  # type: ignore[call-overload]  # the stubs want bytes; PySide wants str
-        from app.platform.errors import AppError
-
         raise AppError(f"The chart could not be written to {path}.")
     return path

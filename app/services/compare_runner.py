@@ -12,6 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from app.engine.compare import CompareCancelledError, run_compare
 from app.platform.errors import AppError
 from app.platform.recording import Recording
 
@@ -82,7 +83,6 @@ class CompareRunner(QObject):
         recording: Recording,
         cancel: threading.Event,
     ) -> None:
-        from app.engine.compare import CompareCancelledError, run_compare
 
         try:
             result = run_compare(

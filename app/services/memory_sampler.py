@@ -13,6 +13,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from app.engine.compare import probe_description
+from app.platform.probes import detect_probe
 from app.platform.recording import MemoryPoint, ProbeSampler, Recording
 
 log = logging.getLogger(__name__)
@@ -46,8 +48,6 @@ class MemorySampler(QObject):
     def probe(self) -> Any:
         """The probe in use (detected on first use: NVML, amdsmi, AMD sysfs, else psutil)."""
         if self._probe is None:
-            from app.platform.probes import detect_probe
-
             self._probe = detect_probe()
             self.probe_changed.emit(self._probe)
         return self._probe
@@ -67,7 +67,6 @@ class MemorySampler(QObject):
         return self._sampler.last_error if self._sampler is not None else ""
 
     def _new_recording(self) -> Recording:
-        from app.engine.compare import probe_description
 
         name, device, limits = probe_description(self.probe)
         return Recording.new(name, device, probe_limits=limits, source="live dashboard")

@@ -26,6 +26,7 @@ from app.models.hub.tokens import load_token
 from app.models.hub.transfer import same_origin
 from app.platform.errors import (
     DownloadError,
+    GatedRepoError,
     HubUnreachableError,
     NotAGgufError,
     TruncatedGgufError,
@@ -117,8 +118,6 @@ def _read_range(
             "GET", url, headers=headers, follow_redirects=True, timeout=30.0
         ) as r:
             if r.status_code in (401, 403):
-                from app.platform.errors import GatedRepoError
-
                 raise GatedRepoError(gated_message(repo_id, r.status_code))
             if r.status_code >= 400:
                 raise HubUnreachableError(

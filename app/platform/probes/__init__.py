@@ -13,11 +13,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.platform.errors import BadInputError
 from app.platform.probes.amd_sysfs import AmdSysfsProbe, AmdSysfsUnavailableError
 from app.platform.probes.amdsmi_probe import AmdSmiProbe, AmdSmiUnavailableError
 from app.platform.probes.base import MemoryProbe, MemorySample
 from app.platform.probes.nvml import NvmlProbe, NvmlUnavailableError
 from app.platform.probes.psutil_probe import PsutilProbe
+from app.platform.units import parse_size
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +71,6 @@ def free_memory_cap() -> int | None:
     cap = os.environ.get(FREE_MEMORY_ENV, "").strip()
     if not cap:
         return None
-    from app.platform.errors import BadInputError
-    from app.platform.units import parse_size
 
     try:
         return parse_size(cap)

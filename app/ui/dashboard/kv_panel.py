@@ -16,8 +16,10 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.engine.messages import Loaded
+from app.kv.kv_cache import CacheSize, kv_cache_bytes
 from app.kv.kv_summary import KvSummary, kv_mib, summarize
 from app.kv.kv_types import FP16_KV_MODE
+from app.models.gguf_read import read_gguf_header
 from app.ui.dashboard.bar_chart import MODE_COLORS
 from app.ui.dashboard.memory_chart import AXIS_WIDTH, CHART_HINT_HEIGHT
 
@@ -34,9 +36,6 @@ def kv_estimate(loaded: Loaded) -> Any:
     """app.kv.kv_cache's estimate for a load (None when the arithmetic fails: the log's
     figures still show)."""
     try:
-        from app.kv.kv_cache import kv_cache_bytes
-        from app.models.gguf_read import read_gguf_header
-
         o = loaded.options
         return kv_cache_bytes(
             read_gguf_header(loaded.model_path),
@@ -162,7 +161,6 @@ class KvPanel(QWidget):
     def show_run(self, metadata: dict[str, Any]) -> bool:
         """Draw a saved or running comparison's KV curves, one per mode (from the
         recording's `kv_estimates` and `results`); False when it has none."""
-        from app.kv.kv_cache import CacheSize
 
         estimates = metadata.get("kv_estimates") or {}
         if not estimates:

@@ -1,0 +1,47 @@
+"""A spawned engine imports llama_cpp before anything imports numpy, whatever started the app.
+
+multiprocessing's spawn runs the parent's main module again in the child (as __mp_main__, with
+runpy.run_path for a script; a package's __main__, as in `python -m app`, is skipped), then
+imports the engine's module, and only then does worker.main import llama_cpp. On one GPU machine
+a numpy imported first made every model load crash, so what those steps import must not include
+numpy. Each case below runs exactly those steps in a clean interpreter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHILD_STEPS = """
+import runpy, sys
+main = sys.argv[1]
+if main:
+    runpy.run_path(main, run_name="__mp_main__")  # what spawn does with a script main module
+import app.engine.worker  # the engine's target
+print("numpy" in sys.modules, "llama_cpp" in sys.modules)
+"""
+ENTRY_POINTS = {
+    "the kvstudio console script": Path(sysconfig.get_path("scripts")) / "kvstudio",
+    "the frozen app's entry point": ROOT / "packaging" / "entry.py",
+    "python -m app (spawn skips a package's __main__)": None,
+}
+
+
+@pytest.mark.parametrize("started_by", ENTRY_POINTS)
+def test_the_engine_child_imports_no_numpy_before_llama_cpp(started_by: str) -> None:
+    main = ENTRY_POINTS[started_by]
+    if main is not None and not main.is_file():
+        pytest.skip(f"{main} is not installed here")
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD_STEPS, str(main or "")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"], (started_by, result.stdout)
