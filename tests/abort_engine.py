@@ -22,17 +22,17 @@ def main(*args: Any) -> None:
     """worker.main(*args), with llama.cpp aborting when a Load is handled."""
     import llama_cpp  # before anything that imports numpy, as worker.main does
 
-    from app.engine import worker
+    from app.engine import engine_loop, worker
     from app.engine.messages import Load
 
     # libllama's handle also finds the symbols of the ggml library it links.
     ggml_abort = llama_cpp.llama_cpp._lib.ggml_abort
-    handle = worker.Engine.handle
+    handle = engine_loop.Engine.handle
 
-    def handle_aborting_on_load(self: worker.Engine, command: object) -> None:
+    def handle_aborting_on_load(self: engine_loop.Engine, command: object) -> None:
         if isinstance(command, Load):
             ggml_abort(SOURCE, ctypes.c_int(LINE), b"GGML_ASSERT(%s) failed", ASSERTION)
         handle(self, command)
 
-    worker.Engine.handle = handle_aborting_on_load  # type: ignore[method-assign]
+    engine_loop.Engine.handle = handle_aborting_on_load  # type: ignore[method-assign]
     worker.main(*args)

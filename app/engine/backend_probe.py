@@ -21,7 +21,6 @@ from typing import Any
 
 from app.backends.manifest import BadPackageError
 from app.backends.system_programs import system_env
-from app.engine import devices
 from app.engine.build_info import BuildInfo, parse_system_info
 from app.engine.child_answer import ask_child
 from app.platform.units import size
@@ -54,6 +53,10 @@ def _child(conn: Any) -> None:
     os.dup2(devnull, 2)
     try:
         import llama_cpp  # loads LLAMA_CPP_LIB_PATH's libllama (or the wheel's)
+
+        # It imports llama_cpp too: here, inside the try, so a library that does not load is
+        # reported by this child, and never imported in the app.
+        from app.engine import devices
 
         found = devices.loaded_library("llama")
         listed = devices.list_devices()

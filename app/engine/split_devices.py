@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.engine import devices, rpc_devices
 from app.engine.child_answer import ask_child
 from app.kv.split_device import SplitDevice
 from app.platform.errors import AppError
@@ -57,6 +56,9 @@ def _child(conn: Any, workers: tuple[str, ...]) -> None:
     os.dup2(devnull, 2)
     try:
         import llama_cpp  # noqa: F401  # loads LLAMA_CPP_LIB_PATH's libraries, before numpy
+
+        # These import llama_cpp: only in this child, never in the app or the CLI.
+        from app.engine import devices, rpc_devices
 
         rpc_devices.add_workers(workers)
         # SplitDevice, not Device: unpickling a Device would import llama_cpp in the parent.

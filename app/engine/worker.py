@@ -1,25 +1,18 @@
-"""The engine process's main loop: owns the one llama_cpp.Llama and answers commands.
+"""The engine process's entry point: a clean start, then the loop (app/engine/engine_loop.py).
 
 Runs in a child started by app.engine.process.EngineProcess (multiprocessing 'spawn').
-This module stays importable without llama_cpp or numpy: `main` imports llama_cpp
-first, before anything that pulls in numpy (docs/llama-cpp-notes.md: numpy first made
-loads segfault).
+This module imports neither llama_cpp nor numpy: `main` imports llama_cpp first, before
+anything that pulls in numpy (docs/llama-cpp-notes.md: numpy first made loads segfault;
+tests/engine/test_engine_starts_clean.py checks what a spawned child imports before it).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import signal
 import sys
-import time
-import traceback
-from dataclasses import replace
 from typing import Any
-
-from app.engine.messages import Bench, Evaluate, Failed, Generate, Load, Shutdown, Unload
-from app.platform.heap import give_memory_back
 
 log = logging.getLogger(__name__)
 
@@ -43,174 +36,11 @@ def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: i
             "numpy was imported before llama_cpp in the engine (by the main module); "
             "on some machines that makes model loads crash"
         )
-    from app.engine import llama_log
+    # After llama_cpp: the engine's own modules import numpy (GGUF headers, the gguf package).
+    # Imported now, at the start, so what a load adds to the engine's memory is the model's.
+    from app.engine.engine_loop import serve
 
-    router = llama_log.install()
-    engine = Engine(events.send, cancel, router)
-    try:
-        while True:
-            try:
-                command = commands.recv()
-            except (EOFError, OSError):
-                break  # the parent went away
-            if isinstance(command, Shutdown):
-                break
-            engine.handle(command)
-    finally:
-        engine.unload()
-
-
-class Engine:
-    """Dispatches commands; every failure becomes a Failed event, never an exit."""
-
-    def __init__(self, emit: Any, cancel: Any, router: Any) -> None:
-        self.emit = emit
-        self.cancel = cancel
-        self.router = router
-        self.model: Any = None  # loader.LoadedModel
-
-    def handle(self, command: object) -> None:
-        request_id = getattr(command, "request_id", None)
-        try:
-            if isinstance(command, Load):
-                self._load(command)
-            elif isinstance(command, Generate):
-                self._generate(command)
-            elif isinstance(command, (Evaluate, Bench)):
-                self._measure(command)
-            elif isinstance(command, Unload):
-                self.unload()
-            else:
-                self.emit(Failed(f"The engine does not know the command {type(command).__name__}."))
-        except Exception as error:  # noqa: BLE001 - the boundary: report, keep serving
-            from app.platform.errors import AppError
-
-            detail = traceback.format_exc()
-            if isinstance(error, AppError):
-                message = str(error)
-                log.warning("%s failed: %s", type(command).__name__, message)
-            else:
-                message = _sentence(command, error)
-                log.error("%s failed: %s", type(command).__name__, detail)
-            self.emit(Failed(message, request_id=request_id, detail=detail))
-
-    def _load(self, command: Load) -> None:
-        """Load a model in place of the loaded one. A file llama.cpp refuses never leaves the
-        user without the model they had: refused before anything is dropped, the old one is
-        kept; failing later (out of memory), it is loaded again. Either way a Failed with
-        `kept` says which model is loaded now."""
-        from app.engine.loader import check_loadable, load_model
-
-        previous = self.model.loaded if self.model is not None else None
-        if previous is not None:
-            try:
-                check_loadable(command.options, self.router)
-            except Exception as error:  # noqa: BLE001 - reported with the kept model
-                kept = replace(previous, at=time.monotonic())
-                message = _load_sentence(command, error)
-                log.warning("Load failed: %s (%s stays loaded)", message, previous.model_path)
-                self.emit(Failed(message, detail=_detail(), kept=kept))
-                return
-        self.unload()
-        try:
-            self.model = load_model(command.options, self.router)
-        except Exception as error:
-            if previous is None:
-                raise
-            message, detail = _load_sentence(command, error), _detail()
-            log.warning("load failed (%s); loading %s again", message, previous.model_path)
-            try:
-                self.model = load_model(previous.options, self.router)
-            except Exception:
-                log.exception("the model loaded before could not be loaded again")
-                raise error from None
-            self.emit(Failed(message, detail=detail, kept=self.model.loaded, reloaded=True))
-            return
-        self.emit(self.model.loaded)
-
-    def _generate(self, command: Generate) -> None:
-        from app.engine.generation import run_generation
-
-        if self.model is None:
-            self.emit(Failed("No model is loaded.", request_id=command.request_id))
-            return
-        finished = run_generation(
-            self.model.llm, command, self.model.template, self.cancel, self._emit_generation
-        )
-        self._send_new_warnings()
-        self.emit(finished)
-
-    def _emit_generation(self, event: object) -> None:
-        from app.engine.messages import TemplateFallback
-
-        if isinstance(event, TemplateFallback) and self.model.template.fallback is not None:
-            # a template that broke a limit once is not tried again on every message
-            self.model.template = self.model.template.fallback
-        self.emit(event)
-
-    def _measure(self, command: Evaluate | Bench) -> None:
-        """Evaluate (app.engine.quality) and Bench (app.engine.bench), written elsewhere
-        and imported only when asked for."""
-        if self.model is None:
-            self.emit(Failed("No model is loaded.", request_id=command.request_id))
-            return
-        module, function = _MEASURES[type(command).__name__]
-        try:
-            handler = getattr(importlib.import_module(module), function)
-        except (ImportError, AttributeError):
-            log.exception("%s is not available", module)
-            what = "Quality evaluation" if isinstance(command, Evaluate) else "Benchmarking"
-            self.emit(Failed(f"{what} is not available in this build.", command.request_id))
-            return
-        try:
-            result = handler(self.model.llm, command, self.cancel)
-        finally:
-            self.model.llm.reset()  # it used the context; the next reply re-reads its prompt
-        self._send_new_warnings()
-        self.emit(result)
-
-    def _send_new_warnings(self) -> None:
-        """Warnings llama.cpp logs only on first use (e.g. the CUDA K/V conversion)."""
-        from app.engine.log_parse import classify_warning
-
-        self.router.flush()
-        for line in self.router.take_lines():
-            warning = classify_warning(line)
-            if warning is not None:
-                self.emit(warning)
-
-    def unload(self) -> None:
-        if self.model is not None:
-            llm, self.model = self.model.llm, None
-            llm.close()
-            give_memory_back()  # the closed model's heap pages, back to the system
-
-
-_MEASURES = {
-    "Evaluate": ("app.engine.quality", "evaluate"),
-    "Bench": ("app.engine.bench", "run_bench"),
-}
-
-
-def _load_sentence(command: Load, error: Exception) -> str:
-    from app.platform.errors import AppError
-
-    return str(error) if isinstance(error, AppError) else _sentence(command, error)
-
-
-def _detail() -> str:
-    return traceback.format_exc()
-
-
-def _sentence(command: object, error: Exception) -> str:
-    what = {
-        "Load": "Loading the model",
-        "Generate": "Generating",
-        "Evaluate": "Evaluating",
-        "Bench": "The speed measurement",
-    }
-    action = what.get(type(command).__name__, "The engine")
-    return f"{action} failed: {error}."
+    serve(commands, events, cancel)
 
 
 def _redirect_output(path: str) -> None:

@@ -45,3 +45,21 @@ def test_the_engine_child_imports_no_numpy_before_llama_cpp(started_by: str) -> 
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False"], (started_by, result.stdout)
+
+
+def test_the_app_and_the_cli_never_import_llama_cpp_themselves() -> None:
+    """llama.cpp runs in the engine child (a crash costs the engine, never the window): the
+    window's modules, the engine client, the load checks and the commands that only start an
+    engine import no llama_cpp in the process that imports them."""
+    code = (
+        "import sys, app.gui, app.cli, app.services.engine_client, app.engine.rpc_load_check,"
+        " app.engine.backend_probe, app.engine.backend_verify, app.engine.compare\n"
+        "for name in ('run', 'serve', 'worker', 'fit', 'bench', 'pull', 'ls', 'rm', 'backend'):\n"
+        "    __import__('app.commands.' + name)\n"
+        "print('llama_cpp' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
