@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from app import __version__
-from app.commands import COMMAND_MODULES, print_error
+from app.commands import COMMANDS, print_error
 from app.damaged_files import check_state_files
 from app.platform.crash_report import CrashReporter
 from app.platform.errors import AppError, BadInputError
@@ -33,27 +33,32 @@ class _Parser(argparse.ArgumentParser):
         self.exit(BAD_INPUT_EXIT)
 
 
-def _command_modules() -> dict[str, ModuleType]:
-    modules = {}
-    for name in COMMAND_MODULES:
-        try:
-            modules[name] = importlib.import_module(f"app.commands.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"app.commands.{name}":
-                raise
-            # Left out rather than breaking the others, but said: a frozen build that did not
-            # collect the module would otherwise just lack the command.
-            print(
-                f"kvstudio: warning: the '{name}' command is missing from this install "
-                f"(app/commands/{name}.py is not there); reinstall KV Studio to get it back.",
-                file=sys.stderr,
-            )
-    return modules
+def command_module(name: str) -> ModuleType | None:
+    """The module of the command `name`, imported now: each imports what its command needs at
+    its top, so only the command that runs pays for that. None, said on stderr, when this
+    install lacks it (a frozen build that did not collect it)."""
+    try:
+        return importlib.import_module(f"app.commands.{name}")
+    except ModuleNotFoundError as error:
+        if error.name != f"app.commands.{name}":
+            raise
+        print(
+            f"kvstudio: the '{name}' command is missing from this install "
+            f"(app/commands/{name}.py is not there); reinstall KV Studio to get it back.",
+            file=sys.stderr,
+        )
+        return None
 
 
-def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
+def build_parser(
+    command: str | None = None, module: ModuleType | None = None, *, add_help: bool = True
+) -> argparse.ArgumentParser:
+    """The `kvstudio` parser: every command with its line of help, and the arguments of
+    `command` (from its `module`) alone."""
     parser = _Parser(
-        prog="kvstudio", description="Run GGUF models locally; see what the KV cache costs."
+        prog="kvstudio",
+        description="Run GGUF models locally; see what the KV cache costs.",
+        add_help=add_help,
     )
     parser.add_argument("--version", action="version", version=f"kvstudio {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
@@ -66,7 +71,7 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
         help="with no command: send TEXT in the chat once the model has loaded",
     )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    gui = sub.add_parser("gui", help="open the app (the default)")
+    gui = sub.add_parser("gui", help="open the app (the default)", add_help=add_help)
     gui.add_argument("--model", help="a .gguf path or 'starter' to load at start")
     gui.add_argument(
         "--send", metavar="TEXT", help="send TEXT in the chat once the model has loaded"
@@ -78,9 +83,19 @@ def build_parser(modules: dict[str, ModuleType]) -> argparse.ArgumentParser:
         help="save a picture of the window once it is shown (or the --model has loaded, or "
         "the --send reply has finished), then quit",
     )
-    for name, module in modules.items():
-        module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.HELP))
+    for name, line in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=line, description=line, add_help=add_help)
+        if name == command and module is not None:
+            module.add_arguments(command_parser)
     return parser
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The command `argv` names, as argparse reads it (so an option's value is never taken for
+    one), before any command's module is imported; None for the window."""
+    known, _rest = build_parser(add_help=False).parse_known_args(argv)
+    command: str | None = known.command
+    return command
 
 
 def _ctrl_c_stops() -> None:
@@ -97,8 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     # this it would run the CLI again instead of the engine. Outside a frozen app it does nothing.
     multiprocessing.freeze_support()
     _ctrl_c_stops()
-    modules = _command_modules()
-    args = build_parser(modules).parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = named_command(argv)
+    module = command_module(command) if command not in (None, "gui") else None
+    if command not in (None, "gui") and module is None:
+        return 1
+    args = build_parser(command, module).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -114,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                 screenshot=getattr(args, "screenshot", None),
             )
         _check_state_files()
-        return int(modules[args.command].run(args) or 0)
+        assert module is not None  # a command other than gui, imported above
+        return int(module.run(args) or 0)
     except BadInputError as error:
         print_error(error)
         return BAD_INPUT_EXIT

@@ -12,12 +12,20 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.backends.manifest import built_in_kernel
+from app.backends.store import BackendStore, built_in_folder
+from app.commands import print_error
+from app.engine.backend_probe import probe
+from app.engine.backend_verify import verify
+from app.platform.errors import AppError
+from app.platform.paths import data_dir
+from app.platform.safe_text import safe_text
+from app.platform.text_table import aligned_rows
+
 if TYPE_CHECKING:
     from app.backends.store import BackendStore
 
-NAME = "backend"
 LINE_LIMIT = 300
-HELP = "list, add, switch and verify llama.cpp backends (CPU, ROCm, CUDA, Vulkan packages)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,12 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.backends.store import BackendStore
-    from app.commands import print_error
-    from app.engine.backend_probe import probe
-    from app.platform.errors import AppError
-    from app.platform.paths import data_dir
-    from app.platform.safe_text import safe_text
 
     store = BackendStore(data_dir())
     try:
@@ -65,8 +67,6 @@ def run(args: argparse.Namespace) -> int:
             store.remove(args.name)
             print(f"Removed the {args.name} backend; the engine runs {store.chosen_name()}.")
         else:
-            from app.engine.backend_verify import verify
-
             result = verify(store, args.name or store.chosen_name())
             # the manifest's words (its note, versions, targets) are the package author's text
             print("\n".join(safe_text(line, LINE_LIMIT) for line in result.lines()))
@@ -78,10 +78,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(store: BackendStore) -> None:
-    from app.backends.manifest import built_in_kernel
-    from app.backends.store import built_in_folder
-    from app.platform.safe_text import safe_text
-    from app.platform.text_table import aligned_rows
 
     chosen = store.chosen_name()
     # FA KERNEL: the Flash Attention GPU kernels a build carries (kvstudio-fa.N: with our patches).

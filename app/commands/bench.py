@@ -16,11 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.engine.compare import parse_modes, run_compare
+from app.engine.compare_result import format_table, run_title
 from app.kv.kv_types import COMPARE_MODES, FP16_KV_MODE
+from app.load.load_check import check_context_size
+from app.models.model_ref import resolve_model
 from app.platform.errors import BadInputError
-
-NAME = "bench"
-HELP = "compare KV cache modes (memory, speed, quality), measured, one engine per mode"
+from app.platform.safe_text import safe_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,7 +106,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check(args: argparse.Namespace) -> None:
     """Refuse bad input before any engine is spawned."""
-    from app.load.load_check import check_context_size
 
     if args.results is None and not args.model:
         raise BadInputError("Give a MODEL (a .gguf file or 'starter'), or --results RUN.json.")
@@ -138,6 +139,7 @@ def _progress(fraction: float, message: str) -> None:
 def _plotter() -> Any:
     """The PNG renderer (Qt, imported only for --plot), or BadInputError without PySide6."""
     try:
+        # Qt, only for --plot: a command never imports it at its top (tests/test_layers.py).
         from app.services.compare_chart import render_compare_png
     except ImportError:
         raise BadInputError(
@@ -153,7 +155,6 @@ def _plot(rows: list[dict[str, Any]], title: str, path: str) -> None:
 
 
 def _from_results(args: argparse.Namespace) -> int:
-    from app.engine.compare_result import format_table
 
     try:
         data = json.loads(Path(args.results).read_text(encoding="utf-8"))
@@ -171,7 +172,6 @@ def _from_results(args: argparse.Namespace) -> int:
 
 
 def _title(data: dict[str, Any]) -> str:
-    from app.engine.compare_result import run_title
 
     return run_title(data)
 
@@ -182,9 +182,6 @@ def run(args: argparse.Namespace) -> int:
         _plotter()  # refuse before minutes of measuring, not after
     if args.results is not None:
         return _from_results(args)
-
-    from app.engine.compare import parse_modes, run_compare
-    from app.models.model_ref import resolve_model
 
     modes = parse_modes(args.modes)
     path = resolve_model(args.model)
@@ -222,8 +219,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        from app.platform.safe_text import safe_text
-
         print(
             f"{safe_text(path.name, 120)}: n_ctx {args.ctx}, depth {args.depth}; "
             f"memory from {result.probe}"

@@ -8,10 +8,11 @@ import platform
 import sys
 from typing import Any
 
+from app.backends.store import load_chosen_backend_here
+from app.engine.build_info import parse_system_info
 from app.kv.kv_types import DEFAULT_KV_MODE
-
-NAME = "doctor"
-HELP = "show versions, GPU backends, the Flash Attention K/V pairs compiled in, and devices"
+from app.platform.paths import data_dir
+from app.platform.safe_text import safe_text
 
 _GIB = 1024**3
 
@@ -31,12 +32,9 @@ def run(args: argparse.Namespace) -> int:
 
 def collect() -> dict[str, Any]:
     """Everything doctor reports, as plain values, about the backend the engine runs."""
-    from app.backends.store import load_chosen_backend_here
-    from app.platform.paths import data_dir
 
     backend, notice = load_chosen_backend_here(data_dir())
     from app.engine import devices  # imports llama_cpp first (before numpy)
-    from app.engine.build_info import parse_system_info
 
     versions = devices.versions()
     info = devices.system_info()
@@ -124,6 +122,5 @@ def render(report: dict[str, Any]) -> str:
         lines.append("  (this build does not list its devices)")
     # Device names, the backend's notice (a package's problem, quoting its files) and paths are
     # other programs' and files' text: shown cleaned, each line at most a screenful.
-    from app.platform.safe_text import safe_text
 
     return "\n".join(safe_text(line, 1000) for line in lines)

@@ -6,8 +6,16 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from app.kv.fit import MARGIN, fit_estimate
+from app.kv.kv_types import COMPARE_MODES, KvMode
+from app.load.load_check import check_context_size, check_trained_context
+from app.models.gguf_read import read_gguf_header
+from app.models.model_ref import resolve_model
 from app.platform.errors import BadInputError
-from app.platform.safe_text import clip
+from app.platform.probes import read_free_memory
+from app.platform.safe_text import clip, safe_text
+from app.platform.text_table import aligned_rows
+from app.platform.units import parse_size
 from app.platform.units import size as _size
 
 if TYPE_CHECKING:
@@ -16,8 +24,6 @@ if TYPE_CHECKING:
     from app.kv.fit import ModeFit
     from app.models.gguf_header import GgufHeader
 
-NAME = "fit"
-HELP = "show the KV cache per K/V mode and the largest context that fits a memory budget"
 
 DEFAULT_CTX = 4096  # the app's default context (LoadProfile.n_ctx)
 MIB = 1024 * 1024
@@ -59,29 +65,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _budget(args: argparse.Namespace) -> tuple[int, str, bool]:
     """(bytes, where the number came from, whether the model is on a GPU)."""
-    from app.platform.units import parse_size
 
     if args.vram is not None:
         return parse_size(args.vram), "--vram", not args.cpu
-    from app.platform.probes import read_free_memory
 
     free = read_free_memory(gpu=not args.cpu)
     return free.bytes, f"free {free.device} now, read with {free.source}", free.on_gpu
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.kv.kv_types import COMPARE_MODES, KvMode
-    from app.load.load_check import check_context_size, check_trained_context
 
     check_context_size(args.ctx, "--ctx")
     if args.ubatch <= 0:
         raise BadInputError(f"--ubatch must be a positive number of tokens, not {args.ubatch}.")
     modes = (KvMode.parse(args.kv),) if args.kv else COMPARE_MODES
     budget, source, on_gpu = _budget(args)
-
-    from app.kv.fit import MARGIN, fit_estimate
-    from app.models.gguf_read import read_gguf_header
-    from app.models.model_ref import resolve_model
 
     path = resolve_model(args.model)
     header = read_gguf_header(path)
@@ -170,8 +168,6 @@ def _mib(n: int) -> str:
 
 
 def _text(r: dict[str, Any]) -> str:
-    from app.platform.safe_text import safe_text
-    from app.platform.text_table import aligned_rows
 
     m = r["model"]
     params = m["parameters"]

@@ -6,8 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
-NAME = "ls"
-HELP = "list the GGUF models on this machine"
+from app.models.library import list_models
+from app.platform.safe_text import safe_text
+from app.platform.text_table import aligned_rows
+from app.platform.units import parameters, size
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,10 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.models.library import list_models
-    from app.platform.safe_text import safe_text
-    from app.platform.text_table import aligned_rows
-    from app.platform.units import parameters, size
 
     models = list_models(extra_dirs=args.dir)
     if args.json:

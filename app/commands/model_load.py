@@ -9,7 +9,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.commands import print_error
+from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
+from app.kv.kv_types import KvMode
+from app.load.load_check import check_context_size, check_model_load
+from app.load.profile import LoadProfile
+from app.load.rpc_workers import parse_layer_split, parse_workers
+from app.models.model_ref import resolve_model
 from app.platform.errors import BadInputError
+from app.platform.paths import data_dir
 
 if TYPE_CHECKING:
     from app.kv.kv_types import KvMode
@@ -35,10 +42,6 @@ def checked_load_options(args: argparse.Namespace) -> tuple[LoadProfile, KvMode]
     (a bad option, a file that is not a model, a context that will not fit without --force).
     With args.rpc the workers are checked too (each answers, runs the K/V mode, and the model
     fits on every device), instead of this machine's memory alone."""
-    from app.kv.kv_types import KvMode
-    from app.load.load_check import check_context_size, check_model_load
-    from app.load.profile import LoadProfile
-    from app.models.model_ref import resolve_model
 
     check_context_size(args.ctx, "--ctx")
     if args.threads is not None and args.threads <= 0:
@@ -68,9 +71,6 @@ def _checked_workers(
     the chosen backend has RPC, every worker answers (llama.cpp aborts the engine on a worker it
     cannot reach), runs the K/V mode, the split has a share per device, and the model fits on
     every device."""
-    from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
-    from app.load.rpc_workers import parse_layer_split, parse_workers
-    from app.platform.paths import data_dir
 
     workers = parse_workers(text)
     shares = parse_layer_split(split) if split is not None else ()

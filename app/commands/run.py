@@ -10,13 +10,12 @@ from dataclasses import replace
 from typing import Any
 
 from app.commands import print_error
-from app.commands.model_load import add_rpc_argument
+from app.commands.model_load import add_rpc_argument, checked_load_options
+from app.engine.messages import Generate, Load, SamplingSettings
+from app.engine.process import EngineProcess, until
 from app.kv.kv_types import DEFAULT_KV_MODE
 from app.platform.errors import BadInputError, EngineFailedError
 from app.platform.safe_text import safe_stream
-
-NAME = "run"
-HELP = "generate once from a prompt, streamed to stdout (MODEL: a .gguf path or 'starter')"
 
 INTERRUPTED_EXIT = 130
 LOAD_TIMEOUT_S = 600.0
@@ -63,7 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.model_load import checked_load_options
 
     # Every bad input is refused here, before an engine process is spawned (the --rpc workers
     # included: checked_load_options asks each one).
@@ -71,9 +69,6 @@ def run(args: argparse.Namespace) -> int:
         raise BadInputError(f"-n must be a positive number of tokens, not {args.max_tokens}.")
     options, mode = checked_load_options(args)
     options = replace(options, repack_weights=args.repack)
-
-    from app.engine.messages import Generate, Load, SamplingSettings
-    from app.engine.process import EngineProcess, until
 
     sampling = SamplingSettings(temperature=args.temp, max_tokens=args.max_tokens, seed=args.seed)
     proc = EngineProcess()

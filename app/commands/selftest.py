@@ -14,8 +14,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-NAME = "selftest"
-HELP = "load a tiny test model with K=q8_0/V=f16 and Flash Attention, generate, print one line"
+from app.engine.messages import Generate, Load, SamplingSettings
+from app.engine.process import EngineProcess, until
+from app.kv.kv_types import DEFAULT_KV_MODE
+from app.load.profile import LoadProfile
+from app.models.random_model import write_model
+from app.platform.errors import AppError, EngineFailedError
+from app.platform.probes import detect_probe
+from app.platform.units import size
 
 TOKENS = 8
 LOAD_TIMEOUT_S = 300.0
@@ -28,7 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.platform.errors import AppError
 
     try:
         print(selftest(args.gpu_layers))
@@ -40,14 +45,6 @@ def run(args: argparse.Namespace) -> int:
 
 def selftest(gpu_layers: int = -1) -> str:
     """The one line to print; EngineFailedError (an AppError) when the install cannot run it."""
-    from app.engine.messages import Generate, Load, SamplingSettings
-    from app.engine.process import EngineProcess, until
-    from app.kv.kv_types import DEFAULT_KV_MODE
-    from app.load.profile import LoadProfile
-    from app.models.random_model import write_model
-    from app.platform.errors import EngineFailedError
-    from app.platform.probes import detect_probe
-    from app.platform.units import size
 
     with tempfile.TemporaryDirectory(prefix="kvstudio-selftest-") as folder:
         model = write_model(Path(folder) / "selftest-tiny-llama.gguf", 2, "small", None)

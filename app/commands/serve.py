@@ -5,21 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
-from app.commands.model_load import add_rpc_argument
+from app.commands.model_load import add_rpc_argument, checked_load_options
+from app.engine.messages import Load
+from app.engine.process import EngineProcess, until
 from app.kv.kv_types import DEFAULT_KV_MODE
 from app.platform.errors import BadInputError
-
-NAME = "serve"
-HELP = (
-    "serve MODEL over an OpenAI-compatible HTTP API on this machine (MODEL: a .gguf or 'starter')"
-)
+from app.server.options import DEFAULT_PORT, LOOPBACK, ServerOptions, check_options
+from app.server.process_gateway import ProcessGateway
+from app.server.server_runner import LocalServer, bind
 
 INTERRUPTED_EXIT = 130
 LOAD_TIMEOUT_S = 600.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from app.server.options import DEFAULT_PORT, LOOPBACK
 
     parser.add_argument("model", metavar="MODEL", help="a .gguf file or the word 'starter'")
     parser.add_argument(
@@ -67,8 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.model_load import checked_load_options
-    from app.server.options import ServerOptions, check_options
 
     # Every bad input is refused here, before an engine process is spawned.
     options = ServerOptions(
@@ -83,11 +80,6 @@ def run(args: argparse.Namespace) -> int:
     if args.max_tokens <= 0:
         raise BadInputError(f"--max-tokens must be positive, not {args.max_tokens}.")
     load, mode = checked_load_options(args)
-
-    from app.engine.messages import Load
-    from app.engine.process import EngineProcess, until
-    from app.server.process_gateway import ProcessGateway
-    from app.server.server_runner import LocalServer, bind
 
     sock = bind(options)  # a port in use is said before the model loads
     proc = EngineProcess()

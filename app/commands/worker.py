@@ -14,16 +14,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.backends.manifest import read_manifest
+from app.backends.store import BackendStore, library_folder
 from app.commands import print_error
+from app.engine.build_info import read_build_info
 from app.load.rpc_workers import exposure_warning, is_loopback
+from app.load.worker_hello import REPORT_PORT_OFFSET, ReportServer, WorkerBuild
 from app.platform.child_process import die_with
 from app.platform.errors import AppError, BadInputError
+from app.platform.paths import data_dir
 
 if TYPE_CHECKING:
     from app.load.worker_hello import ReportServer
 
-NAME = "worker"
-HELP = "lend this machine's devices to another KV Studio over the network (llama.cpp RPC)"
 
 INTERRUPTED_EXIT = 130
 SERVER_PROGRAM = "ggml-rpc-server"
@@ -75,9 +78,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _server_program() -> tuple[str, Path, tuple[str, ...]]:
     """The chosen backend's name, its rpc-server and its Flash Attention pairs."""
-    from app.backends.manifest import read_manifest
-    from app.backends.store import BackendStore, library_folder
-    from app.platform.paths import data_dir
 
     backend, notice = BackendStore(data_dir()).for_engine()
     folder = library_folder(backend)
@@ -95,7 +95,6 @@ def _server_program() -> tuple[str, Path, tuple[str, ...]]:
         )
     if backend.folder is not None:
         return backend.name, program, read_manifest(backend.folder).fa_pairs
-    from app.engine.build_info import read_build_info
 
     return backend.name, program, read_build_info().fa_pairs or ()
 
@@ -106,7 +105,6 @@ def _serve(
     backend_name: str,
     fa_pairs: tuple[str, ...],
 ) -> int:
-    from app.load.worker_hello import REPORT_PORT_OFFSET, ReportServer, WorkerBuild
 
     # A terminal for its output: rpc-server writes its banner with printf and, into a pipe, would
     # hold it in its buffer until it exits. Its own session, so Ctrl-C reaches us, and we stop it.

@@ -30,8 +30,11 @@ from app.engine.cancel import CancelFlag
 from app.engine.child_answer import spawn_environment
 from app.engine.crash_report import crash_sentence
 from app.engine.messages import Load, Shutdown
+from app.engine.worker import main
+from app.load.rpc_workers import first_unreachable
 from app.platform.errors import EngineCrashedError, EngineFailedError
 from app.platform.heap import steady_heap_env
+from app.platform.paths import data_dir
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,6 @@ class EngineProcess:
         os.close(fd)
         self._stderr_path = Path(stderr_path)
         self._cancel.clear()
-        from app.engine.worker import main
 
         self._process = self._ctx.Process(
             target=self._target or main,
@@ -95,8 +97,6 @@ class EngineProcess:
 
     def _store(self) -> BackendStore:
         if self._backends is None:
-            from app.platform.paths import data_dir
-
             self._backends = BackendStore(data_dir())
         return self._backends
 
@@ -209,8 +209,6 @@ class EngineProcess:
         code = process.exitcode if process is not None else None
         message = crash_sentence(code, self.stderr_tail())
         if self._workers:
-            from app.load.rpc_workers import first_unreachable
-
             down = first_unreachable(self._workers, timeout=1.0)
             if down is not None:
                 log.info("%s", message)

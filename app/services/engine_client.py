@@ -29,6 +29,7 @@ from app.engine.messages import (
     Token,
     Unload,
 )
+from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
 from app.platform.errors import EngineCrashedError
 
@@ -40,8 +41,6 @@ CRASHES_BEFORE_GIVING_UP = 3
 
 
 def _default_process() -> Any:
-    from app.engine.process import EngineProcess  # spawns a child; imported only when used
-
     return EngineProcess()
 
 

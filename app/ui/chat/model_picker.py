@@ -37,6 +37,7 @@ def _entry(name: str) -> str:
 def _library_models() -> list[tuple[str, str]]:
     """(label, ref) of the models app.models.library knows, when that module works."""
     try:
+        # Guarded, so the picker opens even where the library cannot (no gguf package).
         from app.models.library import list_models
     except ImportError:
         return []
