@@ -25,17 +25,17 @@ def main(*args: Any) -> None:
     """worker.main(*args), with llama.cpp logging LINE as each Generate is handled."""
     import llama_cpp  # before anything that imports numpy, as worker.main does
 
-    from app.engine import worker
+    from app.engine import engine_loop, worker
     from app.engine.messages import Generate
 
     # libllama's handle also finds the symbols of the ggml library it links.
     log_internal = llama_cpp.llama_cpp._lib.ggml_log_internal
-    handle = worker.Engine.handle
+    handle = engine_loop.Engine.handle
 
-    def handle_logging_first(self: worker.Engine, command: object) -> None:
+    def handle_logging_first(self: engine_loop.Engine, command: object) -> None:
         if isinstance(command, Generate):
             log_internal(ctypes.c_int(GGML_LOG_LEVEL_WARN), b"%s\n", LINE.encode())
         handle(self, command)
 
-    worker.Engine.handle = handle_logging_first  # type: ignore[method-assign]
+    engine_loop.Engine.handle = handle_logging_first  # type: ignore[method-assign]
     worker.main(*args)
