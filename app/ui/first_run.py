@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.backends.gpu_detect import Gpu, Recommendation, detect_gpus, recommend
+from app.backends.gpu_advice import Recommendation, recommend
+from app.backends.gpu_detect import Gpu, detect_gpus
 from app.backends.install import install_file, install_url
 from app.backends.store import BackendStore, InstalledBackend
 from app.engine.backend_probe import probe

@@ -11,14 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.backends.gpu_detect import (
-    NO_GPU,
-    Gpu,
-    detect_gpus,
-    parse_vulkaninfo_summary,
-    recommend,
-    vulkan_gpus,
-)
+from app.backends.gpu_advice import NO_GPU, recommend
+from app.backends.gpu_detect import Gpu, detect_gpus, parse_vulkaninfo_summary, vulkan_gpus
 from tests.gpu_sysfs import (
     INTEL_IGPU,
     RTX_4090,
