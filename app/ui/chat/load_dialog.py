@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.build_info import BackendPairs
-from app.kv.fit import FITS, NO_FIT, TIGHT
+from app.kv.fit import NO_FIT
 from app.kv.kv_types import FP16_KV_MODE, INT8_KV_MODE, KV_TYPES, KvMode
 from app.load.load_check import gpu_build
 from app.load.load_choices import (
@@ -42,10 +42,10 @@ from app.platform import units as fmt
 from app.services.local_workers import LocalWorkers
 from app.services.tasks import TaskRunner
 from app.state.settings import Settings
+from app.ui.chat.load_fit import FitLine
 from app.ui.chat.model_picker import STARTER
 from app.ui.chat.status_bar import model_name
 from app.ui.chat.workers_box import WorkersBox
-from app.ui.models.repo_view import VERDICT_COLOURS, budget_text
 from app.ui.plain_text import plain_label, plain_tooltip
 
 log = logging.getLogger(__name__)
@@ -60,45 +60,6 @@ _WARNING_STYLE = (
     "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
     "border-radius: 6px; padding: 6px;"
 )
-
-
-def _fit_style(verdict: str) -> str:
-    background, foreground = VERDICT_COLOURS[verdict]
-    return (
-        f"background: {background.name()}; color: {foreground.name()}; "
-        "border-radius: 6px; padding: 8px;"
-    )
-
-
-def describe_fit(fit: LiveFit, choice: LoadProfile) -> str:
-    """The estimate in one or two sentences, with the Models page's numbers; a load that would
-    be refused says it in load_check's words instead."""
-    mode_fit = fit.mode_fit
-    if fit.refusal is not None:
-        return fit.refusal
-    if mode_fit is None or fit.estimate is None:
-        return ""
-    budget = fit.estimate.budget
-    head = {FITS: "Fits", TIGHT: "Tight fit", NO_FIT: "Does not fit"}.get(
-        mode_fit.verdict, mode_fit.verdict
-    )
-    need = mode_fit.need
-    parts = ""
-    if need is not None:
-        parts = (
-            f" (weights {fmt.size(need.weights_bytes)}, KV cache {choice.kv.label} at "
-            f"{choice.n_ctx:,} tokens {fmt.size(need.kv_bytes)}, buffers "
-            f"{fmt.size(need.compute_bytes + need.output_bytes)})"
-        )
-    text = (
-        f"{head}: needs {fmt.size(mode_fit.total_bytes)} of {fmt.size(budget.bytes)} "
-        f"{budget_text(budget)}{parts}."
-    )
-    if mode_fit.largest_n_ctx:
-        text += f" At most {mode_fit.largest_n_ctx:,} tokens fit with these settings."
-    if mode_fit.verdict == TIGHT:
-        text += " That is within the estimate's 10% margin: it may not load."
-    return text
 
 
 class LoadDialog(QDialog):
@@ -196,10 +157,7 @@ class LoadDialog(QDialog):
             offers.addWidget(button)
         offers.addStretch(1)
 
-        self.fit_label = plain_label(QLabel("Estimating the memory it needs…"))
-        self.fit_label.setObjectName("loadFit")
-        self.fit_label.setWordWrap(True)
-        self.fit_label.setMinimumHeight(self.fontMetrics().lineSpacing() * 3 + 16)
+        self.fit_label = FitLine(self)
         self.fit_button = QPushButton()  # "Use 32,768 tokens": the largest context that fits
         self.fit_button.setObjectName("useLargestFit")
         self.fit_button.hide()
@@ -313,8 +271,7 @@ class LoadDialog(QDialog):
         verdict = fit.mode_fit.verdict if fit.mode_fit else NO_FIT
         if fit.refusal is not None:
             verdict = NO_FIT
-        self.fit_label.setText(describe_fit(fit, choice))
-        self.fit_label.setStyleSheet(_fit_style(verdict))
+        self.fit_label.show_fit(fit, choice, verdict)
         self._update_load_button()
         largest = fit.mode_fit.largest_n_ctx if fit.mode_fit else 0
         offer = not split and fit.refusal is not None and 0 < largest < choice.n_ctx
