@@ -142,7 +142,7 @@ def encode_value(vtype: int, value: object, element_type: int | None = None) -> 
         out += struct.pack("<IQ", element_type, len(value))
         return out + b"".join(encode_value(element_type, v)[4:] for v in value)
     if vtype == STRING:
-        raw = value.encode() if isinstance(value, str) else bytes(value)  # type: ignore[arg-type]
+        raw = value.encode() if isinstance(value, str) else bytes(value)  # type: ignore[call-overload]  # bytes-like, from the caller
         return out + struct.pack("<Q", len(raw)) + raw
     return out + struct.pack("<" + _FORMATS[vtype], value)
 
@@ -385,7 +385,7 @@ def corpus(folder: Path) -> list[Case]:
         )
     add("nested array", put(ll, "kv:tokenizer.ggml.tokens:element-type", ARRAY), "value-type")
     arch = "llama."
-    wrong = [
+    wrong: list[tuple[str, str, int, object]] = [
         ("block_count as text", "block_count", STRING, "2"),
         ("block_count as float", "block_count", FLOAT32, 2.0),
         ("block_count NaN", "block_count", FLOAT32, NAN),
@@ -403,12 +403,12 @@ def corpus(folder: Path) -> list[Case]:
         ("rope base inf", "rope.freq_base", FLOAT32, INF),
         ("rope base as text", "rope.freq_base", STRING, "1e4"),
     ]
-    for name, key, vtype, value in wrong:
+    for name, key, vtype, wrong_value in wrong:
         element = UINT32 if vtype == ARRAY else None
         # NaN/inf in a float key is out of range; in a whole-number key it is the wrong type.
         float_key = key in ("attention.layer_norm_rms_epsilon", "rope.freq_base")
         kind = "value-range" if float_key and vtype != STRING else "value-type"
-        add(name, set_value(ll, arch + key, vtype, value, element), kind)
+        add(name, set_value(ll, arch + key, vtype, wrong_value, element), kind)
     add("alignment 0", set_value(ll, "general.alignment", UINT32, 0), "offset")
     add("alignment 3", set_value(ll, "general.alignment", UINT32, 3), "offset")
     add("alignment as text", set_value(ll, "general.alignment", STRING, "32"), "value-type")

@@ -124,7 +124,7 @@ class SimulatedSmallDisk:
 
     def disk_usage(self, path: str | os.PathLike[str]) -> DiskUsage:
         if not Path(path).resolve().is_relative_to(self.folder):
-            return self._disk_usage(path)
+            return DiskUsage(*self._disk_usage(path))
         used, _ = self.used()
         return DiskUsage(self.size, used, max(0, self.size - used))
 

@@ -39,7 +39,7 @@ class NetworkForbiddenError(RuntimeError):
 def install_guard(record: Record) -> Callable[[], None]:
     """Patch the socket module so each IP attempt is passed to `record` and then fails.
     Returns the function that puts the real ones back."""
-    real = {
+    real: dict[str, Callable[..., Any]] = {
         "connect": socket.socket.connect,
         "connect_ex": socket.socket.connect_ex,
         "sendto": socket.socket.sendto,

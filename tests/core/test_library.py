@@ -61,7 +61,7 @@ def test_user_folders_and_unreadable_files(hub_env, tiny_gguf, tmp_path) -> None
     models = {m.name: m for m in list_models(extra_dirs=[own], include_starter=False)}
     assert sorted(models) == ["broken", "mine-Q8_0"]
     assert models["mine-Q8_0"].repo_id is None and models["mine-Q8_0"].error is None
-    assert "not a GGUF" in models["broken"].error
+    assert "not a GGUF" in (models["broken"].error or "")
 
 
 def test_starter_model_is_listed_when_installed(hub_env) -> None:

@@ -17,7 +17,7 @@ keyring = pytest.importorskip("keyring")
 DEFAULT_BACKEND = keyring.get_keyring()
 
 
-class MemoryKeyring(keyring.backend.KeyringBackend):
+class MemoryKeyring(keyring.backend.KeyringBackend):  # type: ignore[name-defined]  # keyring comes from importorskip
     """A keyring backend that keeps secrets in memory: the OS keyring's place in a test, used
     through the keyring package's own API."""
 

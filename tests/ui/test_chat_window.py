@@ -64,6 +64,7 @@ def test_settings_set_before_the_first_message_shape_its_reply(qtbot, loaded_cha
     finished = _reply(qtbot, app, "Name a colour")
     assert 0 < finished.generated_tokens <= 3  # fewer only if the model ends its reply sooner
     conversation = page.session.conversation
+    assert conversation is not None
     assert conversation.system_prompt == "Answer in one word."
     assert conversation.sampling["max_tokens"] == 3
     assert panel.max_tokens.value() == 3  # the panel still shows what the chat has
@@ -240,7 +241,7 @@ def test_open_app_with_starter_opens_with_it_loaded(qtbot, chat_data_dir: Path) 
     assert open_app("starter") == 0
     deadline.stop()
     assert str(seen.get("model", "")).endswith(".gguf")
-    assert seen["status"].startswith("gemma-3-270m") and seen["offer"] is False
+    assert str(seen["status"]).startswith("gemma-3-270m") and seen["offer"] is False
 
 
 def test_deleting_a_chat_while_it_streams(qtbot, loaded_chat_app, monkeypatch) -> None:

@@ -52,7 +52,8 @@ def test_a_qt_slot_that_raises_writes_a_report_and_shows_it(
     qtbot, app_parts, tmp_path: Path, reliability
 ) -> None:
     def on_timer_timeout() -> None:
-        {}["model path"]  # a KeyError in a slot the event loop runs
+        empty: dict[str, str] = {}
+        empty["model path"]  # a KeyError in a slot the event loop runs
 
     with qtbot.waitSignal(app_parts.crash.report_written, timeout=HANG_GUARD_MS) as written:
         QTimer.singleShot(0, on_timer_timeout)

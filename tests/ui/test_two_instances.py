@@ -82,8 +82,9 @@ def test_two_instances_write_at_once_and_neither_corrupts_the_other(
             "SELECT c.title, count(m.id) FROM conversations c JOIN messages m "
             "ON m.conversation_id = c.id WHERE m.role = 'user' GROUP BY c.id"
         ).fetchall()
-        replies = con.execute("SELECT content, status FROM messages WHERE role='assistant'")
-        replies = replies.fetchall()
+        replies = con.execute(
+            "SELECT content, status FROM messages WHERE role='assistant'"
+        ).fetchall()
     assert sorted(per_chat) == sorted(
         [(f"from {first.pid}", WRITES), (f"from {second.pid}", WRITES)]
     )

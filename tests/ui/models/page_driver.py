@@ -79,7 +79,7 @@ def wait_fits(qtbot, page) -> None:
 def start_download(qtbot, page, first_file: str) -> str:
     entry = next(e for n, (e, _row) in page.repo_view._entries.items() if n == first_file)
     page.repo_view.select_entry(first_file)
-    qtbot.mouseClick(page.repo_view.download_button, Qt.LeftButton)
+    qtbot.mouseClick(page.repo_view.download_button, Qt.MouseButton.LeftButton)
     return f"{entry.repo_id}/{entry.first_file}"
 
 

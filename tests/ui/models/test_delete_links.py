@@ -26,8 +26,8 @@ def test_delete_keeps_the_target_of_a_link_out_of_the_library(qtbot, env, monkey
     with qtbot.waitSignal(lib.model.modelReset, timeout=WAIT):
         lib.refresh()
     assert lib.select_path(str(link))
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)
-    qtbot.mouseClick(lib.delete_button, Qt.LeftButton)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
+    qtbot.mouseClick(lib.delete_button, Qt.MouseButton.LeftButton)
     assert not link.is_symlink()
     assert hashlib.sha256(precious.read_bytes()).hexdigest() == digest
     shut(page)

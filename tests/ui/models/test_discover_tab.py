@@ -79,10 +79,10 @@ def test_search_offline_says_so_in_one_sentence(qtbot, env, monkeypatch):
 # ---- a repo and its fit ---------------------------------------------------------------------
 
 
-def _tree_rows(page) -> dict[str, list[str]]:
+def _tree_rows(page) -> dict[str, list[list[str]]]:
     """Quantization group -> ['file name | size | verdicts...', ...]."""
     m = page.repo_view.model
-    groups = {}
+    groups: dict[str, list[list[str]]] = {}
     for g in range(m.rowCount()):
         group = m.item(g, 0)
         groups[group.text()] = [
