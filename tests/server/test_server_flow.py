@@ -47,8 +47,15 @@ def test_a_client_that_goes_away_frees_the_engine_within_a_second(tiny_server):
     # ended_at is the engine's clock (time.monotonic(), one clock for the machine)
     assert record.ended_at - gone < 1.0
     assert 0 < record.completion_tokens < 4000
+    # The engine is free: the next request runs to its own end, not cut off as cancelled. Its
+    # length is not asserted: the random model samples its end token now and then (7 of 300
+    # such replies ended at once, 1 after 2 tokens), which is a finished reply all the same.
     after = client.chat.completions.create(model="any", messages=HELLO, max_tokens=3)
-    assert after.usage.completion_tokens == 3
+    done = tiny_server.records.wait_for(lambda r: r.request_id == after.id)
+    assert done.finish_reason in ("length", "stop"), done
+    assert done.completion_tokens == after.usage.completion_tokens <= 3
+    if done.finish_reason == "length":
+        assert after.usage.completion_tokens == 3
 
 
 def test_two_clients_at_once_are_answered_in_turn_each_correctly(tiny_server):
@@ -118,7 +125,8 @@ def test_with_a_key_set_a_wrong_or_missing_key_is_refused(tiny_server):
         reply = _client(keyed.base_url, "s3cret-key").completions.create(
             model="any", prompt="hi", max_tokens=2
         )
-        assert reply.usage.completion_tokens == 2
+        # answered (the random model may end its sampled reply sooner than 2 tokens)
+        assert reply.object == "text_completion" and reply.usage.completion_tokens <= 2
 
 
 def test_another_interface_needs_a_key():
