@@ -114,9 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     _ctrl_c_stops()
     argv = sys.argv[1:] if argv is None else argv
     command = named_command(argv)
-    module = command_module(command) if command not in (None, "gui") else None
-    if command not in (None, "gui") and module is None:
-        return 1
+    module = None
+    if command not in (None, "gui"):
+        module = command_module(command)
+        if module is None:
+            return 1
     args = build_parser(command, module).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
