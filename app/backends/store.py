@@ -233,7 +233,6 @@ class BackendStore:
         shutil.rmtree(backend.folder)
 
     def _remember(self, name: str) -> None:
-
         (self._settings or SettingsFile(self.data_folder)).update(backend=name)
 
 

@@ -47,7 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     store = BackendStore(data_dir())
     try:
         if args.action == "ls":
@@ -78,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(store: BackendStore) -> None:
-
     chosen = store.chosen_name()
     # FA KERNEL: the Flash Attention GPU kernels a build carries (kvstudio-fa.N: with our patches).
     rows = [["  BACKEND", "GPU TARGETS", "FA PAIRS", "FA KERNEL", "WHAT"]]

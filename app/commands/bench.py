@@ -155,7 +155,6 @@ def _plot(rows: list[dict[str, Any]], title: str, path: str) -> None:
 
 
 def _from_results(args: argparse.Namespace) -> int:
-
     try:
         data = json.loads(Path(args.results).read_text(encoding="utf-8"))
         rows = data["modes"]
@@ -172,7 +171,6 @@ def _from_results(args: argparse.Namespace) -> int:
 
 
 def _title(data: dict[str, Any]) -> str:
-
     return run_title(data)
 
 

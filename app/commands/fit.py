@@ -74,7 +74,6 @@ def _budget(args: argparse.Namespace) -> tuple[int, str, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
-
     check_context_size(args.ctx, "--ctx")
     if args.ubatch <= 0:
         raise BadInputError(f"--ubatch must be a positive number of tokens, not {args.ubatch}.")
@@ -168,7 +167,6 @@ def _mib(n: int) -> str:
 
 
 def _text(r: dict[str, Any]) -> str:
-
     m = r["model"]
     params = m["parameters"]
     trained = f"{m['context_length']:,}" if m["context_length"] else "?"

@@ -24,7 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     models = list_models(extra_dirs=args.dir)
     if args.json:
         print(json.dumps([m.to_json() for m in models], indent=1))

@@ -30,7 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     try:
         try:
             model = find_model(args.name, extra_dirs=args.dir)

@@ -62,7 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     # Every bad input is refused here, before an engine process is spawned (the --rpc workers
     # included: checked_load_options asks each one).
     if args.max_tokens <= 0:

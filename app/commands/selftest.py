@@ -34,7 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     try:
         print(selftest(args.gpu_layers))
     except AppError as error:

@@ -19,7 +19,6 @@ LOAD_TIMEOUT_S = 600.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-
     parser.add_argument("model", metavar="MODEL", help="a .gguf file or the word 'starter'")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
@@ -66,7 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     # Every bad input is refused here, before an engine process is spawned.
     options = ServerOptions(
         host=args.host,

@@ -105,7 +105,6 @@ def _serve(
     backend_name: str,
     fa_pairs: tuple[str, ...],
 ) -> int:
-
     # A terminal for its output: rpc-server writes its banner with printf and, into a pipe, would
     # hold it in its buffer until it exits. Its own session, so Ctrl-C reaches us, and we stop it.
     master, slave = os.openpty()

@@ -174,7 +174,6 @@ def _run_mode(
     sampler: ProbeSampler,
     run: _Run,
 ) -> ModeResult:
-
     result = ModeResult(mode=mode.label, k_type=mode.k.name, v_type=mode.v.name)
     warnings: list[str] = []
     proc = EngineProcess()

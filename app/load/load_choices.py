@@ -81,7 +81,6 @@ def _good(entry: object) -> bool:
 
 
 def _good_split(shares: object) -> bool:
-
     if not isinstance(shares, list) or len(shares) > MAX_WORKERS:
         return False
     if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in shares):
@@ -90,7 +89,6 @@ def _good_split(shares: object) -> bool:
 
 
 def _good_workers(workers: object) -> bool:
-
     if not isinstance(workers, list) or len(workers) > MAX_WORKERS:
         return False
     try:

@@ -83,7 +83,6 @@ class CompareRunner(QObject):
         recording: Recording,
         cancel: threading.Event,
     ) -> None:
-
         try:
             result = run_compare(
                 model_path,

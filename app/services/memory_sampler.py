@@ -67,7 +67,6 @@ class MemorySampler(QObject):
         return self._sampler.last_error if self._sampler is not None else ""
 
     def _new_recording(self) -> Recording:
-
         name, device, limits = probe_description(self.probe)
         return Recording.new(name, device, probe_limits=limits, source="live dashboard")
 
