@@ -11,14 +11,43 @@ import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
-from app.chats.store import Conversation, Message
+from app.chats.records import Conversation, Message
 from app.platform.atomic_write import write_atomically
 
 FORMAT = "kvstudio-conversation"
 FORMAT_VERSION = 1
 _ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
+
+
+class ExportedMessage(TypedDict):
+    """One message in the JSON export (`all_versions`: a regenerated reply's every version)."""
+
+    role: str
+    text: str
+    model: str | None
+    time: str
+    status: str
+    generated_tokens: NotRequired[int]
+    tokens_per_second: NotRequired[float]
+    version: NotRequired[int]
+    versions: NotRequired[int]
+    all_versions: NotRequired[list[ExportedMessage]]
+
+
+class ExportedConversation(TypedDict):
+    """The JSON export's top level (FORMAT, version FORMAT_VERSION)."""
+
+    format: str
+    format_version: int
+    title: str
+    created_at: str
+    updated_at: str
+    system_prompt: str
+    sampling: dict[str, object]
+    messages: list[ExportedMessage]
+
 
 # A reply's versions by message id (ChatStore.reply_versions), for the JSON export.
 VersionsOf = Callable[[int], list[Message]]
@@ -61,7 +90,7 @@ def conversation_json(
     """The conversation as JSON: its title, times, system prompt and sampling, and its
     messages in order with role, text, model, time and status; `versions_of` adds every
     version of a regenerated reply."""
-    data: dict[str, Any] = {
+    data: ExportedConversation = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "title": conversation.title,
@@ -82,8 +111,8 @@ def conversation_json(
     return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
 
 
-def _message(message: Message) -> dict[str, Any]:
-    item: dict[str, Any] = {
+def _message(message: Message) -> ExportedMessage:
+    item: ExportedMessage = {
         "role": message.role,
         "text": message.content,
         "model": message.model,

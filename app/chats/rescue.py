@@ -18,22 +18,19 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
-from app.chats.store import (
-    BUSY_TIMEOUT_S,
-    TABLE_COLUMNS,
-    ChatsLockedError,
-    ChatStore,
-    ChatsUnusableError,
-)
+from app.chats.chats_file import BUSY_TIMEOUT_S, TABLE_COLUMNS, ChatsLockedError, ChatsUnusableError
+from app.chats.store import ChatStore
 from app.platform.state_files import set_aside
 
 log = logging.getLogger(__name__)
 
 MAX_PROBES = 200_000  # ids tried one by one between the readable ends of a damaged table
 ROLES = ("system", "user", "assistant")
+# A row read from a damaged table, by column: its cells may hold anything SQLite can store
+# (an integer, a float, text, bytes or NULL), so each is checked before it is copied.
+SqlRow = dict[str, int | float | str | bytes | None]
 
 
 @dataclass(frozen=True)
@@ -114,15 +111,15 @@ def copy_readable_rows(damaged: Path, into: ChatStore) -> Recovered:
     kept_messages = 0
     db.execute("BEGIN")
     try:
-        for row in conversations.values():
-            if _insert_conversation(db, row, now):
+        for conversation_id, row in conversations.items():
+            if _insert_conversation(db, conversation_id, row, now):
                 kept_conversations += 1
         known = {r[0] for r in db.execute("SELECT id FROM conversations")}
         for row in messages.values():
             cid = row.get("conversation_id")
             if not isinstance(cid, int):
                 continue
-            if cid not in known and _insert_conversation(db, {"id": cid}, now):
+            if cid not in known and _insert_conversation(db, cid, {}, now):
                 known.add(cid)
                 kept_conversations += 1
             if _insert_message(db, row, now):
@@ -148,7 +145,7 @@ def _open_read_only(path: Path) -> sqlite3.Connection | None:
     return None
 
 
-def _readable_rows(db: sqlite3.Connection, table: str) -> dict[int, dict[str, Any]]:
+def _readable_rows(db: sqlite3.Connection, table: str) -> dict[int, SqlRow]:
     """Rows of `table` that can be read, by id: forwards, backwards, then each id between."""
     try:
         have = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
@@ -158,9 +155,9 @@ def _readable_rows(db: sqlite3.Connection, table: str) -> dict[int, dict[str, An
     if "id" not in columns:
         return {}
     select = f"SELECT {', '.join(columns)} FROM {table}"
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[int, SqlRow] = {}
 
-    def take(sql: str, args: tuple[Any, ...] = ()) -> None:
+    def take(sql: str, args: tuple[int, ...] = ()) -> None:
         with contextlib.suppress(sqlite3.DatabaseError):
             for values in db.execute(sql, args):
                 row = dict(zip(columns, values, strict=True))
@@ -195,8 +192,7 @@ def _time(value: object, default: float) -> float:
     return float(value) if isinstance(value, (int, float)) and value == value else default
 
 
-def _insert_conversation(db: sqlite3.Connection, row: dict[str, Any], now: float) -> bool:
-    cid = row["id"]
+def _insert_conversation(db: sqlite3.Connection, cid: int, row: SqlRow, now: float) -> bool:
     model = row.get("model")
     try:
         db.execute(
@@ -217,7 +213,7 @@ def _insert_conversation(db: sqlite3.Connection, row: dict[str, Any], now: float
     return True
 
 
-def _insert_message(db: sqlite3.Connection, row: dict[str, Any], now: float) -> bool:
+def _insert_message(db: sqlite3.Connection, row: SqlRow, now: float) -> bool:
     role, content = row.get("role"), row.get("content")
     if role not in ROLES or not isinstance(content, str):
         return False  # a scribbled cell: no message a user could read

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from app.chats.export import conversation_json, conversation_markdown, write_export
-from app.chats.store import DONE, STREAMING, ChatStore
+from app.chats.records import DONE, STREAMING
+from app.chats.store import ChatStore
 
 CODE = "```python\ndef f():\n\treturn 1\n```"
 

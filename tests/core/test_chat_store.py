@@ -13,14 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from app.chats.store import (
-    DONE,
-    INTERRUPTED,
-    STREAMING,
-    ChatStore,
-    NewerChatsError,
-    StreamingReply,
-)
+from app.chats.chats_file import NewerChatsError
+from app.chats.records import DONE, INTERRUPTED, STREAMING
+from app.chats.store import ChatStore
+from app.chats.streaming_reply import StreamingReply
 from app.state.settings import Settings, load_settings, save_settings
 
 
@@ -142,7 +138,9 @@ def test_interrupted_replies_are_marked(store: ChatStore) -> None:
 
 _WRITER = r"""
 import json, sys, time
-from app.chats.store import ChatStore, StreamingReply, STREAMING
+from app.chats.records import STREAMING
+from app.chats.store import ChatStore
+from app.chats.streaming_reply import StreamingReply
 store = ChatStore(sys.argv[1])
 c = store.create_conversation("kill test")
 m = store.add_message(c.id, "assistant", "", status=STREAMING)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from app.chats.store import DONE, FAILED, STREAMING, ChatStore
+from app.chats.records import DONE, FAILED, STREAMING
+from app.chats.store import ChatStore
 
 
 def test_the_reason_a_reply_failed_survives_reopening(tmp_path) -> None:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from app.chats.store import DONE, FAILED, STREAMING, ChatStore, DamagedChatsError
+from app.chats.chats_file import DamagedChatsError
+from app.chats.records import DONE, FAILED, STREAMING
+from app.chats.store import ChatStore
 
 # The schema KV Studio wrote before reply versions (user_version 1), as it was.
 SCHEMA_1 = """

@@ -21,7 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.chats.store import INTERRUPTED, STREAMING, ChatStore
+from app.chats.records import INTERRUPTED, STREAMING
+from app.chats.store import ChatStore
 from app.platform.paths import chat_db_path
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from app.chats.store import DONE, STREAMING, ChatStore, Message
+from app.chats.records import DONE, STREAMING, Message
+from app.chats.store import ChatStore
 from app.ui.chat.input_box import InputBox
 from app.ui.chat.message_delegate import EDIT
 from app.ui.chat.message_model import MessageListModel

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.chats.store import DONE, STOPPED
+from app.chats.records import DONE, STOPPED
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 

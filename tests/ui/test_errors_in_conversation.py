@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.chats.store import DONE, FAILED
+from app.chats.records import DONE, FAILED
 from tests.gguf_factory import write_unknown_arch_gguf, write_vocab_only_gguf
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS

@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication, QFileDialog
 
-from app.chats.store import DONE, STREAMING
+from app.chats.records import DONE, STREAMING
 from app.ui.chat.message_actions import COPY, EDIT, NEXT, PREVIOUS, REGENERATE
 from tests.waits import HANG_GUARD_MS
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 
-from app.chats.store import STREAMING, ChatStore
+from app.chats.records import STREAMING
+from app.chats.store import ChatStore
 from app.ui.chat.message_model import OLDER_BATCH, MessageListModel, MessageRole
 from app.ui.chat.message_view import MessageView
 

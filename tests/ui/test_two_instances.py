@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.chats.store import STREAMING
+from app.chats.records import STREAMING
 from app.platform.paths import chat_db_path
 from tests.cli_runner import ROOT
 from tests.waits import HANG_GUARD_MS
@@ -29,7 +29,8 @@ _INSTANCE = """
 import os, sys
 from pathlib import Path
 from app.chats.rescue import open_chats
-from app.chats.store import STREAMING, StreamingReply
+from app.chats.records import STREAMING
+from app.chats.streaming_reply import StreamingReply
 from app.state.instance_lock import InstanceLock
 folder = Path(sys.argv[1])
 lock = InstanceLock(folder)

@@ -17,7 +17,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.backends.store import BackendStore
-from app.chats.store import ChatStore, Conversation
+from app.chats.records import Conversation
+from app.chats.store import ChatStore
 from app.engine.build_info import BackendPairs, parse_system_info
 from app.engine.messages import Finished, KernelWarning, Loaded, TemplateFallback
 from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load

@@ -21,7 +21,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.chats.export import conversation_json, conversation_markdown, write_export
-from app.chats.store import ChatStore, Conversation
+from app.chats.records import Conversation
+from app.chats.store import ChatStore
 from app.ui.plain_text import literal_text
 
 log = logging.getLogger(__name__)

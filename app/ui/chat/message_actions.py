@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 
-from app.chats.store import STREAMING, Message
+from app.chats.records import STREAMING, Message
 
 # What a button asks for (the page and the session handle them).
 COPY, EDIT, REGENERATE, PREVIOUS, NEXT = "copy", "edit", "regenerate", "previous", "next"

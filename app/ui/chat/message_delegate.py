@@ -47,7 +47,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.chats.store import DONE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from app.chats.records import DONE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
 from app.ui.chat import code_blocks, message_actions
 from app.ui.chat.code_blocks import CodeBlock
 from app.ui.chat.message_actions import (

@@ -24,7 +24,7 @@ from PySide6.QtCore import (
     QTimer,
 )
 
-from app.chats.store import Message
+from app.chats.records import Message
 
 log = logging.getLogger(__name__)
 

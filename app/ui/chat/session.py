@@ -10,16 +10,17 @@ from dataclasses import fields, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.chats.store import (
+from app.chats.records import (
     DONE,
     FAILED,
     INTERRUPTED,
     STOPPED,
     STREAMING,
-    ChatStore,
     Conversation,
-    StreamingReply,
+    ReplyStats,
 )
+from app.chats.store import ChatStore
+from app.chats.streaming_reply import StreamingReply
 from app.engine.messages import (
     ChatMessage,
     ContextTrimmed,
@@ -246,7 +247,7 @@ class ChatSession(QObject):
         reply = self._reply
         if reply is None:
             return
-        stats: dict[str, object] = {"error": error} if error else {}
+        stats: ReplyStats = {"error": error} if error else {}
         if finished is not None:
             stats |= {
                 "prompt_tokens": finished.prompt_tokens,
