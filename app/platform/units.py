@@ -45,6 +45,18 @@ def gib(n_bytes: float, digits: int = 1) -> str:
     return size(n_bytes, digits, unit="GiB")
 
 
+def mib(n_mib: float, digits: int = 2) -> str:
+    """A figure already in MiB (llama.cpp logs MiB) as `size` writes it: 1234.5 ->
+    '1,234.50 MiB'. (A float factor: text from a damaged file raises, never repeats.)"""
+    return size(n_mib * float(1024**2), digits, unit="MiB")
+
+
+def size_number(n_bytes: float, unit: str, digits: int = 1) -> str:
+    """The number alone, in `unit`, with no thousands separator: (1572864, 'MiB') -> '1.5'
+    (for 'x of y MiB', where the unit is written once)."""
+    return f"{n_bytes / 1024 ** _BINARY.index(unit):.{digits}f}"
+
+
 def speed(bytes_per_s: float | None) -> str:
     return "" if not bytes_per_s else f"{size(bytes_per_s)}/s"
 

@@ -31,6 +31,7 @@ from app.backends.manifest import built_in_kernel, kernel_text
 from app.backends.store import BUILT_IN, BackendStore, InstalledBackend, built_in_folder
 from app.engine.backend_probe import probe
 from app.engine.backend_verify import VerifyResult, verify
+from app.platform import units as fmt
 from app.platform.safe_text import safe_text
 from app.services.tasks import TaskRunner
 from app.ui.plain_text import plain_label
@@ -58,7 +59,8 @@ def manifest_lines(backend: InstalledBackend) -> list[str]:
         f"{manifest.name}: {manifest.summary}",
         f"llama-cpp-python {manifest.llama_cpp_python}, ggml {manifest.ggml_version}, "
         f"{manifest.platform}",
-        f"{len(manifest.files)} files, {size / 2**20:.1f} MiB: {', '.join(sorted(manifest.files))}",
+        f"{len(manifest.files)} files, {fmt.size_number(size, 'MiB')} MiB: "
+        f"{', '.join(sorted(manifest.files))}",
         "GPU targets: " + (", ".join(manifest.gpu_targets) or "none (CPU)"),
         "Flash Attention K-V pairs: "
         + (", ".join(manifest.fa_pairs) or "every pair (no GPU kernel list)"),

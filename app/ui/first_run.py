@@ -31,6 +31,7 @@ from app.backends.install import install_file, install_url
 from app.backends.store import BackendStore, InstalledBackend
 from app.engine.backend_probe import probe
 from app.models.hub.transfer import DownloadCancelled, DownloadControl
+from app.platform import units as fmt
 from app.services.tasks import TaskRunner
 from app.state.settings import SettingsFile
 
@@ -198,7 +199,8 @@ class FirstRunDialog(QDialog):
             return
         self.progress.setRange(0, 1000)
         self.progress.setValue(int(done * 1000 / max(total, 1)))
-        self.message.setText(f"Downloading… {done / 2**20:.1f} of {total / 2**20:.1f} MiB")
+        done_mib, total_mib = fmt.size_number(done, "MiB"), fmt.size_number(total, "MiB")
+        self.message.setText(f"Downloading… {done_mib} of {total_mib} MiB")
 
     def _busy_bar(self) -> None:
         self.progress.setRange(0, 0)

@@ -5,8 +5,6 @@ load on this machine alone, so the dashboard then looks as it always did."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -21,12 +19,13 @@ from PySide6.QtWidgets import (
 
 from app.engine.messages import Loaded
 from app.kv.device_kv import MIB, DeviceRow, device_rows
+from app.kv.kv_cache import KvCacheEstimate
 from app.platform import units as fmt
 
 COLUMNS = ("Device", "Memory (llama.cpp, after the load)", "KV cache", "at f16/f16", "saved")
 
 
-def f16_ratios(estimate: Any) -> list[float] | None:
+def f16_ratios(estimate: KvCacheEstimate | None) -> list[float] | None:
     """Each cache's f16/f16 bytes over its bytes in the loaded K/V types, from the KV
     arithmetic (app.kv.kv_cache's estimate); None without it."""
     if estimate is None:
@@ -62,7 +61,7 @@ class DevicesPanel(QWidget):
         layout.addWidget(self.table)
         self.hide()
 
-    def set_loaded(self, loaded: Loaded | None, estimate: Any = None) -> None:
+    def set_loaded(self, loaded: Loaded | None, estimate: KvCacheEstimate | None = None) -> None:
         devices = loaded.device_memory if loaded is not None else ()
         if loaded is None or not devices:
             self.rows = []
@@ -96,9 +95,9 @@ class DevicesPanel(QWidget):
         self.table.setCellWidget(row, 1, bar)
         kv16 = device.kv_f16_mib
         cells = [
-            f"{device.kv_mib:,.2f} MiB",
-            f"{kv16:,.2f} MiB" if kv16 is not None else "?",
-            f"{kv16 - device.kv_mib:,.2f} MiB" if kv16 is not None else "?",
+            fmt.mib(device.kv_mib),
+            fmt.mib(kv16) if kv16 is not None else "?",
+            fmt.mib(kv16 - device.kv_mib) if kv16 is not None else "?",
         ]
         for column, text in enumerate(cells, start=2):
             item = QTableWidgetItem(text)

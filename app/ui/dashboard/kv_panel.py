@@ -16,10 +16,11 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.engine.messages import Loaded
-from app.kv.kv_cache import CacheSize, kv_cache_bytes
+from app.kv.kv_cache import CacheSize, KvCacheEstimate, kv_cache_bytes
 from app.kv.kv_summary import KvSummary, kv_mib, summarize
 from app.kv.kv_types import FP16_KV_MODE
 from app.models.gguf_read import read_gguf_header
+from app.platform import units as fmt
 from app.ui.dashboard.bar_chart import MODE_COLORS
 from app.ui.dashboard.memory_chart import AXIS_WIDTH, CHART_HINT_HEIGHT
 
@@ -32,7 +33,7 @@ CURVE_POINTS = 160
 _mib = kv_mib
 
 
-def kv_estimate(loaded: Loaded) -> Any:
+def kv_estimate(loaded: Loaded) -> KvCacheEstimate | None:
     """app.kv.kv_cache's estimate for a load (None when the arithmetic fails: the log's
     figures still show)."""
     try:
@@ -51,7 +52,7 @@ def kv_estimate(loaded: Loaded) -> Any:
         return None
 
 
-def loaded_summary(loaded: Loaded, estimate: Any = None) -> KvSummary:
+def loaded_summary(loaded: Loaded, estimate: KvCacheEstimate | None = None) -> KvSummary:
     """A load's KV figures: llama.cpp's logged allocation next to the arithmetic's f16/f16."""
     mode = loaded.options.kv.label
     allocated = sum(c.total_bytes for c in loaded.kv_caches)
@@ -70,10 +71,10 @@ class KvPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.estimate: Any = None  # app.kv.kv_cache.KvCacheEstimate of the loaded model
+        self.estimate: KvCacheEstimate | None = None  # the loaded model's KV arithmetic
         self.loaded: Loaded | None = None
         self.n_tokens = 0
-        self._run_curves: list[Any] = []
+        self._run_curves: list[pg.PlotDataItem] = []
         self.plot = _KvPlot(background="w")
         self.plot.setMinimumHeight(160)
         item = self.plot.getPlotItem()
@@ -202,13 +203,13 @@ class KvPanel(QWidget):
                 continue
             saving = row.get("kv_saving_mib")
             pct = row.get("kv_saving_percent")
-            fmt = "{:,.0f}" if row["kv_allocated_mib"] >= 100 else "{:,.1f}"
+            digits = 0 if row["kv_allocated_mib"] >= 100 else 1
             extra = (
-                f" (<b style='color:#16a085'>-{fmt.format(saving)} MiB, -{pct:.1f}%</b>)"
+                f" (<b style='color:#16a085'>-{fmt.mib(saving, digits)}, -{pct:.1f}%</b>)"
                 if saving
                 else ""
             )
-            parts.append(f"{label} <b>{fmt.format(row['kv_allocated_mib'])} MiB</b>{extra}")
+            parts.append(f"{label} <b>{fmt.mib(row['kv_allocated_mib'], digits)}</b>{extra}")
         n_ctx = metadata.get("n_ctx", 0)
         self.now_label.setText(
             f"This run's KV bytes as the context fills, per mode (computed from the GGUF header; "
@@ -292,7 +293,7 @@ class KvPanel(QWidget):
             "   ".join(
                 f"{'sliding-window' if c.swa else 'global'} cache: "
                 f"{c.cells:,} cells x {c.layers} layers, "
-                f"K ({c.k_type}) {c.k_mib:,.2f} MiB, V ({c.v_type}) {c.v_mib:,.2f} MiB"
+                f"K ({c.k_type}) {fmt.mib(c.k_mib)}, V ({c.v_type}) {fmt.mib(c.v_mib)}"
                 for c in loaded.kv_caches
             )
         )
