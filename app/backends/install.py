@@ -21,7 +21,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from app.backends.store import BackendStore, InstalledBackend, Probe
-from app.models.hub.transfer import DownloadControl, FetchTarget, check_free_space, fetch
+from app.models.hub.download_control import DownloadControl
+from app.models.hub.partial_file import FetchTarget
+from app.models.hub.transfer import check_free_space, fetch
 from app.platform.errors import AppError, BadInputError, DownloadError
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.models.hub import GgufEntry, bytes_on_disk, download_entry, partial_paths
-from app.models.hub.transfer import DownloadCancelled, DownloadControl, DownloadPaused
+from app.models.hub.download_control import DownloadCancelled, DownloadControl, DownloadPaused
 from app.models.library import SOURCE_FOLDER, SOURCE_HF_CACHE, LibraryModel, model_at
 from app.models.model_folders import ModelFolders
 from app.models.queue_file import QUEUE_STATE_FILE

@@ -34,13 +34,9 @@ import httpx2
 from huggingface_hub.utils import get_session
 
 from app.models import starter
-from app.models.hub.transfer import (
-    DownloadCancelled,
-    DownloadControl,
-    FetchTarget,
-    check_free_space,
-    fetch,
-)
+from app.models.hub.download_control import DownloadCancelled, DownloadControl
+from app.models.hub.partial_file import FetchTarget
+from app.models.hub.transfer import check_free_space, fetch
 from app.platform.errors import (
     AppError,
     ChecksumMismatchError,

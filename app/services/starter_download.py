@@ -8,7 +8,7 @@ import threading
 
 from PySide6.QtCore import QObject, Signal
 
-from app.models.hub.transfer import DownloadCancelled, DownloadControl, DownloadPaused
+from app.models.hub.download_control import DownloadCancelled, DownloadControl, DownloadPaused
 from app.models.library import starter_model_fetched
 from app.models.starter_fetch import fetch_starter
 from app.platform.errors import AppError

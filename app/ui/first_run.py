@@ -30,7 +30,7 @@ from app.backends.gpu_detect import Gpu, detect_gpus
 from app.backends.install import install_file, install_url
 from app.backends.store import BackendStore, InstalledBackend
 from app.engine.backend_probe import probe
-from app.models.hub.transfer import DownloadCancelled, DownloadControl
+from app.models.hub.download_control import DownloadCancelled, DownloadControl
 from app.platform import units as fmt
 from app.services.tasks import TaskRunner
 from app.state.settings import SettingsFile

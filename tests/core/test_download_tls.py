@@ -27,7 +27,7 @@ from huggingface_hub.utils import close_session
 
 from app.models.hub import download_entry, list_gguf_files, partial_paths
 from app.models.hub.client import GgufEntry
-from app.models.hub.transfer import DownloadControl, DownloadPaused
+from app.models.hub.download_control import DownloadControl, DownloadPaused
 from tests.hub_server import HubServer
 
 # Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
