@@ -15,25 +15,23 @@ on disk. app/services/downloads.py shows it in the GUI; tests drive it directly.
 
 from __future__ import annotations
 
-import enum
-import json
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
+from app.models.download_state import Download, DownloadState, download_key
 from app.models.hub import GgufEntry, bytes_on_disk, download_entry, partial_paths
 from app.models.hub.download_control import DownloadCancelled, DownloadControl, DownloadPaused
 from app.models.library import SOURCE_FOLDER, SOURCE_HF_CACHE, LibraryModel, model_at
 from app.models.model_folders import ModelFolders
 from app.models.queue_file import QUEUE_STATE_FILE
-from app.platform.atomic_write import write_atomically
+from app.models.saved_queue import SavedDownload, read_saved_queue, save_queue
 from app.platform.errors import AppError, DownloadError
-from app.platform.state_files import Damage, damage_notice, read_json_state, set_aside
 
 log = logging.getLogger(__name__)
 
@@ -42,57 +40,14 @@ SPEED_WINDOW_S = 3.0  # speed is the average over about this long
 QUEUE_FILE = QUEUE_STATE_FILE.name
 
 
-class DownloadState(enum.Enum):
-    QUEUED = "queued"
-    DOWNLOADING = "downloading"
-    PAUSED = "paused"
-    FINISHED = "finished"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+class _Changes(TypedDict, total=False):
+    """What a change to a download may set (Download's fields that change as it runs)."""
 
-    @property
-    def is_active(self) -> bool:
-        return self in (DownloadState.QUEUED, DownloadState.DOWNLOADING)
-
-    @property
-    def can_resume(self) -> bool:
-        return self in (DownloadState.PAUSED, DownloadState.FAILED, DownloadState.CANCELLED)
-
-
-@dataclass(frozen=True)
-class Download:
-    """One download as it stands (a snapshot; the queue replaces it on every change)."""
-
-    key: str
-    entry: GgufEntry
-    folder: Path | None = None  # where it goes; None: the Hugging Face cache
-    state: DownloadState = DownloadState.QUEUED
-    done_bytes: int = 0  # on disk, all parts
-    speed: float = 0.0  # bytes per second, recent average (0 unless downloading)
-    error: AppError | None = None  # why it failed; str(error) is the sentence to show
-    model: LibraryModel | None = None  # the finished model, as the library lists it
-
-    @property
-    def total_bytes(self) -> int:
-        return self.entry.total_size
-
-    @property
-    def message(self) -> str:
-        return str(self.error) if self.error is not None else ""
-
-    @property
-    def eta_seconds(self) -> float | None:
-        if self.state is not DownloadState.DOWNLOADING or self.speed <= 0:
-            return None
-        return max(0.0, (self.total_bytes - self.done_bytes) / self.speed)
-
-    @property
-    def is_active(self) -> bool:
-        return self.state.is_active
-
-
-def download_key(entry: GgufEntry) -> str:
-    return f"{entry.repo_id}/{entry.first_file}"
+    state: DownloadState
+    done_bytes: int
+    speed: float
+    error: AppError | None
+    model: LibraryModel | None
 
 
 class _Job:
@@ -258,40 +213,19 @@ class DownloadQueue:
     def restore(self, autostart: bool = True) -> list[str]:
         """Reload the saved queue: downloads that were active continue (when `autostart`),
         the others come back paused. Returns the keys that came back."""
-        if self.state_file is None or not self.state_file.exists():
+        saved = read_saved_queue(self.state_file) if self.state_file is not None else None
+        if saved is None:
             return []
-        read = read_json_state(self.state_file, QUEUE_STATE_FILE.version)
-        saved = read.value.get("downloads") if isinstance(read.value, dict) else None
-        if read.damage is not None or not isinstance(saved, list):
-            # Set aside rather than overwritten by the next save: the user may want it back.
-            damage = read.damage or Damage.UNREADABLE
-            try:
-                backup = set_aside(self.state_file)
-            except OSError:
-                log.warning(
-                    "download queue %s is %s; starting empty", self.state_file, damage.value
-                )
-                return []
-            log.warning(
-                "%s", damage_notice("download queue", damage, backup, "the queue starts empty")
-            )
-            return []
-        records: list[Any] = saved
         restored: list[str] = []
         with self._cond:
-            for record in records:
-                try:
-                    entry = GgufEntry.from_json(record["entry"])
-                    folder = Path(record["folder"]) if record.get("folder") else None
-                except (KeyError, TypeError, ValueError):
-                    log.warning("skipping an unreadable saved download: %r", record)
-                    continue
+            for saved_download in saved:
+                entry, folder = saved_download.entry, saved_download.folder
                 key = download_key(entry)
                 if key in self._jobs:
                     continue
                 state = (
                     DownloadState.QUEUED
-                    if autostart and record.get("resume")
+                    if autostart and saved_download.resume
                     else DownloadState.PAUSED
                 )
                 self._jobs[key] = _Job(Download(key, entry, folder, state, _on_disk(entry, folder)))
@@ -346,7 +280,7 @@ class DownloadQueue:
                 changed = self._snapshots([download.key])
             self._notify(changed)
 
-        end: dict[str, object] = {}
+        end: _Changes = {}
         try:
             path = download_entry(
                 download.entry, folder=download.folder, control=control, on_progress=progressed
@@ -382,11 +316,10 @@ class DownloadQueue:
             changed = self._snapshots([download.key, *self._schedule()])
         self._notify(changed)
 
-    def _set(self, job: _Job, **changes: object) -> None:
+    def _set(self, job: _Job, **changes: Unpack[_Changes]) -> None:
         if changes.get("state", DownloadState.DOWNLOADING) is not DownloadState.DOWNLOADING:
             changes.setdefault("speed", 0.0)
-        # The keys are Download's fields; replace() refuses any other at run time.
-        job.download = replace(job.download, **changes)  # type: ignore[arg-type]
+        job.download = replace(job.download, **changes)
         self._cond.notify_all()
 
     def _discard(self, download: Download) -> None:
@@ -421,23 +354,16 @@ class DownloadQueue:
         if self.state_file is None:
             return
         resuming = self._closed_resuming
-        records = [
-            {
-                "entry": job.download.entry.to_json(),
-                "folder": str(job.download.folder) if job.download.folder else None,
-                "resume": key in resuming if resuming is not None else job.download.is_active,
-            }
+        unfinished = [
+            SavedDownload(
+                job.download.entry,
+                job.download.folder,
+                key in resuming if resuming is not None else job.download.is_active,
+            )
             for key, job in self._jobs.items()
             if job.download.state not in (DownloadState.FINISHED, DownloadState.CANCELLED)
         ]
-        try:
-            self.state_file.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(
-                self.state_file,
-                json.dumps({"version": QUEUE_STATE_FILE.version, "downloads": records}, indent=1),
-            )
-        except OSError:
-            log.warning("could not save the download queue to %s", self.state_file, exc_info=True)
+        save_queue(self.state_file, unfinished)
 
 
 def _on_disk(entry: GgufEntry, folder: Path | None) -> int:

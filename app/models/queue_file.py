@@ -1,4 +1,4 @@
-"""The download queue's state file, declared apart from app/models/download_queue.py: that
+"""The download queue's state file, declared apart from app/models/saved_queue.py: that
 module imports numpy (through the Hub client), which a CLI start, checking its files, must not."""
 
 from app.platform.state_files import StateFile

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from app.models.download_queue import DEFAULT_MAX_PARALLEL, Download, DownloadQueue, DownloadState
+from app.models.download_queue import DEFAULT_MAX_PARALLEL, DownloadQueue
+from app.models.download_state import Download, DownloadState
 from app.models.hub import GgufEntry
 from app.models.model_folders import ModelFolders
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.engine.loader import weights_repacked
-from app.models.download_queue import DownloadQueue, DownloadState
+from app.models.download_queue import DownloadQueue
+from app.models.download_state import DownloadState
 from app.models.hub import download_entry, list_gguf_files
 from app.models.library import list_models
 from app.models.model_folders import ModelFolders

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from app.models.download_queue import DownloadQueue, DownloadState
+from app.models.download_queue import DownloadQueue
+from app.models.download_state import DownloadState
 from app.models.hub import (
     download_entry,
     list_gguf_files,

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from app.models.download_queue import DownloadQueue, DownloadState
+from app.models.download_queue import DownloadQueue
+from app.models.download_state import DownloadState
 from app.models.hub import download_entry, list_gguf_files, search_models, tokens
 from app.models.model_folders import ModelFolders
 from app.platform.app_log import start_log_file
