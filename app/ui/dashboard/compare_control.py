@@ -8,7 +8,8 @@ from __future__ import annotations
 import html
 import logging
 import os
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 from PySide6.QtCore import QObject
 
@@ -19,13 +20,14 @@ from app.engine.compare_estimate import (
     rates_from_result,
     rates_from_session,
 )
-from app.engine.compare_result import run_title
+from app.engine.compare_result import CompareResult, run_title
 from app.engine.messages import Finished, Loaded
 from app.platform.errors import AppError
-from app.platform.recording import Recording
+from app.platform.recording import MemoryPoint, Recording
 from app.platform.safe_text import safe_text
 from app.services.compare_runner import CompareRunner
-from app.ui.dashboard.compare_panel import ComparePanel
+from app.services.engine_client import EngineClient
+from app.ui.dashboard.compare_panel import ComparePanel, CompareRunSettings
 
 log = logging.getLogger(__name__)
 NO_MODEL = "Load a model first: the comparison runs on the loaded model."
@@ -42,7 +44,7 @@ def peak_measure(probe_name: str, process_seen: bool) -> tuple[str, str]:
     return "GPU", f"engine's GPU memory, {probe_name}"
 
 
-def process_seen(points: list) -> bool:
+def process_seen(points: Sequence[MemoryPoint]) -> bool:
     """Whether the probe saw the engine process during the run. Not just the last point:
     a comparison's last engine has exited by the time its final sample is taken."""
     return any(p.process_bytes is not None for p in points)
@@ -51,7 +53,7 @@ def process_seen(points: list) -> bool:
 class CompareControl(QObject):
     """Fed by the page: `set_model(loaded)`, `reply_finished(finished)`; `start(...)`."""
 
-    def __init__(self, panel: ComparePanel, runner: CompareRunner, client: Any) -> None:
+    def __init__(self, panel: ComparePanel, runner: CompareRunner, client: EngineClient) -> None:
         super().__init__(panel)
         self.panel, self.runner, self.client = panel, runner, client
         self.loaded: Loaded | None = None
@@ -100,12 +102,15 @@ class CompareControl(QObject):
 
     # ---- a run ------------------------------------------------------------------------
 
-    def options(self, **settings: Any) -> tuple[str | None, dict[str, Any]]:
-        """The model and run_compare options a comparison would use: the panel's settings,
-        overridden by `settings` (model_path, n_ctx, depth, quality_chunks, n_prompt, ...)."""
-        options = {**self.panel.settings(), **settings}
-        loaded = getattr(self.client, "loaded", None)
-        path = options.pop("model_path", None) or (loaded.model_path if loaded else None)
+    def options(
+        self, model_path: str | None = None, **settings: Unpack[CompareRunSettings]
+    ) -> tuple[str | None, dict[str, Any]]:
+        """The model and run_compare options a comparison would use: `model_path`, else the
+        loaded model's; the panel's settings, overridden by `settings` (n_ctx, depth, ...)."""
+        # A bag of run_compare's options: each of its readers takes the keys it knows.
+        options: dict[str, Any] = {**self.panel.settings(), **settings}
+        loaded = self.client.loaded
+        path = model_path or (loaded.model_path if loaded else None)
         if loaded is not None:
             options.setdefault("n_gpu_layers", loaded.options.n_gpu_layers)
         n_ctx, depth = options["n_ctx"], options["depth"]
@@ -128,7 +133,9 @@ class CompareControl(QObject):
             return
         self.panel.time_view.show_estimate(self.steps)
 
-    def start(self, model_path: str | None = None, **settings: Any) -> Recording:
+    def start(
+        self, model_path: str | None = None, **settings: Unpack[CompareRunSettings]
+    ) -> Recording:
         path, options = self.options(model_path=model_path, **settings)
         if path is None:
             raise AppError(NO_MODEL)
@@ -140,7 +147,25 @@ class CompareControl(QObject):
         self.panel.time_view.start(self.steps)
         return self.runner.start(path, n_ctx, depth, **options)
 
-    def _on_panel_run_requested(self, settings: dict) -> None:
+    def show_opened_run(self, recording: Recording) -> None:
+        """Show the results of an opened recording of a comparison (none: nothing to show)."""
+        results = recording.metadata.get("results")
+        if not results:
+            return
+        where = {"device": recording.device_name, "probe": recording.probe_name}
+        self.panel.result = None
+        self.panel.set_rows(results, run_title({**recording.metadata, **where}))
+        self.panel.set_peak_measure(
+            *peak_measure(
+                recording.probe_name or "an unknown probe", process_seen(recording.points)
+            )
+        )
+        self.panel.set_status(
+            f"Results of the opened run ({recording.started_at}); "
+            "Run comparison measures the loaded model again."
+        )
+
+    def _on_panel_run_requested(self, settings: CompareRunSettings) -> None:
         try:
             self.start(**settings)
         except AppError as error:
@@ -148,7 +173,7 @@ class CompareControl(QObject):
             self.panel.set_running(False)
             self.panel.time_view.stop("")
 
-    def _on_runner_finished(self, result: Any) -> None:
+    def _on_runner_finished(self, result: CompareResult) -> None:
         panel = self.panel
         panel.set_running(False)
         panel.time_view.finish()
@@ -162,7 +187,7 @@ class CompareControl(QObject):
             f"({result.device}). Peak memory is over load and the speed run. {notes}"
         )
 
-    def _learn(self, result: Any) -> None:
+    def _learn(self, result: CompareResult) -> None:
         """The next estimate for this model uses this run's measured speeds and step times."""
         steps, measured = self.steps, self.panel.time_view.step_seconds
         if steps is None or len(measured) != len(steps.names):

@@ -5,8 +5,9 @@ app.services.compare_runner.CompareRunner."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -22,13 +23,32 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.compare_result import COLUMNS
+from app.engine.compare_result import COLUMNS, CompareResult
 from app.ui.dashboard.bar_chart import CompareBarChart
 from app.ui.dashboard.compare_progress import CompareProgress
 
 PEAK_COLUMN = "peak_memory_mib"
 
 log = logging.getLogger(__name__)
+
+
+class CompareRunSettings(TypedDict, total=False):
+    """What a comparison may be started with: the panel's boxes (n_ctx, depth,
+    quality_chunks) and the rest of app.engine.compare.run_compare's options."""
+
+    n_ctx: int
+    depth: int
+    quality_chunks: int
+    modes: Sequence[str] | str | None
+    reference_text: str | None
+    n_gpu_layers: int
+    n_prompt: int
+    n_gen: int
+    chunk_tokens: int
+    n_threads: int | None
+    repetitions: int
+    sample_hz: float
+    force: bool
 
 
 def _two_lines(label: str) -> str:
@@ -64,7 +84,7 @@ class ComparePanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.rows: list[dict[str, Any]] = []
-        self.result: Any = None
+        self.result: CompareResult | None = None
         self.ctx_box = _spin(256, 1 << 20, 8192, 1024, " tokens")
         self.depth_box = _spin(0, 1 << 20, 0, 512, " tokens")
         self.chunks_box = _spin(0, 64, 4, 1, " x 512")
@@ -134,7 +154,7 @@ class ComparePanel(QWidget):
 
     # ---- state from the page ----------------------------------------------------------
 
-    def settings(self) -> dict[str, int]:
+    def settings(self) -> CompareRunSettings:
         return {
             "n_ctx": self.ctx_box.value(),
             "depth": self.depth_box.value(),
@@ -206,7 +226,7 @@ class ComparePanel(QWidget):
         row = self.table.verticalHeader().defaultSectionSize()
         self.table.setFixedHeight(header + row * max(rows, 3) + 2 * self.table.frameWidth() + 2)
 
-    def set_result(self, result: Any, title: str = "") -> None:
+    def set_result(self, result: CompareResult, title: str = "") -> None:
         self.result = result
         self.set_rows(result.rows(), title)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QStyle, QToolButton, QVBoxLayout, QWidget
@@ -16,8 +15,9 @@ from app.platform.recording import Recording
 from app.platform.safe_text import safe_text
 
 
-def live_details(probe: Any, engine_running: bool) -> str:
-    """The details of live sampling (rich text): the probe, its device and its limits."""
+def live_details(probe: object, engine_running: bool) -> str:
+    """The details of live sampling (rich text): the probe (a MemoryProbe, or any object
+    with some of its attributes), its device and its limits."""
     name, device = getattr(probe, "name", "probe"), getattr(probe, "device", "")
     limits, why = getattr(probe, "limits", ""), getattr(probe, "why", "")
     where = "the engine process" if engine_running else "no engine running yet"

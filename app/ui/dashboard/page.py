@@ -13,66 +13,39 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Unpack
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
-    QBoxLayout,
-    QComboBox,
     QFileDialog,
     QFrame,
-    QHBoxLayout,
-    QLabel,
     QPushButton,
     QScrollArea,
-    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
 
-from app.engine.compare_result import run_title
 from app.engine.messages import Finished, KernelWarning, Loaded, PromptStarted, Token
 from app.kv.kv_summary import NO_MODEL_SENTENCE, kv_sentence
 from app.load.profile import LoadProfile
 from app.platform.errors import AppError
-from app.platform.recording import Recording
+from app.platform.recording import MemoryPoint, Recording
 from app.services.compare_runner import CompareRunner
+from app.services.engine_client import EngineClient
 from app.services.engine_events import listen_to_engine
 from app.services.memory_sampler import MemorySampler
-from app.ui.dashboard.compare_control import CompareControl, peak_measure, process_seen
-from app.ui.dashboard.compare_panel import ComparePanel
+from app.ui.dashboard.chart_columns import ChartColumns, section_title
+from app.ui.dashboard.compare_control import CompareControl
+from app.ui.dashboard.compare_panel import ComparePanel, CompareRunSettings
 from app.ui.dashboard.devices_panel import DevicesPanel
 from app.ui.dashboard.header import DashboardHeader, live_details, recording_details
 from app.ui.dashboard.kernel_banner import KernelBanner
 from app.ui.dashboard.kv_panel import KvPanel, kv_estimate, loaded_summary
 from app.ui.dashboard.memory_chart import MemoryChart
+from app.ui.dashboard.source_row import SourceRow
 
 log = logging.getLogger(__name__)
-
-MIB = 1024 * 1024
-SIDE_BY_SIDE_MIN_WIDTH = 760  # px of page: below it the two charts stack
-SOURCES = ("live", "compare", "file")
-SOURCE_LABELS = ("Live engine", "Compare run", "Opened recording")
-
-
-def _section(title: str) -> QLabel:
-    label = QLabel(title)
-    label.setStyleSheet("font-size: 15px; font-weight: 600; color: #111827; margin-top: 8px;")
-    return label
-
-
-def _fixed_size(label: QLabel, lines: int) -> None:
-    """A label whose text changes twice a second must not change its size hint: a new
-    size re-lays the page out and repaints both charts (measured: 50-100 ms stalls)."""
-    label.setFixedHeight(label.fontMetrics().lineSpacing() * lines + 6)
-    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-
-
-def _gib_or_mib(n: int | None) -> str:
-    if n is None:
-        return "-"
-    return f"{n / MIB:,.0f} MiB" if n < 4 * 1024 * MIB else f"{n / MIB / 1024:,.1f} GiB"
 
 
 class DashboardPage(QWidget):
@@ -80,7 +53,7 @@ class DashboardPage(QWidget):
 
     def __init__(
         self,
-        client: Any,
+        client: EngineClient,
         sampler: MemorySampler | None = None,
         runner: CompareRunner | None = None,
         parent: QWidget | None = None,
@@ -106,7 +79,7 @@ class DashboardPage(QWidget):
         self.redraw_timer.start()
         self.sampler.start(client.engine_pid)
         self._show_probe()
-        loaded = getattr(client, "loaded", None)
+        loaded = client.loaded
         if loaded is not None:
             self.on_engine_model_loaded(loaded, mark=False)
         else:
@@ -122,18 +95,11 @@ class DashboardPage(QWidget):
         self.probe_label = self.header.details
         self.banner = KernelBanner()
 
-        self.source_box = QComboBox()
-        self.source_box.addItems(SOURCE_LABELS)
+        self.source_row = SourceRow()
+        self.source_box = self.source_row.box
+        self.stats_label = self.source_row.stats
         self.open_button = QPushButton("Open recording...")
         self.save_button = QPushButton("Save recording...")
-        self.stats_label = QLabel("")
-        self.stats_label.setTextFormat(Qt.TextFormat.RichText)
-        _fixed_size(self.stats_label, lines=1)
-        source_row = QHBoxLayout()
-        source_row.addWidget(QLabel("Show"))
-        source_row.addWidget(self.source_box)
-        source_row.addSpacing(12)
-        source_row.addWidget(self.stats_label, 1)
         # Beside Details, so the stats line has the page's width at 1024 px.
         self.header.buttons.addWidget(self.open_button)
         self.header.buttons.addWidget(self.save_button)
@@ -145,18 +111,12 @@ class DashboardPage(QWidget):
         self.compare = ComparePanel()
         self.compare_control = CompareControl(self.compare, self.runner, self.client)
 
-        # Side by side on a wide page, so both charts are on screen at 1024x640.
-        self.charts = QBoxLayout(QBoxLayout.Direction.LeftToRight)
-        self.charts.setSpacing(16)
-        for title, chart in (
-            ("Engine memory over time", self.memory_chart),
-            ("KV cache as the context fills", self.kv_panel),
-        ):
-            column = QVBoxLayout()
-            column.setSpacing(2)
-            column.addWidget(_section(title))
-            column.addWidget(chart, 1)
-            self.charts.addLayout(column, 1)
+        self.charts = ChartColumns(
+            (
+                ("Engine memory over time", self.memory_chart),
+                ("KV cache as the context fills", self.kv_panel),
+            )
+        )
 
         content = QWidget()
         content.setObjectName("dashboardContent")
@@ -166,12 +126,12 @@ class DashboardPage(QWidget):
         layout.setSpacing(6)
         layout.addWidget(self.header)
         layout.addWidget(self.banner)
-        layout.addLayout(source_row)
+        layout.addWidget(self.source_row)
         layout.addLayout(self.charts, 3)
         layout.addWidget(self.devices_panel)
         layout.addWidget(self.kv_panel.info)
         layout.addWidget(self._rule())
-        layout.addWidget(_section("Compare KV modes - measured, one fresh engine per mode"))
+        layout.addWidget(section_title("Compare KV modes - measured, one fresh engine per mode"))
         layout.addWidget(self.compare, 2)
         self.content = content
 
@@ -184,10 +144,7 @@ class DashboardPage(QWidget):
         outer.addWidget(self.scroll_area)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
-        wide = event.size().width() >= SIDE_BY_SIDE_MIN_WIDTH
-        direction = QBoxLayout.Direction.LeftToRight if wide else QBoxLayout.Direction.TopToBottom
-        if self.charts.direction() != direction:
-            self.charts.setDirection(direction)
+        self.charts.fit_width(event.size().width())
         super().resizeEvent(event)
 
     @staticmethod
@@ -203,7 +160,7 @@ class DashboardPage(QWidget):
         self.runner.started.connect(self._on_compare_started)
         self.header.details_toggled.connect(self.kv_panel.caches_label.setVisible)
         self.runner.finished.connect(self._on_compare_finished)
-        self.source_box.currentIndexChanged.connect(self._on_source_chosen)
+        self.source_row.source_chosen.connect(self._on_source_chosen)
         self.open_button.clicked.connect(self._on_open_clicked)
         self.save_button.clicked.connect(self._on_save_clicked)
 
@@ -218,9 +175,7 @@ class DashboardPage(QWidget):
 
     def set_source(self, source: str) -> None:
         self.source = source
-        index = SOURCES.index(source)
-        if self.source_box.currentIndex() != index:
-            self.source_box.setCurrentIndex(index)
+        self.source_row.show_source(source)
         self._show_probe()
         self._show_kv()
         self._redraw(force_text=True)
@@ -230,11 +185,8 @@ class DashboardPage(QWidget):
         rec = self.shown_recording()
         if self.source != "live" and rec is not None and self.kv_panel.show_run(rec.metadata):
             return
-        if (
-            self.kv_panel.loaded is not getattr(self.client, "loaded", None)
-            or self.kv_panel.estimate is None
-        ):
-            self.kv_panel.set_loaded(getattr(self.client, "loaded", None))
+        if self.kv_panel.loaded is not self.client.loaded or self.kv_panel.estimate is None:
+            self.kv_panel.set_loaded(self.client.loaded)
             self.kv_panel.set_tokens(self._n_past)
 
     def _show_probe(self) -> None:
@@ -263,29 +215,12 @@ class DashboardPage(QWidget):
         if slow_tick or force_text:
             self.kv_panel.set_tokens(self._n_past)
 
-    def _update_stats(self, points: list) -> None:
-        if not points:
-            self.stats_label.setText("no samples yet")
-            return
-        now = points[-1]
-        peak_point = max(points, key=lambda p: p.used_bytes)
-        peak = peak_point.used_bytes
-        whole = (
-            f" &middot; device {_gib_or_mib(now.device_used_bytes)} used "
-            f"of {_gib_or_mib(now.total_bytes)}"
-            if now.total_bytes
-            else ""
-        )
-        label = "now" if self.source == "live" else "at the end"
+    def _update_stats(self, points: list[MemoryPoint]) -> None:
         rec = self.shown_recording()
         probe_name = (rec.probe_name if rec is not None else "") or str(
             getattr(self.sampler.probe, "name", "probe")
         )
-        _short, measure = peak_measure(probe_name, peak_point.process_bytes is not None)
-        self.stats_label.setText(
-            f"{label} <b>{_gib_or_mib(now.used_bytes)}</b> &middot; "
-            f"peak <b>{_gib_or_mib(peak)}</b> ({measure}, whole recording){whole}"
-        )
+        self.source_row.show_stats(points, self.source == "live", probe_name)
 
     # ---- engine events ----------------------------------------------------------------
 
@@ -348,7 +283,9 @@ class DashboardPage(QWidget):
 
     # ---- compare ----------------------------------------------------------------------
 
-    def start_compare(self, model_path: str | None = None, **settings: Any) -> Recording:
+    def start_compare(
+        self, model_path: str | None = None, **settings: Unpack[CompareRunSettings]
+    ) -> Recording:
         """Start the comparison (on the loaded model unless `model_path` is given);
         settings override the panel's (n_ctx, depth, quality_chunks, n_prompt, n_gen, ...)."""
         return self.compare_control.start(model_path, **settings)
@@ -367,21 +304,7 @@ class DashboardPage(QWidget):
         """Show a saved recording (raises BadInputError for a file that is not one)."""
         recording = Recording.load(path)
         self.file_recording = recording
-        results = recording.metadata.get("results")
-        if results:
-            meta = recording.metadata
-            self.compare.result = None
-            where = {"device": recording.device_name, "probe": recording.probe_name}
-            self.compare.set_rows(results, run_title({**meta, **where}))
-            self.compare.set_peak_measure(
-                *peak_measure(
-                    recording.probe_name or "an unknown probe", process_seen(recording.points)
-                )
-            )
-            self.compare.set_status(
-                f"Results of the opened run ({recording.started_at}); "
-                "Run comparison measures the loaded model again."
-            )
+        self.compare_control.show_opened_run(recording)
         self.set_source("file")
         return recording
 
@@ -391,9 +314,9 @@ class DashboardPage(QWidget):
             raise AppError("There is no recording to save yet.")
         return recording.save(path)
 
-    def _on_source_chosen(self, index: int) -> None:
-        if SOURCES[index] != self.source:
-            self.set_source(SOURCES[index])
+    def _on_source_chosen(self, source: str) -> None:
+        if source != self.source:
+            self.set_source(source)
 
     def _on_open_clicked(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
