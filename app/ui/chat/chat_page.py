@@ -4,11 +4,8 @@ the right, the model picker on top and the input at the bottom."""
 from __future__ import annotations
 
 import logging
-import threading
-from functools import partial
-from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QMessageBox,
@@ -16,23 +13,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.backends.store import BackendStore
 from app.chats.records import Conversation
 from app.chats.store import ChatStore
-from app.engine.build_info import BackendPairs, parse_system_info
+from app.engine.build_info import BackendPairs
 from app.engine.messages import Finished, KernelWarning, Loaded, TemplateFallback
-from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
-from app.load.load_check import check_model_load
-from app.load.load_choices import choice_for
 from app.load.profile import LoadProfile
 from app.models import starter
-from app.models.model_ref import resolve_model
-from app.platform.errors import ContextTooLargeError
 from app.services.engine_client import EngineClient
 from app.services.engine_events import listen_to_engine
 from app.services.local_workers import LocalWorkers
 from app.services.message_bridge import MessageBridge
-from app.state.settings import Settings, SettingsFile
+from app.state.settings import SettingsFile
 from app.ui.chat.completion_panel import CompletionPanel
 from app.ui.chat.conversation_list import ConversationList
 from app.ui.chat.engine_state import EngineStateNotices
@@ -40,6 +31,7 @@ from app.ui.chat.input_box import InputBox
 from app.ui.chat.load_dialog import LoadDialog
 from app.ui.chat.message_delegate import COPY, EDIT, REGENERATE
 from app.ui.chat.message_view import MessageView
+from app.ui.chat.model_loading import ModelLoading
 from app.ui.chat.model_picker import STARTER, ModelPicker
 from app.ui.chat.notices import EngineStopped, ModelOffer
 from app.ui.chat.page_layout import lay_out
@@ -50,8 +42,6 @@ from app.ui.plain_text import typed_text
 
 log = logging.getLogger(__name__)
 
-LOAD_ANYWAY_ADVICE = "lower the context length in Load options, or choose Load anyway"
-
 
 class ChatPage(QWidget):
     """Signals:
@@ -61,8 +51,6 @@ class ChatPage(QWidget):
 
     model_resolve_failed = Signal(str)
     find_chat_model_requested = Signal()
-    # (ref, LoadProfile or None, the Exception that stops it or None), from a helper thread
-    _model_resolved = Signal(str, object, object)
 
     def __init__(
         self,
@@ -77,16 +65,13 @@ class ChatPage(QWidget):
         self.engine, self.store, self.settings, self.bridge = engine, store, settings, bridge
         self.session = ChatSession(store, engine, self)
         self._editing: int | None = None
-        self._pending_ref: str | None = None
         self._chat_anyway: set[str] = set()  # base models the user chose to chat with
-        self._resolving = False
-        self.load_refusal: QMessageBox | None = None  # the open "Load anyway?" box
-        self.load_dialog: LoadDialog | None = None  # the open load dialog
         self.local_workers = LocalWorkers(self)  # "Start a worker on this computer"
 
         self.conversations = ConversationList(store)
         self.view = MessageView(self.session.model)
         self.picker = ModelPicker(settings.settings)
+        self.loading = ModelLoading(engine, settings, bridge, self.picker, self.local_workers, self)
         self.settings_panel = SettingsPanel()
         self.status = ChatStatus()
         self.input = InputBox()
@@ -164,7 +149,9 @@ class ChatPage(QWidget):
         QShortcut(QKeySequence.StandardKey.New, self, self._on_conversations_new_requested)
         QShortcut(QKeySequence.StandardKey.Find, self, self.conversations.search_box.setFocus)
         QShortcut(QKeySequence("Ctrl+."), self, self.stop)
-        self._model_resolved.connect(self._on_model_resolved)
+        self.loading.checking_started.connect(self._on_loading_checking_started)
+        self.loading.resolve_failed.connect(self.model_resolve_failed)
+        self.loading.not_started.connect(self._on_loading_not_started)
         # Only this chat's replies: the local server's requests share the engine.
         self.session.reply_failed.connect(self._on_chat_reply_failed)
         listen_to_engine(e, self)
@@ -206,131 +193,40 @@ class ChatPage(QWidget):
             self.input.clear()
 
     def load_model(self, ref: str) -> None:
-        """Load a .gguf path or 'starter' with its remembered load settings, else the defaults;
-        off the GUI thread the file is checked (the starter model is assembled on first use) and
-        so is whether the load fits the free memory."""
-        self._start_load(ref, None)
-
-    def load_profile(self, ref: str, profile: LoadProfile) -> None:
-        """Load `ref` exactly as `profile` says (the load dialog's choice), checked the same way
-        off the GUI thread; no file is read back for it."""
-        self._start_load(ref, profile)
-
-    def _start_load(self, ref: str, profile: LoadProfile | None) -> None:
-        if self._resolving:
-            return
-        self._resolving = True
-        self._pending_ref = ref
-        self.picker.show_model("starter model" if ref == STARTER else ref, loading=True)
-        self.offer.hide()
-        threading.Thread(
-            target=self._resolve,
-            args=(ref, profile, self.settings.settings),
-            daemon=True,
-            name="resolve-model",
-        ).start()
-
-    def _resolve(self, ref: str, profile: LoadProfile | None, s: Settings) -> None:
-        error: Exception | None = None
-        try:
-            if profile is None:
-                # The model's remembered load settings (the load dialog's), else the defaults.
-                profile = choice_for(self.settings.folder, s, resolve_model(ref))
-            if profile.rpc_workers:  # every worker answers, runs the K/V pair, fits
-                folder = backend_with_rpc(self.settings.folder, "the Backends page")
-                check_rpc_load(profile, folder, advice=LOAD_ANYWAY_ADVICE)
-            else:
-                check_model_load(Path(profile.model_path), profile, advice=LOAD_ANYWAY_ADVICE)
-        except Exception as exc:  # noqa: BLE001 - reported to the user on the GUI thread
-            error = exc
-        self._model_resolved.emit(ref, profile, error)
-
-    def _on_model_resolved(
-        self, ref: str, options: LoadProfile | None, error: Exception | None
-    ) -> None:
-        self._resolving = False
-        if isinstance(error, ContextTooLargeError) and error.forceable and options is not None:
-            self._offer_load_anyway(str(error), options)
-            return
-        if error is not None or options is None:
-            message = f"Could not open the model: {error}"
-            self.bridge.error(message)
-            self.model_resolve_failed.emit(message)
-            self._load_not_started()
-            return
-        self.engine.load(options)
-
-    def _offer_load_anyway(self, sentence: str, options: LoadProfile) -> None:
-        """The refusal in a message box: Load anyway sends the load, Cancel drops it."""
-        if self.load_refusal is not None:
-            self.load_refusal.close()
-        box = QMessageBox(
-            QMessageBox.Icon.Warning,
-            "The model may not fit",
-            sentence,
-            QMessageBox.StandardButton.Cancel,
-            self,
-        )
-        box.setTextFormat(Qt.TextFormat.PlainText)  # the sentence names the model's file
-        anyway = box.addButton("Load anyway", QMessageBox.ButtonRole.AcceptRole)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-
-        def on_finished(_result: int) -> None:
-            self.load_refusal = None
-            if box.clickedButton() is anyway:
-                self.engine.load(options)
-            else:
-                self._load_not_started()
-
-        box.finished.connect(on_finished)
-        self.load_refusal = box
-        box.open()
-
-    def _load_not_started(self) -> None:
-        self._pending_ref = None
-        self._show_current_model()
-        self._update_offer()
-
-    def backend_pairs(self) -> BackendPairs:
-        """The K/V pairs the running backend's GPU Flash Attention has: what llama.cpp said
-        when the model loaded, else what the chosen package's manifest names."""
-        loaded = self.engine.loaded
-        backend, _ = BackendStore(self.settings.folder).for_engine()
-        if loaded is not None:
-            return BackendPairs(backend.name, parse_system_info(loaded.system_info).fa_pairs)
-        fa_pairs = backend.manifest.fa_pairs if backend.manifest is not None else ()
-        return BackendPairs(backend.name, fa_pairs or None)
+        """Load a .gguf path or 'starter' with its remembered load settings, else the defaults,
+        once checked off the GUI thread (ModelLoading.load_model)."""
+        self.loading.load_model(ref)
 
     def open_load_dialog(self, ref: str | None = None) -> None:
         """The load dialog for `ref` (None: the loaded model, else the last one, else the
         starter): its load settings, the live fit, and Load (Reload for the loaded model)."""
-        loaded = self.engine.loaded.model_path if self.engine.loaded else None
-        ref = ref or loaded or self.settings.settings.last_model
-        if not ref and starter.is_available():
-            ref = STARTER
-        if not ref:
-            self.picker.open_file()  # nothing to set up yet: choose a file first
-            return
-        if self.load_dialog is not None:
-            self.load_dialog.close()
-        dialog = LoadDialog(
-            ref,
-            self.settings.settings,
-            self.settings.folder,
-            self.backend_pairs(),
-            loaded,
-            self,
-            local_workers=self.local_workers,
-        )
-        dialog.load_requested.connect(self.load_profile)
-        dialog.finished.connect(partial(self._on_load_dialog_finished, dialog))
-        self.load_dialog = dialog
-        dialog.open()
+        self.loading.open_load_dialog(ref)
 
-    def _on_load_dialog_finished(self, dialog: LoadDialog, _result: int) -> None:
-        if self.load_dialog is dialog:
-            self.load_dialog = None
-        dialog.deleteLater()
+    def backend_pairs(self) -> BackendPairs:
+        """The K/V pairs the running backend's GPU Flash Attention has."""
+        return self.loading.backend_pairs()
+
+    @property
+    def load_dialog(self) -> LoadDialog | None:
+        """The open load dialog."""
+        return self.loading.load_dialog
+
+    @property
+    def load_refusal(self) -> QMessageBox | None:
+        """The open "Load anyway?" box."""
+        return self.loading.load_refusal
+
+    @property
+    def _resolving(self) -> bool:
+        """Whether a load is being checked off the GUI thread (no second one starts)."""
+        return self.loading.resolving
+
+    def _on_loading_checking_started(self, _ref: str) -> None:
+        self.offer.hide()
+
+    def _on_loading_not_started(self) -> None:
+        self._show_current_model()
+        self._update_offer()
 
     # ---- handlers ---------------------------------------------------------------------
 
@@ -402,8 +298,7 @@ class ChatPage(QWidget):
         self.status.show_loaded(loaded)
         self.picker.show_model(loaded.model_path)
         self.view.delegate.model_name = loaded.model_path
-        ref = self._pending_ref or loaded.model_path
-        self._pending_ref = None
+        ref = self.loading.take_pending_ref() or loaded.model_path
         self.settings.remember_model(ref)
         self.picker.settings = self.settings.settings
         if loaded.chat_template_notice:
@@ -425,7 +320,7 @@ class ChatPage(QWidget):
             self.bridge.warning(event.notice)
 
     def on_engine_load_failed(self, _message: str) -> None:
-        self._pending_ref = None  # said by self.notices
+        self.loading.take_pending_ref()  # the failure is said by self.notices
 
     def on_engine_model_unloaded(self) -> None:
         if self.engine.last_options is None:  # unloaded, not waiting to reload after a crash
