@@ -1,10 +1,8 @@
 """Paints one message: role header, bubble with Markdown (QTextDocument), stats footer.
 
-Row sizes are cached per row version (the model's counter: a new one whenever a row's text
-or state changes) at the current width, and documents per message, so a token that changes
-the last row re-renders that row only; the other 1,999 rows keep their cached height and,
-when painted, their cached document. A message keeps one entry of each: its older versions
-are dropped when a new one is measured, as they will never be shown again.
+Row sizes are kept per row version (row_sizes.py) and documents per message
+(message_document.py), so a token that changes the last row re-renders that row only; the
+other 1,999 rows keep their measured height and, when painted, their document.
 
 Under each bubble, the message's buttons (message_actions.py); inside a reply, code blocks with
 a band and a Copy button each (code_blocks.py). Clicks are hit-tested here, in editorEvent.
@@ -13,7 +11,6 @@ a band and a Copy button each (code_blocks.py). Clicks are hit-tested here, in e
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from PySide6.QtCore import (
@@ -36,8 +33,6 @@ from PySide6.QtGui import (
     QMouseEvent,
     QPainter,
     QPalette,
-    QTextCharFormat,
-    QTextCursor,
     QTextDocument,
 )
 from PySide6.QtWidgets import (
@@ -49,7 +44,6 @@ from PySide6.QtWidgets import (
 
 from app.chats.records import DONE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
 from app.ui.chat import code_blocks, message_actions
-from app.ui.chat.code_blocks import CodeBlock
 from app.ui.chat.message_actions import (
     COPY,
     EDIT,
@@ -61,12 +55,14 @@ from app.ui.chat.message_actions import (
     lay_out_buttons,
     paint_buttons,
 )
+from app.ui.chat.message_document import ERROR, MessageDocuments, RenderedMessage
 from app.ui.chat.message_model import (
     IsLastAssistantRole,
     MessageListModel,
     MessageRole,
     VersionRole,
 )
+from app.ui.chat.row_sizes import RowSizes
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +71,6 @@ MAX_COLUMN = 820  # readable line length on wide windows
 ROW_GAP = 10
 PAD_H, PAD_V = 14, 10
 USER_MAX_FRACTION = 0.8
-DOC_CACHE_SIZE = 300
 
 USER_BUBBLE = QColor("#dce7fd")
 USER_BORDER = QColor("#c7d7f7")
@@ -83,7 +78,6 @@ ASSISTANT_BUBBLE = QColor("#ffffff")
 ASSISTANT_BORDER = QColor("#e3e6eb")
 TEXT = QColor("#1f2328")
 MUTED = QColor("#6b7280")
-ERROR = QColor("#b42318")
 
 __all__ = ["COPY", "EDIT", "REGENERATE", "MessageDelegate"]  # the page's action names
 
@@ -95,17 +89,6 @@ class _Layout:
     doc_origin: QPoint
     footer: QRect  # the row under the bubble: buttons, then a reply's numbers
     buttons: tuple[ActionButton, ...]
-
-
-@dataclass
-class _Rendered:
-    """A message's document at one row version and column width, with its code blocks."""
-
-    version: int
-    column_width: int
-    doc: QTextDocument
-    code: tuple[CodeBlock, ...]
-    highlighted: bool = False
 
 
 class MessageDelegate(QStyledItemDelegate):
@@ -132,22 +115,12 @@ class MessageDelegate(QStyledItemDelegate):
         self._small_font.setPointSizeF(self._font.pointSizeF() - 1.5)
         self._header_h = QFontMetrics(self._header_font).height() + 4
         self._footer_h = message_actions.row_height(self._small_font)
-        # message id -> its rendered document, least recently painted first
-        self._docs: OrderedDict[int, _Rendered] = OrderedDict()
+        self._documents = MessageDocuments(self._font)
         self._copied: tuple[int, int] | None = None  # (message id, code block) just copied
-        # row version -> (document height, document width) at _heights_width
-        self._heights: dict[int, tuple[int, int]] = {}
-        self._heights_width = -1
-        # row version -> the row's size at _sizes_width (a viewport width): QListView asks
-        # for every row's size at each re-layout (5,000 times when older messages come in
-        # front), so a known size is returned without reading the message
-        self._sizes: dict[int, QSize] = {}
-        self._sizes_width = -1
-        self._measured_version: dict[int, int] = {}  # message id -> its version in the caches
+        self._sizes = RowSizes()
         self.measurements = 0  # sizes worked out from a message (for tests and stats)
         self._viewport = view.viewport() if isinstance(view, QAbstractScrollArea) else None
         self._model: MessageListModel | None = None
-        self.documents_built: dict[int, int] = {}  # message id -> count (for tests and stats)
         self.model_name = ""  # shown in assistant headers
 
     def read_versions_from(self, model: MessageListModel) -> None:
@@ -161,10 +134,8 @@ class MessageDelegate(QStyledItemDelegate):
 
     def _on_model_reset(self) -> None:
         # Every row has a new version now, so nothing kept can be used again.
-        self._docs.clear()
-        self._heights.clear()
+        self._documents.clear()
         self._sizes.clear()
-        self._measured_version.clear()
         self._copied = None
 
     def _on_model_rows_about_to_be_removed(
@@ -174,11 +145,8 @@ class MessageDelegate(QStyledItemDelegate):
             return
         for row in range(first, last + 1):
             message_id = self._model.message_at(row).id
-            self._docs.pop(message_id, None)
-            version = self._measured_version.pop(message_id, None)
-            if version is not None:
-                self._heights.pop(version, None)
-                self._sizes.pop(version, None)
+            self._documents.forget(message_id)
+            self._sizes.forget(message_id)
 
     # ---- geometry ---------------------------------------------------------------------
 
@@ -194,27 +162,12 @@ class MessageDelegate(QStyledItemDelegate):
 
     def _measure(self, message: Message, version: int, column_width: int) -> tuple[int, int]:
         """(document height, document width used) for this message at this column width."""
-        if column_width != self._heights_width:
-            self._heights.clear()
-            self._heights_width = column_width
-        cached = self._heights.get(version)
+        cached = self._sizes.document_size(version, column_width)
         if cached is None:
-            self._forget_older_version(message.id, version)
             doc = self._document(message, version, column_width)
             cached = (int(doc.size().height() + 0.999), int(doc.textWidth()))
-            self._heights[version] = cached
+            self._sizes.keep_document_size(message.id, version, cached)
         return cached
-
-    def _forget_older_version(self, message_id: int, version: int) -> None:
-        if len(self._measured_version) > 50_000:  # a long session's browsing; start over
-            self._measured_version.clear()
-            self._heights.clear()
-            self._sizes.clear()
-        older = self._measured_version.get(message_id)
-        if older is not None and older != version:
-            self._heights.pop(older, None)
-            self._sizes.pop(older, None)
-        self._measured_version[message_id] = version
 
     def _layout(self, rect: QRect, message: Message, version: int, is_last_reply: bool) -> _Layout:
         column = self._column(rect)
@@ -243,66 +196,39 @@ class MessageDelegate(QStyledItemDelegate):
             if self._model is not None
             else int(index.data(VersionRole))
         )
-        if width != self._sizes_width:
-            self._sizes.clear()
-            self._sizes_width = width
-        size = self._sizes.get(version)
+        size = self._sizes.row_size(version, width)
         if size is None:
             message: Message = index.data(MessageRole)
             column = self._column(QRect(0, 0, width, 0))
             doc_h, _ = self._measure(message, version, column.width())
             size = QSize(width, ROW_GAP + self._header_h + doc_h + 2 * PAD_V + self._footer_h + 2)
-            self._sizes[version] = size
+            self._sizes.keep_row_size(version, size)
             self.measurements += 1
         return size
 
     @property
     def documents_held(self) -> int:
         """Rendered documents kept for painting (at most one per message)."""
-        return len(self._docs)
+        return len(self._documents)
+
+    @property
+    def documents_built(self) -> dict[int, int]:
+        """Message id -> documents built for it (for tests and stats)."""
+        return self._documents.built
 
     @property
     def rows_measured(self) -> int:
         """Messages whose size is kept (one version each)."""
-        return len(self._measured_version)
+        return len(self._sizes)
 
     # ---- documents --------------------------------------------------------------------
 
     def _document(self, message: Message, version: int, column_width: int) -> QTextDocument:
         return self._rendered(message, version, column_width).doc
 
-    def _rendered(self, message: Message, version: int, column_width: int) -> _Rendered:
-        cached = self._docs.get(message.id)
-        if cached is not None and (cached.version, cached.column_width) == (version, column_width):
-            self._docs.move_to_end(message.id)
-            return cached
-        doc = QTextDocument()
-        code: tuple[CodeBlock, ...] = ()
-        doc.setDocumentMargin(0)
-        doc.setDefaultFont(self._font)
-        text = message.content
-        if message.role == "user":
-            doc.setPlainText(text)
-        elif not text and message.status == STREAMING:
-            doc.setPlainText("…")
-        else:
-            doc.setMarkdown(
-                hard_line_breaks(text), QTextDocument.MarkdownFeature.MarkdownDialectGitHub
-            )
-            code = code_blocks.frame_code_blocks(doc, text)
-        if message.status == FAILED and message.error:
-            _add_failure(doc, message.error)
-        max_width = self._text_width(message, column_width)
-        doc.setTextWidth(max_width)
-        if message.role == "user":  # shrink the bubble to the text
-            doc.setTextWidth(min(max_width, max(24.0, doc.idealWidth() + 1)))
-        rendered = _Rendered(version, column_width, doc, code)
-        self._docs[message.id] = rendered  # replaces an older version's
-        self._docs.move_to_end(message.id)
-        if len(self._docs) > DOC_CACHE_SIZE:
-            self._docs.popitem(last=False)
-        self.documents_built[message.id] = self.documents_built.get(message.id, 0) + 1
-        return rendered
+    def _rendered(self, message: Message, version: int, column_width: int) -> RenderedMessage:
+        text_width = self._text_width(message, column_width)
+        return self._documents.rendered(message, version, column_width, text_width)
 
     # ---- painting ---------------------------------------------------------------------
 
@@ -431,32 +357,6 @@ class MessageDelegate(QStyledItemDelegate):
             return None
         button = code_blocks.copy_button(rendered.doc, rendered.code[block], self._small_font)
         return button.toRect().translated(lay.doc_origin)
-
-
-def hard_line_breaks(text: str) -> str:
-    """Keep the model's single line breaks (Markdown would join the lines), except inside
-    fenced code blocks, which keep their lines anyway."""
-    lines = text.split("\n")
-    in_fence = False
-    for i, line in enumerate(lines[:-1]):
-        if line.lstrip().startswith(("```", "~~~")):
-            in_fence = not in_fence
-            continue
-        if not in_fence and line.strip() and lines[i + 1].strip() and not line.endswith("  "):
-            lines[i] = line + "  "
-    return "\n".join(lines)
-
-
-def _add_failure(doc: QTextDocument, reason: str) -> None:
-    """Why the reply failed, after any text it had: plain text (it may quote a file's own
-    words) in the error colour."""
-    cursor = QTextCursor(doc)
-    cursor.movePosition(QTextCursor.MoveOperation.End)
-    if not doc.isEmpty():
-        cursor.insertBlock()
-    failed = QTextCharFormat()
-    failed.setForeground(ERROR)
-    cursor.insertText(f"⚠ The reply failed: {reason}", failed)
 
 
 def _footer_text(message: Message) -> str:
