@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import Qt, SignalInstance
 
 from app.chats.records import DONE, INTERRUPTED
-from app.services.engine_client import CRASHES_BEFORE_GIVING_UP
+from app.services.crash_streak import CRASHES_BEFORE_GIVING_UP
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 
