@@ -11,7 +11,8 @@ from pathlib import Path
 from app.commands import print_error
 from app.models.hub.env import hub_cache_dir
 from app.models.leftovers import delete_leftovers, download_leftovers
-from app.models.library import delete_model, find_model
+from app.models.library import find_model
+from app.models.library_delete import delete_model
 from app.models.model_folders import ModelFolders
 from app.platform.errors import AppError, ModelNotFoundError
 from app.platform.safe_text import safe_text

@@ -19,7 +19,7 @@ from app.load.profile import LoadProfile
 from app.load.rpc_workers import check_layer_split, check_reachable
 from app.load.worker_hello import WorkerBuild, ask_worker, check_workers_run_mode
 from app.models.gguf_read import read_gguf_header
-from app.models.library import model_size
+from app.models.model_files import model_size
 from app.platform.errors import BadInputError, ContextTooLargeError
 from app.platform.probes import read_free_memory
 

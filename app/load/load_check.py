@@ -23,7 +23,7 @@ from app.kv.rpc_fit import largest_split_context, split_fit
 from app.load.profile import LoadProfile
 from app.models.gguf_header import GgufHeader
 from app.models.gguf_read import read_gguf_header
-from app.models.library import model_size
+from app.models.model_files import model_size
 from app.platform.errors import BadInputError, ContextTooLargeError, NotEnoughMemoryError
 from app.platform.paths import data_dir
 from app.platform.probes import FREE_MEMORY_ENV, FreeMemory, read_free_memory

@@ -27,7 +27,7 @@ from app.load.load_check import check_load_fits, free_memory_for, gpu_build
 from app.load.profile import LoadProfile
 from app.load.rpc_workers import MAX_WORKERS, check_address, good_layer_split
 from app.models.gguf_read import read_gguf_header
-from app.models.library import model_size
+from app.models.model_files import model_size
 from app.platform.atomic_write import write_atomically
 from app.platform.errors import BadInputError, ContextTooLargeError
 from app.platform.state_files import read_json_state, set_aside

@@ -8,25 +8,31 @@ just downloaded is described from its path alone (`model_at`), without a walk.
 
     models = list_models(extra_dirs=[Path("~/models")])
     model = find_model("gemma-3-1b-it-Q4_K_M")      # or "owner/repo:Q4_K_M", or a path
-    delete_model(model)                             # blob + snapshot links, or the file(s)
+
+Deleting a model: app/models/library_delete.py; which files make one model: model_files.py.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from app.models import starter
 from app.models.gguf_header import GgufHeader
 from app.models.gguf_read import parse_gguf_header, read_gguf_header
 from app.models.hub.client import parse_quantization, split_info
 from app.models.hub.env import hub_cache_dir
+from app.models.model_files import (
+    FileIdentity,
+    file_identity,
+    is_model_file,
+    model_size,
+    split_parts,
+)
 from app.models.model_folders import ModelFolders
 from app.platform.errors import AppError, BadInputError, ModelNotFoundError
 
@@ -58,8 +64,8 @@ class LibraryModel:
         """What to give app.models.model_ref.resolve_model to load this model."""
         return "starter" if self.source == SOURCE_STARTER else str(self.path)
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = asdict(self)
         data["path"] = str(self.path)
         return data
 
@@ -68,6 +74,12 @@ class LibraryModel:
 
 _header_cache: dict[tuple[str, int, int], tuple[GgufHeader | None, str | None]] = {}
 _header_lock = threading.Lock()
+
+
+def forget_headers() -> None:
+    """Drop the cached headers (a model was deleted: its path may hold another file later)."""
+    with _header_lock:
+        _header_cache.clear()
 
 
 def _header(path: Path) -> tuple[GgufHeader | None, str | None]:
@@ -121,25 +133,6 @@ def list_models(
     return models
 
 
-FileIdentity = tuple[int, int] | str
-
-
-def file_identity(path: Path) -> FileIdentity:
-    """What makes two paths one model file: its device and inode, so a symlink, a hard link
-    or the same folder reached twice (a link to it, a bind mount) is listed once; the
-    resolved path when the file cannot be read."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return os.path.realpath(path)
-    return st.st_dev, st.st_ino
-
-
-def same_file(a: Path, b: Path) -> bool:
-    """Whether two paths are one model file (file_identity)."""
-    return Path(a) == Path(b) or file_identity(a) == file_identity(b)
-
-
 def library_order(model: LibraryModel) -> tuple[str, str]:
     """How listings are sorted: by name, then path."""
     return model.name.lower(), str(model.path)
@@ -155,14 +148,6 @@ def model_at(path: Path, repo_id: str | None = None, source: str = SOURCE_FOLDER
     return models[0]
 
 
-def _is_model_file(name: str) -> bool:
-    lower = name.lower()
-    if not lower.endswith(".gguf") or "mmproj" in lower:
-        return False
-    info = split_info(name)
-    return info is None or info[1] == 1  # list a split model once, at part 1
-
-
 def _hf_cache_files(cache: Path) -> Iterable[tuple[Path, str]]:
     if not cache.is_dir():
         return
@@ -175,7 +160,7 @@ def _hf_cache_files(cache: Path) -> Iterable[tuple[Path, str]]:
         for snapshot in sorted(snapshots.iterdir(), key=_mtime, reverse=True):
             for root, _dirs, files in os.walk(snapshot):
                 for name in sorted(files):
-                    if _is_model_file(name):
+                    if is_model_file(name):
                         yield Path(root) / name, repo_id
 
 
@@ -184,7 +169,7 @@ def _folder_files(folder: Path, app_owned: bool) -> Iterable[tuple[Path, str | N
         return
     for root, _dirs, files in os.walk(folder):
         for name in sorted(files):
-            if _is_model_file(name):
+            if is_model_file(name):
                 path = Path(root) / name
                 parts = path.relative_to(folder).parts
                 repo_id = f"{parts[0]}/{parts[1]}" if app_owned and len(parts) >= 3 else None
@@ -196,19 +181,6 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
-
-
-def _split_parts(path: Path) -> list[Path]:
-    info = split_info(path.name)
-    if info is None:
-        return [path]
-    base, _, count = info
-    return [path.with_name(f"{base}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
-
-
-def model_size(path: Path) -> int:
-    """Bytes of a model's files: every part of a split model that is present."""
-    return sum(p.stat().st_size for p in _split_parts(path) if p.exists())
 
 
 def _add(
@@ -224,7 +196,7 @@ def _add(
     if identity in seen:
         return
     seen.add(identity)
-    parts = _split_parts(path)
+    parts = split_parts(path)
     missing = [p.name for p in parts if not p.exists()]
     size = model_size(path)
     header, error = _header(path)
@@ -300,7 +272,7 @@ def starter_model_fetched() -> LibraryModel:
     return LibraryModel(**{**asdict(model), "name": "starter"})
 
 
-# ---- lookup and delete --------------------------------------------------------------------
+# ---- lookup ---------------------------------------------------------------------------
 
 
 def find_model(
@@ -356,73 +328,3 @@ def _matches(model: LibraryModel, text: str) -> bool:
         model.name.lower(),
         model.path.name.lower(),
     )
-
-
-def delete_model(model: LibraryModel) -> None:
-    """Delete a model's file(s): in the HF cache its blobs and every snapshot link to them
-    (and the repo folder when nothing else is left); in a folder the file and its parts."""
-    if model.source == SOURCE_STARTER and not _is_fetched_starter(model.path):
-        raise BadInputError(
-            "The starter model comes with the app's starter package; it cannot be deleted here."
-        )
-    parts = _split_parts(model.path)
-    if model.source == SOURCE_HF_CACHE:
-        _delete_from_cache(parts)
-    else:
-        for part in parts:
-            part.unlink(missing_ok=True)
-            Path(f"{part}.incomplete").unlink(missing_ok=True)
-    with _header_lock:
-        _header_cache.clear()
-    log.info("deleted %s (%s)", model.name, model.path)
-
-
-def _is_fetched_starter(path: Path) -> bool:
-    """A starter model fetched from PyPI is the user's file (deletable, fetched again on
-    request); the starter package's is not."""
-
-    return not starter.is_installed() and os.path.realpath(path) == os.path.realpath(
-        starter.fetched_path()
-    )
-
-
-def _delete_from_cache(parts: list[Path]) -> None:
-    storage = _storage_of(parts[0])
-    # Only blobs in the repo's own blobs/ folder: a snapshot entry that links out of the
-    # library loses its link, and what it points at is never deleted.
-    own_blobs = storage / "blobs"
-    inside = None if own_blobs.is_symlink() else os.path.realpath(own_blobs)
-    blobs = {
-        real for p in parts if p.exists() and os.path.dirname(real := os.path.realpath(p)) == inside
-    }
-    for snapshot_root, _dirs, files in os.walk(storage / "snapshots", topdown=False):
-        for name in files:
-            link = Path(snapshot_root) / name
-            if os.path.realpath(link) in blobs or link in parts:
-                link.unlink()
-        if not os.listdir(snapshot_root):
-            os.rmdir(snapshot_root)
-    for blob in blobs:
-        Path(blob).unlink(missing_ok=True)
-    remaining = (
-        [p for p in (storage / "snapshots").rglob("*") if p.is_file() or p.is_symlink()]
-        if (storage / "snapshots").exists()
-        else []
-    )
-    if not remaining:
-        blobs_dir = storage / "blobs"
-        leftover = (
-            [p for p in blobs_dir.iterdir() if not p.name.endswith(".incomplete")]
-            if blobs_dir.exists()
-            else []
-        )
-        if not leftover:
-            shutil.rmtree(storage, ignore_errors=True)
-
-
-def _storage_of(path: Path) -> Path:
-    """models--owner--name for a path under its snapshots/ folder."""
-    for parent in path.parents:
-        if parent.name.startswith("models--"):
-            return parent
-    raise BadInputError(f"{path} is not inside a Hugging Face cache folder.")

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from app.models.hub import download_entry, list_gguf_files
-from app.models.library import delete_model, find_model, list_models
+from app.models.library import find_model, list_models
+from app.models.library_delete import delete_model
 from app.models.model_folders import ModelFolders
 from app.platform.errors import BadInputError, ModelNotFoundError
 

@@ -10,7 +10,8 @@ import pytest
 
 from app.models import starter
 from app.models.hub import transfer
-from app.models.library import delete_model, list_models
+from app.models.library import list_models
+from app.models.library_delete import delete_model
 from app.models.model_ref import resolve_model
 from app.models.starter_fetch import (
     PROJECT,

@@ -23,7 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.models.library import SOURCE_STARTER, LibraryModel, library_order, same_file
+from app.models.library import SOURCE_STARTER, LibraryModel, library_order
+from app.models.model_files import same_file
 from app.platform import units as fmt
 from app.services.tasks import TaskRunner, user_message
 from app.ui.models.flat_table import ListTableModel, row_table

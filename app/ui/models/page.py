@@ -27,7 +27,8 @@ from app.engine.messages import Loaded
 from app.kv.fit_estimator import FitEstimator
 from app.models.download_queue import DEFAULT_MAX_PARALLEL, QUEUE_FILE
 from app.models.hub import GgufEntry, clear_header_cache, list_gguf_files, search_models
-from app.models.library import LibraryModel, delete_model, list_models
+from app.models.library import LibraryModel, list_models
+from app.models.library_delete import delete_model
 from app.models.model_folders import ModelFolders
 from app.platform.errors import AppError, GatedRepoError
 from app.platform.probes import FreeMemory, read_free_memory
