@@ -103,12 +103,45 @@ class LoadDialog(QDialog):
         self._showing = False  # the controls are being set: one estimate afterwards
         self._runner = TaskRunner(self, max_threads=1)
 
-        name = f"Starter model: {starter.NAME}" if ref == STARTER else model_name(ref)
-        self.title = plain_label(QLabel(name))
-        self.title.setObjectName("loadDialogTitle")
-        self.title.setStyleSheet("font-size: 13pt; font-weight: 600;")
+        self.title = self._build_title(ref)
         self.about = plain_label(QLabel("Reading the model…"))
         self.about.setWordWrap(True)
+        form = self._build_settings_form()
+        offers = self._build_pair_offers()
+        fit_row = self._build_fit_row()
+        hint = QLabel(
+            "Flash Attention is always on (the int8-K cache runs in it). These settings are "
+            "remembered for this model; other models use the default load settings."
+        )
+        hint.setWordWrap(True)
+        hint.setObjectName("hint")
+        self.workers_box = WorkersBox(folder, local_workers, ADVICE)
+        self.workers_box.workers_changed.connect(self._on_setting_changed)
+        self.workers_box.checked.connect(self._on_workers_checked)
+        self._build_buttons(reload=loaded_path is not None and self._is_loaded(ref))
+        self._lay_out(form, offers, fit_row, hint)
+
+        self._show_choice(default_choice(settings, ""))  # until the model is read
+        self.n_ctx.valueChanged.connect(self._on_setting_changed)
+        self.gpu_layers.valueChanged.connect(self._on_setting_changed)
+        self.type_k.currentTextChanged.connect(self._on_setting_changed)
+        self.type_v.currentTextChanged.connect(self._on_setting_changed)
+        self._show_pair_support()
+        self._runner.submit(
+            "read", _read, ref, on_done=self._on_model_read, on_error=self._on_model_unreadable
+        )
+
+    # ---- the dialog's parts, top to bottom ---------------------------------------------
+
+    def _build_title(self, ref: str) -> QLabel:
+        name = f"Starter model: {starter.NAME}" if ref == STARTER else model_name(ref)
+        title = plain_label(QLabel(name))
+        title.setObjectName("loadDialogTitle")
+        title.setStyleSheet("font-size: 13pt; font-weight: 600;")
+        return title
+
+    def _build_settings_form(self) -> QFormLayout:
+        """The load settings: context length, K and V cache types, GPU layers, CPU threads."""
         self.n_ctx = QSpinBox()
         self.n_ctx.setRange(256, MAX_CONTEXT)
         self.n_ctx.setSingleStep(1024)
@@ -118,6 +151,20 @@ class LoadDialog(QDialog):
         self.type_v = QComboBox()
         for box in (self.type_k, self.type_v):
             box.addItems(list(KV_TYPES))
+        gpu_row = self._build_gpu_row()
+        self.threads = QSpinBox()
+        self.threads.setRange(0, 512)
+        self.threads.setSpecialValueText("automatic")
+        form = QFormLayout()
+        form.addRow("Context length", self.n_ctx)
+        form.addRow("K cache type", self.type_k)
+        form.addRow("V cache type", self.type_v)
+        form.addRow("GPU layers", gpu_row)
+        form.addRow("CPU threads", self.threads)
+        return form
+
+    def _build_gpu_row(self) -> QHBoxLayout:
+        """The GPU layers box, or on a backend without a GPU a label that says so."""
         self.gpu_layers = QSpinBox()
         self.gpu_layers.setRange(-1, 999)
         self.gpu_layers.setSpecialValueText("all")
@@ -134,16 +181,10 @@ class LoadDialog(QDialog):
         gpu_row.setContentsMargins(0, 0, 0, 0)
         gpu_row.addWidget(self.gpu_layers)
         gpu_row.addWidget(self.no_gpu)
-        self.threads = QSpinBox()
-        self.threads.setRange(0, 512)
-        self.threads.setSpecialValueText("automatic")
-        form = QFormLayout()
-        form.addRow("Context length", self.n_ctx)
-        form.addRow("K cache type", self.type_k)
-        form.addRow("V cache type", self.type_v)
-        form.addRow("GPU layers", gpu_row)
-        form.addRow("CPU threads", self.threads)
+        return gpu_row
 
+    def _build_pair_offers(self) -> QHBoxLayout:
+        """The warning for a K/V pair the backend lacks, and a button per pair it has."""
         self.pair_warning = QLabel()
         self.pair_warning.setWordWrap(True)
         self.pair_warning.setObjectName("pairWarning")
@@ -156,7 +197,10 @@ class LoadDialog(QDialog):
             self.pair_buttons[mode] = button
             offers.addWidget(button)
         offers.addStretch(1)
+        return offers
 
+    def _build_fit_row(self) -> QHBoxLayout:
+        """The fit line, and under it the button that takes the largest context that fits."""
         self.fit_label = FitLine(self)
         self.fit_button = QPushButton()  # "Use 32,768 tokens": the largest context that fits
         self.fit_button.setObjectName("useLargestFit")
@@ -165,19 +209,11 @@ class LoadDialog(QDialog):
         fit_row = QHBoxLayout()
         fit_row.addWidget(self.fit_button)
         fit_row.addStretch(1)
-        hint = QLabel(
-            "Flash Attention is always on (the int8-K cache runs in it). These settings are "
-            "remembered for this model; other models use the default load settings."
-        )
-        hint.setWordWrap(True)
-        hint.setObjectName("hint")
+        return fit_row
 
-        self.workers_box = WorkersBox(folder, local_workers, ADVICE)
-        self.workers_box.workers_changed.connect(self._on_setting_changed)
-        self.workers_box.checked.connect(self._on_workers_checked)
-
+    def _build_buttons(self, reload: bool) -> None:
+        """Load (Reload for the loaded model), disabled until the model is read, and Cancel."""
         self.buttons = QDialogButtonBox()
-        reload = loaded_path is not None and self._is_loaded(ref)
         self.load_button = self.buttons.addButton(
             "Reload" if reload else "Load", QDialogButtonBox.ButtonRole.AcceptRole
         )
@@ -188,6 +224,9 @@ class LoadDialog(QDialog):
         self.buttons.accepted.connect(self._on_load_clicked)
         self.buttons.rejected.connect(self.reject)
 
+    def _lay_out(
+        self, form: QFormLayout, offers: QHBoxLayout, fit_row: QHBoxLayout, hint: QLabel
+    ) -> None:
         self._layout = layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.about)
@@ -201,16 +240,6 @@ class LoadDialog(QDialog):
         layout.addStretch(1)  # spare height below the text, not between its lines
         layout.addWidget(self.buttons)
         self.setMinimumWidth(520)
-
-        self._show_choice(default_choice(settings, ""))  # until the model is read
-        self.n_ctx.valueChanged.connect(self._on_setting_changed)
-        self.gpu_layers.valueChanged.connect(self._on_setting_changed)
-        self.type_k.currentTextChanged.connect(self._on_setting_changed)
-        self.type_v.currentTextChanged.connect(self._on_setting_changed)
-        self._show_pair_support()
-        self._runner.submit(
-            "read", _read, ref, on_done=self._on_model_read, on_error=self._on_model_unreadable
-        )
 
     # ---- the model and the estimate ----------------------------------------------------
 

@@ -49,62 +49,21 @@ def lay_out(
     """Put the page's widgets in place. `header`: picker, settings toggle; `composer`: input,
     Send, Regenerate; `notices`: the no-model offer, the engine-stopped notice; `sides`: the
     conversation list, the settings panel (hidden until asked for)."""
-    top = QFrame()
-    top.setObjectName("chatHeader")
-    top_layout = QHBoxLayout(top)
-    top_layout.setContentsMargins(16, 8, 16, 8)
-    top_layout.addWidget(header[0])
-    top_layout.addStretch(1)
-    top_layout.addWidget(header[1])
-
+    top = _header(*header)
     empty_state = QLabel(EMPTY_STATE)
     empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
     empty_state.setObjectName("emptyState")
     stack = QStackedWidget()
     stack.addWidget(empty_state)
     stack.addWidget(view)
-
     edit_banner = QLabel(EDITING)
     edit_banner.setObjectName("editBanner")
     edit_banner.hide()
-
-    box = QFrame()
-    box.setObjectName("composer")
-    box_layout = QHBoxLayout(box)
-    box_layout.setContentsMargins(10, 8, 10, 8)
-    box_layout.addWidget(composer[0], 1)
-    buttons = QVBoxLayout()
-    buttons.addWidget(composer[1])
-    buttons.addWidget(composer[2])
-    box_layout.addLayout(buttons)
-
-    bottom = QVBoxLayout()
-    bottom.setContentsMargins(24, 6, 24, 14)
-    bottom.addWidget(notices[0])
-    bottom.addWidget(edit_banner)
-    bottom.addWidget(box)
-
-    chat_area = QWidget()
-    chat_layout = QVBoxLayout(chat_area)
-    chat_layout.setContentsMargins(0, 0, 0, 0)
-    chat_layout.setSpacing(0)
-    chat_layout.addWidget(stack, 1)
-    chat_layout.addLayout(bottom)
+    chat_area = _chat_area(stack, notices[0], edit_banner, _composer(*composer))
     modes = QStackedWidget()
     modes.addWidget(chat_area)
     modes.addWidget(completion)
-
-    center = QWidget()
-    center.setObjectName("chatCenter")
-    center_layout = QVBoxLayout(center)
-    center_layout.setContentsMargins(0, 0, 0, 0)
-    center_layout.setSpacing(0)
-    center_layout.addWidget(top)
-    stopped_row = QHBoxLayout()  # above both modes: a dead engine concerns either
-    stopped_row.setContentsMargins(24, 8, 24, 0)
-    stopped_row.addWidget(notices[1])
-    center_layout.addLayout(stopped_row)
-    center_layout.addWidget(modes, 1)
+    center = _center(top, notices[1], modes)
 
     sides[1].hide()
     splitter = QSplitter()
@@ -118,3 +77,60 @@ def lay_out(
     layout.setContentsMargins(0, 0, 0, 0)
     layout.addWidget(splitter)
     return PageLayout(empty_state, stack, edit_banner, modes, chat_area, splitter)
+
+
+def _header(picker: QWidget, settings_toggle: QWidget) -> QFrame:
+    top = QFrame()
+    top.setObjectName("chatHeader")
+    top_layout = QHBoxLayout(top)
+    top_layout.setContentsMargins(16, 8, 16, 8)
+    top_layout.addWidget(picker)
+    top_layout.addStretch(1)
+    top_layout.addWidget(settings_toggle)
+    return top
+
+
+def _composer(input_box: QWidget, send: QWidget, regenerate: QWidget) -> QFrame:
+    """The input with Send and Regenerate beside it."""
+    box = QFrame()
+    box.setObjectName("composer")
+    box_layout = QHBoxLayout(box)
+    box_layout.setContentsMargins(10, 8, 10, 8)
+    box_layout.addWidget(input_box, 1)
+    buttons = QVBoxLayout()
+    buttons.addWidget(send)
+    buttons.addWidget(regenerate)
+    box_layout.addLayout(buttons)
+    return box
+
+
+def _chat_area(stack: QWidget, offer: QWidget, edit_banner: QWidget, composer: QWidget) -> QWidget:
+    """The conversation (or its empty state), and under it the offer, the banner and input."""
+    bottom = QVBoxLayout()
+    bottom.setContentsMargins(24, 6, 24, 14)
+    bottom.addWidget(offer)
+    bottom.addWidget(edit_banner)
+    bottom.addWidget(composer)
+    chat_area = QWidget()
+    chat_layout = QVBoxLayout(chat_area)
+    chat_layout.setContentsMargins(0, 0, 0, 0)
+    chat_layout.setSpacing(0)
+    chat_layout.addWidget(stack, 1)
+    chat_layout.addLayout(bottom)
+    return chat_area
+
+
+def _center(top: QWidget, stopped: QWidget, modes: QWidget) -> QWidget:
+    """The header, the engine-stopped notice, and the chat or completion panel under them."""
+    center = QWidget()
+    center.setObjectName("chatCenter")
+    center_layout = QVBoxLayout(center)
+    center_layout.setContentsMargins(0, 0, 0, 0)
+    center_layout.setSpacing(0)
+    center_layout.addWidget(top)
+    stopped_row = QHBoxLayout()  # above both modes: a dead engine concerns either
+    stopped_row.setContentsMargins(24, 8, 24, 0)
+    stopped_row.addWidget(stopped)
+    center_layout.addLayout(stopped_row)
+    center_layout.addWidget(modes, 1)
+    return center

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 from app.engine.messages import ContextTrimmed, KernelWarning, KernelWarningKind, Loaded
 from app.kv.kv_types import KvMode
 from app.load.profile import LoadProfile
+from app.platform import units as fmt
 from app.platform.safe_text import safe_text
 from app.ui.plain_text import plain_label, plain_tooltip
 
@@ -125,8 +126,10 @@ class ChatStatus(QWidget):
         )
         opts = loaded.options
         self.kv_label.setText(kv_mode_label(opts.kv, opts.flash_attn))
-        kv_mib = sum(c.total_mib for c in loaded.kv_caches)
-        self.kv_label.setToolTip(f"KV cache: {kv_mib:.1f} MiB in {len(loaded.kv_caches)} cache(s)")
+        # The MiB llama.cpp printed, in bytes: times 2**20 is exact, so the figure is unchanged.
+        kv_bytes = sum(c.total_mib for c in loaded.kv_caches) * 1024**2
+        kv_mib = fmt.size_number(kv_bytes, "MiB")
+        self.kv_label.setToolTip(f"KV cache: {kv_mib} MiB in {len(loaded.kv_caches)} cache(s)")
         self._n_ctx = loaded.n_ctx
         self.set_context_used(0)
         self.speed_label.setText("")

@@ -78,14 +78,26 @@ class WorkersBox(QWidget):
         self._asked = 0  # the newest check asked for: older ones skip their work
         self._runner = TaskRunner(self, max_threads=1)
 
-        title = QLabel("Workers (other machines)")
-        title.setStyleSheet("font-weight: 600;")
-        about = QLabel(
-            "Split the model across computers running 'kvstudio worker' (llama.cpp RPC). "
-            "Their devices take layers first; this machine's CPU keeps the rest."
-        )
-        about.setWordWrap(True)
-        about.setObjectName("hint")
+        self._build_list()
+        self._build_split()
+        self._build_messages()
+        self._build_table()
+        self._lay_out()
+        self.add_button.clicked.connect(self._on_add_clicked)
+        self.address.returnPressed.connect(self._on_add_clicked)
+        self.remove_button.clicked.connect(self._on_remove_clicked)
+        self.start_button.clicked.connect(self._on_start_clicked)
+        self.split.editingFinished.connect(self._on_split_edited)
+        if local_workers is not None:
+            local_workers.started.connect(self._on_local_worker_started)
+            local_workers.failed.connect(self._on_local_worker_failed)
+        self._show_workers()
+
+    # ---- the section's parts, top to bottom -----------------------------------------------
+
+    def _build_list(self) -> None:
+        """The workers' addresses, the address entry with Add and Remove, and the button that
+        starts a worker here (shown only where the box was given local workers)."""
         self.list = QListWidget()
         self.list.setObjectName("workersList")
         self.list.setFixedHeight(max(self.fontMetrics().lineSpacing() * 4 + 8, 72))
@@ -103,7 +115,9 @@ class WorkersBox(QWidget):
             "Runs 'kvstudio worker' on 127.0.0.1 and a free port, to try a split without a "
             "second machine; it stops when KV Studio closes."
         )
-        self.start_button.setVisible(local_workers is not None)
+        self.start_button.setVisible(self._local is not None)
+
+    def _build_split(self) -> None:
         self.split_label = QLabel("Layer split")
         self.split = QLineEdit()
         self.split.setObjectName("layerSplit")
@@ -114,6 +128,9 @@ class WorkersBox(QWidget):
         )
         self._split: tuple[float, ...] = ()
         self._split_error = False
+
+    def _build_messages(self) -> None:
+        """A bad address or a worker that failed, and the warning for a worker on the network."""
         self.error = plain_label(QLabel())
         self.error.setObjectName("workerError")
         self.error.setWordWrap(True)
@@ -124,6 +141,9 @@ class WorkersBox(QWidget):
         self.exposure.setWordWrap(True)
         self.exposure.setStyleSheet(_WARNING_STYLE)
         self.exposure.hide()
+
+    def _build_table(self) -> None:
+        """The fit on every device, and the sentence under it."""
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("deviceFit")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
@@ -138,6 +158,15 @@ class WorkersBox(QWidget):
         self.sentence.setWordWrap(True)
         self.sentence.hide()
 
+    def _lay_out(self) -> None:
+        title = QLabel("Workers (other machines)")
+        title.setStyleSheet("font-weight: 600;")
+        about = QLabel(
+            "Split the model across computers running 'kvstudio worker' (llama.cpp RPC). "
+            "Their devices take layers first; this machine's CPU keeps the rest."
+        )
+        about.setWordWrap(True)
+        about.setObjectName("hint")
         entry = QHBoxLayout()
         entry.addWidget(self.address, 1)
         entry.addWidget(self.add_button)
@@ -157,16 +186,6 @@ class WorkersBox(QWidget):
         layout.addWidget(self.exposure)
         layout.addWidget(self.table)
         layout.addWidget(self.sentence)
-
-        self.add_button.clicked.connect(self._on_add_clicked)
-        self.address.returnPressed.connect(self._on_add_clicked)
-        self.remove_button.clicked.connect(self._on_remove_clicked)
-        self.start_button.clicked.connect(self._on_start_clicked)
-        self.split.editingFinished.connect(self._on_split_edited)
-        if local_workers is not None:
-            local_workers.started.connect(self._on_local_worker_started)
-            local_workers.failed.connect(self._on_local_worker_failed)
-        self._show_workers()
 
     # ---- the list ----------------------------------------------------------------------
 
