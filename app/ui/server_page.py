@@ -45,15 +45,24 @@ class ServerPage(QWidget):
     def __init__(self, service: LocalServerService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.service = service
-        title = QLabel("Local server")
-        title.setObjectName("pageTitle")
-        title.setStyleSheet("font-size: 18px; font-weight: 600;")
-        intro = QLabel(
-            "Other programs (editors, agents, scripts) can use the model loaded in the chat "
-            "through an OpenAI-compatible API. Their requests wait their turn with the chat's."
-        )
-        intro.setObjectName("hint")
-        intro.setWordWrap(True)
+        form = self._build_form()
+        start_row = self._build_start_row()
+        url_row = self._build_url_row()
+        self._build_log()
+        self._lay_out(form, start_row, url_row)
+        self.start_button.clicked.connect(self._on_start_clicked)
+        self.new_key_button.clicked.connect(self._on_new_key_clicked)
+        self.copy_url_button.clicked.connect(lambda: _copy(self.base_url.text()))
+        self.copy_example_button.clicked.connect(lambda: _copy(self.example.toPlainText()))
+        service.started.connect(self._on_service_started)
+        service.stopped.connect(self._on_service_stopped)
+        service.request_logged.connect(self._on_service_request_logged)
+        self._show_running(None)
+
+    # ---- building ----------------------------------------------------------------------
+
+    def _build_form(self) -> QFormLayout:
+        """Address, port, API key and the prompt-logging switch."""
         self.address = QComboBox()
         self.address.setEditable(True)
         self.address.addItems([LOOPBACK, ALL_INTERFACES])
@@ -82,6 +91,9 @@ class ServerPage(QWidget):
         form.addRow("Port", self.port)
         form.addRow("API key", key_row)
         form.addRow("", self.log_prompts)
+        return form
+
+    def _build_start_row(self) -> QHBoxLayout:
         self.start_button = QPushButton("Start server")
         self.start_button.setObjectName("primaryButton")
         self.state = QLabel("Stopped")
@@ -90,6 +102,10 @@ class ServerPage(QWidget):
         start_row = QHBoxLayout()
         start_row.addWidget(self.start_button)
         start_row.addWidget(self.state, 1)
+        return start_row
+
+    def _build_url_row(self) -> QHBoxLayout:
+        """The base URL to copy; the curl example under it is built here too."""
         self.base_url = QLineEdit()
         self.base_url.setReadOnly(True)
         self.copy_url_button = QPushButton("Copy")
@@ -101,6 +117,10 @@ class ServerPage(QWidget):
         self.example.setReadOnly(True)
         self.example.setMaximumHeight(72)
         self.copy_example_button = QPushButton("Copy curl example")
+        return url_row
+
+    def _build_log(self) -> None:
+        """The request log: the newest LOG_ROWS requests, newest first."""
         self.log = QTableWidget(0, len(COLUMNS))
         self.log.setHorizontalHeaderLabels(COLUMNS)
         self.log.verticalHeader().setVisible(False)
@@ -109,9 +129,19 @@ class ServerPage(QWidget):
         header = self.log.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
+
+    def _lay_out(self, form: QFormLayout, start_row: QHBoxLayout, url_row: QHBoxLayout) -> None:
+        title = QLabel("Local server")
+        title.setObjectName("pageTitle")
+        title.setStyleSheet("font-size: 18px; font-weight: 600;")
+        intro = QLabel(
+            "Other programs (editors, agents, scripts) can use the model loaded in the chat "
+            "through an OpenAI-compatible API. Their requests wait their turn with the chat's."
+        )
+        intro.setObjectName("hint")
+        intro.setWordWrap(True)
         log_title = QLabel("Requests")
         log_title.setObjectName("panelTitle")
-
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 16, 16, 16)
         layout.addWidget(title)
@@ -124,14 +154,7 @@ class ServerPage(QWidget):
         layout.addWidget(log_title)
         layout.addWidget(self.log, 1)
 
-        self.start_button.clicked.connect(self._on_start_clicked)
-        self.new_key_button.clicked.connect(self._on_new_key_clicked)
-        self.copy_url_button.clicked.connect(lambda: _copy(self.base_url.text()))
-        self.copy_example_button.clicked.connect(lambda: _copy(self.example.toPlainText()))
-        service.started.connect(self._on_service_started)
-        service.stopped.connect(self._on_service_stopped)
-        service.request_logged.connect(self._on_service_request_logged)
-        self._show_running(None)
+    # ---- the server ----------------------------------------------------------------------
 
     def options(self) -> ServerOptions:
         return ServerOptions(

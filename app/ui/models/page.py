@@ -100,6 +100,22 @@ class ModelsPage(QWidget):
             self.folders, state_file=data_dir / QUEUE_FILE, max_parallel=max_parallel, parent=self
         )
 
+        self._build_views(default_context)
+        self._lay_out()
+        self._connect(engine)
+        self._fill_destinations(self.folders.read().download_to)
+        self._last_destination = self.download_folder()
+        self.repo_view.destination_combo.activated.connect(self._on_destination_activated)
+        self.downloads.restore()
+        self.library_view.refresh()
+        self._update_tab_titles()
+        app = QCoreApplication.instance()
+        if app is not None:  # quitting pauses downloads (kept on disk) instead of waiting for them
+            app.aboutToQuit.connect(self.shutdown)
+
+    # ---- building ----------------------------------------------------------------------
+
+    def _build_views(self, default_context: int) -> None:
         self.search_view = SearchView(
             lambda query, sort, chat_only: search_models(query, sort=sort, chat_only=chat_only),
             self.runner,
@@ -117,6 +133,8 @@ class ModelsPage(QWidget):
             self.runner,
         )
 
+    def _lay_out(self) -> None:
+        """Discover (search beside the repo), Downloads and My models as tabs."""
         discover = QSplitter(Qt.Orientation.Horizontal)
         discover.addWidget(self.search_view)
         discover.addWidget(self.repo_view)
@@ -141,6 +159,7 @@ class ModelsPage(QWidget):
         layout.addWidget(self.tabs)
         self.setStyleSheet(PAGE_STYLE)
 
+    def _connect(self, engine: EngineClient | None) -> None:
         self.search_view.repo_activated.connect(self._on_search_repo_activated)
         self.repo_view.download_requested.connect(self._on_repo_download_requested)
         self.repo_view.token_requested.connect(self._on_token_requested)
@@ -158,16 +177,6 @@ class ModelsPage(QWidget):
             listen_to_engine(engine, self)
             if engine.loaded is not None:
                 self.on_engine_model_loaded(engine.loaded)
-
-        self._fill_destinations(self.folders.read().download_to)
-        self._last_destination = self.download_folder()
-        self.repo_view.destination_combo.activated.connect(self._on_destination_activated)
-        self.downloads.restore()
-        self.library_view.refresh()
-        self._update_tab_titles()
-        app = QCoreApplication.instance()
-        if app is not None:  # quitting pauses downloads (kept on disk) instead of waiting for them
-            app.aboutToQuit.connect(self.shutdown)
 
     # ---- public ------------------------------------------------------------------------
 

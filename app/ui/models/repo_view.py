@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QStandardItem
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -28,7 +27,6 @@ from PySide6.QtWidgets import (
 
 from app.kv.fit import MARGIN, UNSUPPORTED, FitEstimate
 from app.kv.fit_estimator import FitEstimator
-from app.kv.kv_types import COMPARE_MODES
 from app.models.hub import GgufEntry, RepoFiles
 from app.platform import units as fmt
 from app.platform.errors import GatedRepoError
@@ -36,22 +34,16 @@ from app.platform.safe_text import safe_text
 from app.services.tasks import TaskRunner
 from app.state.settings import DEFAULT_CONTEXT
 from app.ui.models.elided_label import ElidedLabel, KeepEndDelegate
+from app.ui.models.repo_files_model import (
+    ENTRY_ROLE,
+    HEADERS,
+    MODE_COLUMN0,
+    RepoFilesModel,
+    quant_tail,
+)
 from app.ui.models.verdicts import VERDICT_COLOURS as VERDICT_COLOURS  # the load dialog's
-from app.ui.models.verdicts import VerdictDelegate, budget_text, paint_verdict, verdict_text
-from app.ui.plain_text import PlainItemModel, plain_label
-
-ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
-_MODE_COLUMN0 = 2  # first KV-mode column in the tree
-
-
-def _quant_tail(index: QModelIndex | QPersistentModelIndex) -> str:
-    """The end of a file row's name from its quantization on ('IQ4_XS', 'Q4_K_M  (2 parts)')."""
-    entry = index.data(ENTRY_ROLE)
-    text = str(index.data() or "")
-    if not isinstance(entry, GgufEntry) or not entry.quantization:
-        return ""
-    at = text.upper().rfind(entry.quantization.upper())
-    return text[at:] if at >= 0 else ""
+from app.ui.models.verdicts import VerdictDelegate, budget_text, paint_verdict
+from app.ui.plain_text import plain_label
 
 
 class RepoView(QWidget):
@@ -59,9 +51,6 @@ class RepoView(QWidget):
 
     download_requested = Signal(object)
     token_requested = Signal()
-
-    # "File": the files sit under a bold row per quantization.
-    HEADERS = ("File", "Size") + tuple(f"KV {m.label}" for m in COMPARE_MODES)
 
     def __init__(
         self,
@@ -78,9 +67,20 @@ class RepoView(QWidget):
         self._fit_fn = fit_fn
         self._runner = runner
         self._repo_id: str | None = None
-        self._entries: dict[str, tuple[GgufEntry, QStandardItem]] = {}  # first_file -> (entry, row)
         self._fits: dict[str, FitEstimate] = {}
 
+        self._build_header(default_context)
+        self._build_gate()
+        self._build_tree()
+        self._build_detail()
+        self._build_download_row()
+        self._lay_out()
+        self._connect()
+
+    # ---- building ----------------------------------------------------------------------
+
+    def _build_header(self, default_context: int) -> None:
+        """The repo's name, the context the estimates are for, and the status lines."""
         # Elided: a long repo id held the window at 1142 px or more (issue 12).
         self.title_label = ElidedLabel("Pick a model on the left to see its files.")
         self.title_label.setObjectName("repoTitle")
@@ -97,6 +97,8 @@ class RepoView(QWidget):
         self.budget_label.setWordWrap(True)
         self.budget_label.setStyleSheet("color: palette(mid);")
 
+    def _build_gate(self) -> None:
+        """The notice for a gated repo, with its button to add a token (hidden until then)."""
         self.gate_label = plain_label(QLabel())
         self.gate_label.setWordWrap(True)
         self.gate_button = QPushButton("Add token…")
@@ -108,8 +110,10 @@ class RepoView(QWidget):
         self.gate_box.setStyleSheet("background: #fff1c7; color: #5c3d00; border-radius: 4px;")
         self.gate_box.hide()
 
-        self.model = PlainItemModel(0, len(self.HEADERS), self)  # the Hub's file names
-        self.model.setHorizontalHeaderLabels(list(self.HEADERS))
+    def _build_tree(self) -> None:
+        """The files under a row per quantization, a verdict per KV mode beside each."""
+        self.model = RepoFilesModel(self)
+        self._entries = self.model.entries  # first_file -> (entry, its row)
         self.tree = QTreeView()
         self.tree.setModel(self.model)
         self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -118,14 +122,16 @@ class RepoView(QWidget):
         self.tree.setUniformRowHeights(True)
         self.tree.setIndentation(14)  # files sit one level in; the name needs the width more
         # A narrow window elides a file's name before its quantization, never the quantization.
-        self.tree.setItemDelegateForColumn(0, KeepEndDelegate(_quant_tail, self.tree))
-        for col in range(_MODE_COLUMN0, len(self.HEADERS)):
+        self.tree.setItemDelegateForColumn(0, KeepEndDelegate(quant_tail, self.tree))
+        for col in range(MODE_COLUMN0, len(HEADERS)):
             self.tree.setItemDelegateForColumn(col, VerdictDelegate(self.tree))
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for col in range(1, len(self.HEADERS)):
+        for col in range(1, len(HEADERS)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
 
+    def _build_detail(self) -> None:
+        """The picked file's figures per KV mode (hidden until it has an estimate)."""
         self.detail = QTableWidget(0, 5)
         self.detail.setHorizontalHeaderLabels(
             ["KV mode", "KV cache", "Total needed", "Verdict", "Max context"]
@@ -138,6 +144,8 @@ class RepoView(QWidget):
         self.detail.hide()  # until a file with an estimate is picked
         self.detail_label = plain_label(QLabel())
         self.detail_label.setWordWrap(True)
+
+    def _build_download_row(self) -> None:
         self.destination_combo = QComboBox()  # filled by the page: HF cache or a folder
         # A long folder path is elided in the combo rather than widening the window.
         self.destination_combo.setSizeAdjustPolicy(
@@ -149,6 +157,7 @@ class RepoView(QWidget):
         self.download_button.setObjectName("primaryButton")
         self.download_button.setEnabled(False)
 
+    def _lay_out(self) -> None:
         top = QHBoxLayout()
         top.addWidget(self.title_label, 1)
         top.addWidget(QLabel("Context"))
@@ -169,6 +178,7 @@ class RepoView(QWidget):
         layout.addWidget(self.detail_label)
         layout.addWidget(self.detail)
 
+    def _connect(self) -> None:
         # Typing 32768 should not start five estimates; wait until the user pauses.
         self._refit_timer = QTimer(self, singleShot=True, interval=300)
         self._refit_timer.timeout.connect(self._estimate_all)
@@ -216,8 +226,7 @@ class RepoView(QWidget):
     # ---- listing -----------------------------------------------------------------------
 
     def _clear(self) -> None:
-        self.model.removeRows(0, self.model.rowCount())
-        self._entries.clear()
+        self.model.clear_files()
         self._fits.clear()
         self.detail.setRowCount(0)
         self.detail.hide()
@@ -231,29 +240,7 @@ class RepoView(QWidget):
         self._fit_fn.set_entries(repo.entries)
         groups = repo.by_quantization()
         for quant, entries in groups.items():
-            total = sum(e.total_size for e in entries)
-            label = quant if len(entries) == 1 else f"{quant}  ({len(entries)} files)"
-            group = [
-                QStandardItem(label),
-                QStandardItem(fmt.size(total) if len(entries) > 1 else ""),
-            ]
-            group += [QStandardItem() for _ in COMPARE_MODES]
-            font = group[0].font()
-            font.setBold(True)
-            group[0].setFont(font)
-            for item in group:
-                item.setSelectable(False)
-            for entry in entries:
-                shown = entry.name[:-5] if entry.name.lower().endswith(".gguf") else entry.name
-                name = shown + (f"  ({entry.n_parts} parts)" if entry.is_split else "")
-                row = [QStandardItem(name), QStandardItem(fmt.size(entry.total_size))]
-                row += [QStandardItem("estimating…") for _ in COMPARE_MODES]
-                row[0].setData(entry, ENTRY_ROLE)
-                row[0].setToolTip(entry.first_file)
-                row[1].setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                group[0].appendRow(row)
-                self._entries[entry.first_file] = (entry, row[0])
-            self.model.appendRow(group)
+            self.model.add_group(quant, entries)
         self.tree.expandAll()
         n = len(repo.entries)
         if n == 0:
@@ -280,7 +267,7 @@ class RepoView(QWidget):
     def _estimate_all(self) -> None:
         n_ctx = self.context_spin.value()
         for first_file, (entry, _row) in self._entries.items():
-            self._set_mode_cells(first_file, None, "estimating…")
+            self.model.show_fit(first_file, None, "estimating…")
             self._runner.submit(
                 f"fit:{self._repo_id}:{first_file}",
                 self._fit_fn,
@@ -290,35 +277,11 @@ class RepoView(QWidget):
                 on_error=partial(self._on_fit_failed, self._repo_id, first_file),
             )
 
-    def _mode_items(self, first_file: str) -> list[QStandardItem]:
-        _entry, row = self._entries[first_file]
-        parent = row.parent()
-        return [parent.child(row.row(), col) for col in range(_MODE_COLUMN0, len(self.HEADERS))]
-
-    def _set_mode_cells(self, first_file: str, fit: FitEstimate | None, text: str = "") -> None:
-        for i, item in enumerate(self._mode_items(first_file)):
-            if fit is None:
-                item.setText(text)
-                item.setBackground(QBrush())
-                item.setForeground(QBrush())
-                continue
-            mode_fit = fit.modes[i]
-            item.setText(verdict_text(mode_fit))
-            paint_verdict(item, mode_fit.verdict)
-            if mode_fit.verdict == UNSUPPORTED:
-                item.setToolTip(mode_fit.reason)
-                continue
-            item.setToolTip(
-                f"KV {mode_fit.mode.label} at {fit.n_ctx:,} tokens: {fmt.size(mode_fit.kv_bytes)}; "
-                f"weights {fmt.size(fit.weights_bytes)}; total {fmt.size(mode_fit.total_bytes)} "
-                f"of {fmt.size(fit.budget.bytes)} {budget_text(fit.budget)}."
-            )
-
     def _on_fit_done(self, repo_id: str | None, first_file: str, fit: FitEstimate) -> None:
         if repo_id != self._repo_id or first_file not in self._entries:
             return
         self._fits[first_file] = fit
-        self._set_mode_cells(first_file, fit)
+        self.model.show_fit(first_file, fit)
         self.budget_label.setText(
             f"Estimates for {fit.n_ctx:,} tokens of context against {fmt.size(fit.budget.bytes)} "
             f"{budget_text(fit.budget)} (fits: within {100 - round(MARGIN * 100)}% of it; "
@@ -333,8 +296,8 @@ class RepoView(QWidget):
     ) -> None:
         if repo_id != self._repo_id or first_file not in self._entries:
             return
-        self._set_mode_cells(first_file, None, "unknown")
-        for item in self._mode_items(first_file):
+        self.model.show_fit(first_file, None, "unknown")
+        for item in self.model.mode_items(first_file):
             item.setToolTip(message)
         if isinstance(error, GatedRepoError):
             self._show_gate(message)
