@@ -223,7 +223,7 @@ class GgufHeader:
         return bool(self.chat_template)
 
 
-def _opt_int(value: Any) -> int | None:
+def _opt_int(value: object) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 

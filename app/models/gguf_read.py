@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from collections.abc import Container, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -153,7 +154,7 @@ class _Cursor:
 _U64 = struct.Struct("<Q")
 
 
-def _key(cur: _Cursor, index: int, seen: dict[str, Any]) -> str:
+def _key(cur: _Cursor, index: int, seen: Container[str]) -> str:
     raw = cur.raw(limits.MAX_KEY_BYTES, f"a metadata key (number {index + 1})")
     try:
         key = raw.decode("utf-8")
@@ -295,11 +296,11 @@ def _parse(data: bytes | memoryview, total_size: int | None) -> GgufHeader:
     )
 
 
-def _alignment(metadata: dict[str, Any], value_types: dict[str, int]) -> int:
+def _alignment(metadata: Mapping[str, object], value_types: dict[str, int]) -> int:
     if "general.alignment" not in metadata:
         return DEFAULT_ALIGNMENT
     value = metadata["general.alignment"]
-    if value_types["general.alignment"] != limits.GGUF_UINT32:
+    if value_types["general.alignment"] != limits.GGUF_UINT32 or not isinstance(value, int):
         raise refuse("has a general.alignment that is not a uint32", "value-type")
     if value <= 0 or value & (value - 1):
         raise refuse(f"has alignment {value}, not a power of two", "offset")

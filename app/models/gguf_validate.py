@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from app.models.gguf_header import NOT_PLAIN_KV, GgufHeader
 from app.platform.errors import InvalidGgufError, TruncatedGgufError
@@ -156,11 +155,11 @@ def _integer(
     return _in_range(key, value, low, high)
 
 
-def _is_scalar(value: Any) -> bool:
+def _is_scalar(value: object) -> bool:
     return isinstance(value, (int, float, str, bool))
 
 
-def _in_range(key: str, value: Any, low: int, high: int) -> int:
+def _in_range(key: str, value: object, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         what = "text" if isinstance(value, str) else type(value).__name__
         if isinstance(value, float):
@@ -229,7 +228,7 @@ def _in_or_absent(header: GgufHeader, key: str, allowed: frozenset[int], what: s
         raise refuse(f"has {key} = {value}, not {what}", "value-range")
 
 
-def _is_string_array(value: Any) -> bool:
+def _is_string_array(value: object) -> bool:
     if isinstance(value, list):
         return all(isinstance(v, str) for v in value)
     return getattr(value, "element_type", None) == "string"

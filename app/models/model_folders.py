@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from app.platform.atomic_write import write_atomically
 from app.platform.paths import data_dir
@@ -36,7 +36,7 @@ VERSION = FOLDERS_STATE_FILE.version
 # Older releases kept these three lists apart (two of them in the GUI's folder only).
 _LEGACY_DOWNLOAD_FOLDERS = "library_folders.json"
 _LEGACY_DOWNLOAD_TO = "download_folder.json"
-J = TypeVar("J", list[Any], dict[str, Any])
+J = TypeVar("J", list[object], dict[str, object])  # what a JSON file holds, unchecked
 _lock = threading.Lock()  # one writer at a time in this process; the file is replaced atomically
 
 

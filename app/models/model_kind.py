@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 # Words that instruction-tuned releases put in their names ("gemma-3-1b-it", "Qwen2.5-0.5B-
 # Instruct", "…-chat", "…-SFT"); "it" only counts as a whole word.
@@ -27,7 +26,7 @@ def name_words(texts: Iterable[str]) -> set[str]:
 
 
 def base_model_reason(
-    metadata: Mapping[str, Any], has_chat_template: bool, file_name: str = ""
+    metadata: Mapping[str, object], has_chat_template: bool, file_name: str = ""
 ) -> str:
     """Why this model looks like a base model, as the end of 'This is a base model: …';
     '' when it looks like a chat model.

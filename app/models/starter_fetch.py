@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from email.parser import BytesParser
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import httpx2
 from huggingface_hub.utils import get_session
@@ -76,6 +76,17 @@ class Wheel:
     url: str
     size: int
     sha256: str
+
+
+class PypiFileJson(TypedDict):
+    """One file of a release in PyPI's JSON API (`urls`), the fields read here; an answer
+    that differs fails as StarterLayoutError where it is read."""
+
+    filename: str
+    url: str
+    size: int
+    packagetype: str
+    digests: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -163,7 +174,7 @@ def wheel_of(project: str, version: str) -> Wheel:
             f"PyPI answered HTTP {response.status_code} for {project} {version}; try again later."
         )
     try:
-        files: Any = response.json()["urls"]
+        files: list[PypiFileJson] = response.json()["urls"]
         return next(
             Wheel(project, f["filename"], f["url"], int(f["size"]), f["digests"]["sha256"].lower())
             for f in files

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import errno
 import logging
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import httpx2
 from huggingface_hub.utils import get_session, hf_raise_for_status
@@ -28,16 +28,19 @@ API_TIMEOUT_S = 8  # connect, and then each read; under the 10 s the issue asks 
 MAX_PAGES = 20  # a tree of 20 pages (20,000 files on the Hub) is more than any GGUF repo has
 
 
+QueryParams = Mapping[str, str | int | bool | Sequence[str]]
+
+
 def get_json_list(
-    url: str, params: dict[str, Any] | None, headers: dict[str, str], *, pages: int = MAX_PAGES
-) -> list[Any]:
+    url: str, params: QueryParams | None, headers: dict[str, str], *, pages: int = MAX_PAGES
+) -> list[object]:
     """Every item of a paginated JSON list (the Hub's Link: rel=next pages, at most `pages`).
 
     HTTP errors raise huggingface_hub's own errors (hf_raise_for_status), for
     hub_errors.translate; a network failure or a timeout raises HubUnreachableError with
     one sentence saying which.
     """
-    items: list[Any] = []
+    items: list[object] = []  # JSON values: the caller checks each
     next_url: str | None = url
     for _ in range(pages):
         if next_url is None:

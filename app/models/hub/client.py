@@ -17,7 +17,7 @@ import logging
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal, cast
 from urllib.parse import quote
 
 from huggingface_hub.utils import build_hf_headers
@@ -25,6 +25,7 @@ from huggingface_hub.utils import build_hf_headers
 from app.models.hub.api_get import get_json_list
 from app.models.hub.env import hub_endpoint, is_offline
 from app.models.hub.hub_errors import translate
+from app.models.hub.hub_json import GgufEntryJson, HubModelJson
 from app.models.hub.tokens import load_token
 from app.platform.errors import BadInputError, HubUnreachableError, ModelNotFoundError
 
@@ -121,7 +122,7 @@ class GgufEntry:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GgufEntry:
+    def from_json(cls, data: GgufEntryJson) -> GgufEntry:
         """The entry to_json wrote; KeyError / TypeError when `data` is not one."""
         files = tuple(RemoteFile(**f) for f in data["files"])
         return cls(data["repo_id"], data["name"], data.get("quantization"), files)
@@ -283,7 +284,7 @@ def search_models(
     if key is None:
         raise BadInputError(f"Sort by one of {', '.join(SORT_KEYS)}, not '{sort}'.")
     endpoint, headers = _api(token)
-    params: dict[str, Any] = {
+    params: dict[str, str | int | list[str]] = {
         "filter": ["gguf"],
         "sort": "lastModified" if key == "last_modified" else key,
         # The Hub answers at most `limit` per page; one page is all a search shows.
@@ -294,7 +295,8 @@ def search_models(
         params["search"] = query
     try:
         items = get_json_list(f"{endpoint}/api/models", params, headers, pages=1)
-        results = [_summary(item) for item in items if isinstance(item, dict)]
+        # The Hub's answer as its API documents it; _summary checks what it reads.
+        results = [_summary(cast(HubModelJson, item)) for item in items if isinstance(item, dict)]
     except Exception as error:
         log.debug("search %r failed", query, exc_info=True)
         raise translate(error, query or "(all)") from error
@@ -304,7 +306,7 @@ def search_models(
     return results[:limit]
 
 
-def _summary(item: dict[str, Any]) -> RepoSummary:
+def _summary(item: HubModelJson) -> RepoSummary:
     """One search result from the Hub's JSON (the fields `_SEARCH_EXPAND` asks for)."""
     repo_id = str(item.get("id") or item.get("modelId") or "")
     author = item.get("author") or (repo_id.split("/", 1)[0] if "/" in repo_id else None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from app.models.hub.env import hf_home
 from app.platform.atomic_write import write_atomically
@@ -26,13 +26,24 @@ KEYRING_USER = "huggingface-token"
 NO_KEYRING_ENV = "KVSTUDIO_NO_KEYRING"
 
 
+class SecretStore(Protocol):
+    """What the token needs of a keyring backend (keyring.backend.KeyringBackend's methods;
+    `keyring` is optional, so it is not imported for its type)."""
+
+    def get_password(self, service: str, username: str) -> str | None: ...
+
+    def set_password(self, service: str, username: str, password: str) -> None: ...
+
+    def delete_password(self, service: str, username: str) -> None: ...
+
+
 def token_path() -> Path:
     """Where the token file lives (read at call time, like huggingface_hub does at import)."""
     chosen = os.environ.get("HF_TOKEN_PATH")
     return Path(os.path.expanduser(chosen)) if chosen else hf_home() / "token"
 
 
-def system_keyring() -> Any | None:
+def system_keyring() -> SecretStore | None:
     """The keyring backend that stores secrets here, or None (no `keyring` package, its fail
     or null backend, or KVSTUDIO_NO_KEYRING set)."""
     if os.environ.get(NO_KEYRING_ENV, "").strip() not in ("", "0"):
