@@ -25,11 +25,8 @@ from typing import IO, Any
 from app.models import gguf_validate as limits
 from app.models.gguf_header import TENSOR_TYPE_SIZES, ArraySummary, GgufHeader, TensorInfo
 from app.models.gguf_validate import check_header, refuse, shown
-from app.platform.errors import (
-    ModelFileMissingError,
-    NotAGgufError,
-    TruncatedGgufError,
-)
+from app.platform import units
+from app.platform.errors import ModelFileMissingError, NotAGgufError, TruncatedGgufError
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +126,7 @@ class _Cursor:
         self.kept += n
         if self.kept > limits.MAX_KEPT_BYTES:
             raise refuse(
-                f"holds more than {limits.MAX_KEPT_BYTES // limits.MIB} MiB of metadata "
+                f"holds more than {units.size(limits.MAX_KEPT_BYTES, 0, unit='MiB')} of metadata "
                 "besides its tokenizer",
                 "length",
             )
@@ -251,7 +248,8 @@ def parse_gguf_header(data: bytes | memoryview, total_size: int | None = None) -
             ) from None
         if error.bytes_needed > MAX_HEADER_BYTES:
             raise refuse(
-                f"header is larger than {MAX_HEADER_BYTES // limits.MIB} MiB; it was not read",
+                f"header is larger than {units.size(MAX_HEADER_BYTES, 0, unit='MiB')}; "
+                "it was not read",
                 "length",
             ) from None
         raise

@@ -31,6 +31,7 @@ from app.platform.errors import (
     NotAGgufError,
     TruncatedGgufError,
 )
+from app.platform.units import size
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,8 @@ def fetch_remote_header(
                 want = min(want, total)
             if want > MAX_HEADER_BYTES:
                 raise NotAGgufError(
-                    f"{filename}'s GGUF header is larger than {MAX_HEADER_BYTES // 2**20} MiB; "
+                    f"{filename}'s GGUF header is larger than "
+                    f"{size(MAX_HEADER_BYTES, 0, unit='MiB')}; "
                     f"it was not read."
                 ) from None
             if want <= len(data):
