@@ -75,7 +75,7 @@ def install_url(
     on_progress: ProgressFn | None = None,
 ) -> InstalledBackend:
     """Download the package at `url`, then install_file it. `control.cancel()` stops the
-    download (it raises app.models.hub.transfer.DownloadCancelled) and nothing changes."""
+    download (it raises app.models.hub.download_control.DownloadCancelled) and nothing changes."""
     url = check_url(url)
     control = control or DownloadControl()
     name = archive_name(url)
