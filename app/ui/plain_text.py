@@ -9,7 +9,6 @@ megabytes too: their models hand out text through `shown`."""
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QStandardItemModel
@@ -49,7 +48,7 @@ def literal_text(text: str, limit: int = 2000) -> str:
     return f"<qt>{escaped}</qt>"
 
 
-def shown(value: Any, role: int) -> Any:
+def shown(value: object, role: int) -> object:
     """What an item model's data() gives its view for `role`: text cleaned and cut for a
     cell, escaped for a tooltip; anything else as it is. Every model whose rows carry a
     file's or the Hub's words answers through this, at its one data()."""
@@ -66,5 +65,5 @@ class PlainItemModel(QStandardItemModel):
 
     def data(
         self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
+    ) -> object:
         return shown(super().data(index, role), role)

@@ -7,7 +7,6 @@ is separate and only calls the manager's methods.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import QModelIndex, QObject, QRect, Qt, Signal
 from PySide6.QtGui import QColor, QPainter
@@ -61,7 +60,7 @@ class DownloadsModel(FlatTableModel):
     def row_count(self) -> int:
         return len(self._keys)
 
-    def cell(self, row: int, col: int, role: int) -> Any:
+    def cell(self, row: int, col: int, role: int) -> object:
         item = self._manager.item(self._keys[row])
         if role == KEY_ROLE:
             return item.key

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from PySide6.QtCore import (
     QAbstractItemModel,
@@ -33,10 +33,10 @@ class FlatTableModel(QAbstractTableModel):
     def row_count(self) -> int:
         raise NotImplementedError
 
-    def cell(self, row: int, column: int, role: int) -> Any:
+    def cell(self, row: int, column: int, role: int) -> object:
         raise NotImplementedError
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
         if not index.isValid():
             return None
         return shown(self.cell(index.row(), index.column(), role), role)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFont
@@ -68,7 +67,7 @@ class LibraryTableModel(ListTableModel[LibraryModel]):
     def paths(self) -> list[str]:
         return [str(m.path) for m in self._rows]
 
-    def cell(self, row: int, column: int, role: int) -> Any:
+    def cell(self, row: int, column: int, role: int) -> object:
         m = self._rows[row]
         loaded = row == self._loaded_row
         if role == Qt.ItemDataRole.FontRole and column == 0 and loaded:

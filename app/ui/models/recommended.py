@@ -4,7 +4,6 @@ this machine, shown before the Hub is asked anything (app.models.hub.curated_mod
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QBrush
@@ -46,7 +45,7 @@ class RecommendedModel(ListTableModel[CuratedModel]):
         fit = self._fits.get(repo_id)
         return fit.for_mode(DEFAULT_KV_MODE.label) if fit is not None else None
 
-    def cell(self, row: int, col: int, role: int) -> Any:
+    def cell(self, row: int, col: int, role: int) -> object:
         model = self._rows[row]
         fit = self.fit_for(model.repo_id)
         if role == Qt.ItemDataRole.DisplayRole:

@@ -9,7 +9,6 @@ sentence when it fails (offline, unreachable, HTTP error).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
@@ -59,7 +58,7 @@ class SearchResultsModel(ListTableModel[RepoSummary]):
 
     HEADERS = ("Model", "Author", "Downloads", "Likes", "Updated")
 
-    def cell(self, row: int, col: int, role: int) -> Any:
+    def cell(self, row: int, col: int, role: int) -> object:
         repo = self._rows[row]
         if role == Qt.ItemDataRole.DisplayRole:
             name = repo.repo_id.split("/", 1)[-1]
