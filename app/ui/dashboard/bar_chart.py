@@ -3,9 +3,8 @@ app/services/compare_chart.py, shared with `kvstudio bench --plot`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QRectF, QSize
 from PySide6.QtGui import QPainter
@@ -21,12 +20,12 @@ class CompareBarChart(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[Mapping[str, object]] = []  # CompareResult.rows(), or a saved run's
         self.title = ""
         self.setMinimumHeight(220)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
-    def set_rows(self, rows: Sequence[dict[str, Any]], title: str = "") -> None:
+    def set_rows(self, rows: Sequence[Mapping[str, object]], title: str = "") -> None:
         self.rows = list(rows)
         self.title = title
         self.update()

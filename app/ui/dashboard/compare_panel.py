@@ -5,7 +5,7 @@ app.services.compare_runner.CompareRunner."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -83,7 +83,8 @@ class ComparePanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.rows: list[dict[str, Any]] = []
+        # A result's rows, or an opened run's (the file's values, whatever their types).
+        self.rows: list[Mapping[str, Any]] = []
         self.result: CompareResult | None = None
         self.ctx_box = _spin(256, 1 << 20, 8192, 1024, " tokens")
         self.depth_box = _spin(0, 1 << 20, 0, 512, " tokens")
@@ -197,7 +198,7 @@ class ComparePanel(QWidget):
     def set_status(self, message: str) -> None:
         self.status.setText(message)
 
-    def set_rows(self, rows: list[dict[str, Any]], title: str = "") -> None:
+    def set_rows(self, rows: Sequence[Mapping[str, object]], title: str = "") -> None:
         self.rows = list(rows)
         self.table.setRowCount(len(rows))
         self._fit_table_height(len(rows))
