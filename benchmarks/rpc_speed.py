@@ -125,7 +125,7 @@ def main() -> int:
         split.send(Load(LoadProfile(model_path=str(path), n_ctx=args.ctx, rpc_workers=addresses)))
         loaded = until(split, "Loaded", 600)
         print(
-            f"{path.name}, KV {loaded.options.type_k}/{loaded.options.type_v}, "
+            f"{path.name}, KV {loaded.options.kv.label}, "
             f"{args.tokens} tokens, {os.cpu_count()} cores, workers {', '.join(addresses)}"
         )
 

@@ -103,7 +103,7 @@ def main() -> int:
     proc = EngineProcess()
     proc.send(Load(LoadProfile(model_path=str(path), n_ctx=args.ctx)))
     loaded = until(proc, "Loaded", 600)
-    print(f"{path.name}, KV {loaded.options.type_k}/{loaded.options.type_v}, {args.tokens} tokens")
+    print(f"{path.name}, KV {loaded.options.kv.label}, {args.tokens} tokens")
     # The direct rounds read the pipe themselves, so the gateway's thread starts only for the
     # server rounds: one reader of the engine at a time.
     direct, server = [], []

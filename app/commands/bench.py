@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from app.engine.compare import parse_modes, run_compare
 from app.engine.compare_result import format_table, run_title
@@ -136,7 +136,7 @@ def _progress(fraction: float, message: str) -> None:
     print(f"[{fraction * 100:3.0f}%] {message}", file=sys.stderr, flush=True)
 
 
-def _plotter() -> Any:
+def _plotter() -> Callable[[Sequence[dict[str, object]], str, str], object]:
     """The PNG renderer (Qt, imported only for --plot), or BadInputError without PySide6."""
     try:
         # Qt, only for --plot: a command never imports it at its top (tests/test_layers.py).
@@ -149,8 +149,8 @@ def _plotter() -> Any:
     return render_compare_png
 
 
-def _plot(rows: list[dict[str, Any]], title: str, path: str) -> None:
-    _plotter()(rows, path, title)
+def _plot(rows: Sequence[Mapping[str, object]], title: str, path: str) -> None:
+    _plotter()([dict(row) for row in rows], path, title)
     print(f"plot written to {path}", file=sys.stderr)
 
 
@@ -170,7 +170,7 @@ def _from_results(args: argparse.Namespace) -> int:
     return 0
 
 
-def _title(data: dict[str, Any]) -> str:
+def _title(data: Mapping[str, object]) -> str:
     return run_title(data)
 
 
@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.table())
         for mode in result.modes:
             for warning in mode.warnings:
-                print(f"warning ({mode.mode}): {safe_text(warning, 300)}")
+                print(f"warning ({mode.mode.label}): {safe_text(warning, 300)}")
         for note in result.notes():
             print(f"note: {note}")
     if args.plot:

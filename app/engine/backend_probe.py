@@ -16,8 +16,8 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 from app.backends.manifest import BadPackageError
 from app.backends.system_programs import system_env
@@ -45,7 +45,7 @@ class ProbeResult:
         return parse_system_info(self.system_info)
 
 
-def _child(conn: Any) -> None:
+def _child(conn: Connection[object, object]) -> None:
     """In the child: quiet, import llama_cpp (which loads the libraries), report."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     devnull = os.open(os.devnull, os.O_WRONLY)

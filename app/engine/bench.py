@@ -16,32 +16,35 @@ from __future__ import annotations
 import logging
 import random
 import statistics
-import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
+from app.engine.cancel import CancelCheck
 from app.engine.messages import Bench, BenchDone
 from app.engine.quality import clear_cache, decode_batch
 from app.platform.errors import BadInputError, EngineFailedError
 
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
 log = logging.getLogger(__name__)
 
 
-def _sync(llm: Any) -> None:
+def _sync(llm: Llama) -> None:
     import llama_cpp
 
     # GPU backends return from llama_decode before the work is done.
     llama_cpp.llama_synchronize(llm._ctx.ctx)
 
 
-def _decode_span(llm: Any, tokens: list[int], start_pos: int, cancel: Any) -> None:
+def _decode_span(llm: Llama, tokens: list[int], start_pos: int, cancel: CancelCheck | None) -> None:
     for i in range(0, len(tokens), llm.n_batch):
         if cancel is not None and cancel.is_set():
             raise EngineFailedError("The benchmark was cancelled.")
         decode_batch(llm, tokens[i : i + llm.n_batch], start_pos + i, "last")
 
 
-def run_bench(llm: Any, command: Bench, cancel: threading.Event | Any | None = None) -> BenchDone:
+def run_bench(llm: Llama, command: Bench, cancel: CancelCheck | None = None) -> BenchDone:
     """Run the measurement on the loaded `llm`; the cache is empty again afterwards."""
     n_ctx = llm.n_ctx()
     depth, n_prompt, n_gen = command.depth, command.n_prompt, command.n_gen

@@ -16,15 +16,24 @@ import ctypes.util
 import logging
 import multiprocessing
 import sys
-from typing import Any
+from _ctypes import CFuncPtr  # the type of a ctypes function object
+from multiprocessing.context import BaseContext
+from typing import Protocol
 
 log = logging.getLogger(__name__)
+
+
+class CancelCheck(Protocol):
+    """What the engine's long work reads to learn it should stop: a CancelFlag, or a
+    threading.Event where a test runs the work in-process."""
+
+    def is_set(self) -> bool: ...
 
 
 class CancelFlag:
     """A process-shared flag with Event's set/clear/is_set (picklable to a spawned child)."""
 
-    def __init__(self, ctx: Any = None) -> None:
+    def __init__(self, ctx: BaseContext | None = None) -> None:
         ctx = ctx or multiprocessing.get_context("spawn")
         self._byte = ctx.RawArray(ctypes.c_char, 2)  # the flag and a terminating NUL
 
@@ -35,7 +44,7 @@ class CancelFlag:
         self._byte[0] = b"\x00"
 
     def is_set(self) -> bool:
-        flag: bytes = self._byte[0]  # a c_char item (typeshed says Any)
+        flag: bytes = self._byte[0]  # a c_char item (typeshed leaves it untyped)
         return flag != b"\x00"
 
     @property
@@ -44,7 +53,7 @@ class CancelFlag:
         return ctypes.addressof(self._byte)
 
 
-def native_abort_callback() -> Any | None:
+def native_abort_callback() -> CFuncPtr | None:
     """A native function usable as ggml_abort_callback reading a CancelFlag's byte, or
     None where libc's strlen cannot be found."""
     try:

@@ -14,7 +14,6 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from app.backends.store import library_env
 
@@ -40,7 +39,7 @@ def spawn_environment(env: dict[str, str]) -> Iterator[None]:
 
 def ask_child(
     target: Callable[..., None],
-    args: tuple[Any, ...],
+    args: tuple[object, ...],
     folder: Path | None,
     *,
     name: str,

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from app.engine.compare import parse_modes
+from app.kv.kv_types import KvMode
+
+if TYPE_CHECKING:
+    from app.engine.compare_result import CompareResult
 
 ENGINE_START_S = 2.0  # a fresh engine process: Python, llama_cpp's import, the backend
 # With nothing measured: decode reads every weight once per token; a CPU reads ~5 GB/s of
@@ -65,7 +69,19 @@ class CompareSteps:
         return sum(self.seconds[done_steps:]) * scale
 
 
-def compare_steps(rates: CompareRates, **settings: Any) -> CompareSteps:
+class CompareSettings(TypedDict, total=False):
+    """The run_compare settings an estimate depends on (others given are passed over)."""
+
+    modes: Sequence[str | KvMode] | str | None
+    depth: int
+    n_prompt: int
+    n_gen: int
+    repetitions: int
+    quality_chunks: int
+    chunk_tokens: int
+
+
+def compare_steps(rates: CompareRates, **settings: Unpack[CompareSettings]) -> CompareSteps:
     """The steps of a comparison with run_compare's settings (modes, depth, n_prompt, n_gen,
     repetitions, quality_chunks, chunk_tokens; run_compare's defaults for those missing)."""
     modes = parse_modes(settings.get("modes"))
@@ -89,7 +105,10 @@ def compare_steps(rates: CompareRates, **settings: Any) -> CompareSteps:
 
 
 def rates_from_result(
-    result: Any, names: Sequence[str], step_seconds: Sequence[float], **settings: Any
+    result: CompareResult,
+    names: Sequence[str],
+    step_seconds: Sequence[float],
+    **settings: Unpack[CompareSettings],
 ) -> CompareRates:
     """Rates measured by a finished comparison (an app.engine.compare_result.CompareResult):
     its speeds, the seconds each of its steps took (`names` and `step_seconds`, from its

@@ -6,13 +6,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from app.engine.messages import BenchDone, Evaluated, Loaded
-from app.kv.kv_types import FP16_KV_MODE
-from app.platform.recording import Recording
+from app.kv.kv_types import FP16_KV_MODE, KvMode
+from app.platform.recording import Recording, RecordingFile
 from app.platform.safe_text import safe_text
 from app.platform.text_table import aligned_rows
 
@@ -21,7 +22,7 @@ MIB = 1024 * 1024
 
 @dataclass
 class ModeResult:
-    mode: str  # "q8_0/f16"
+    mode: KvMode
     k_type: str
     v_type: str
     n_ctx: int = 0  # as llama.cpp created it
@@ -80,7 +81,55 @@ class ModeResult:
         )
 
 
-def run_title(data: dict[str, Any]) -> str:
+class CompareRow(TypedDict):
+    """One mode's figures as the table, the CSV, the JSON's "modes" and a recording's
+    "results" hold them (MiB, tokens/s, percent; None where not measured)."""
+
+    mode: str  # the mode's label
+    n_ctx: int
+    kv_allocated_mib: float
+    k_mib: float
+    v_mib: float
+    kv_allocated_bytes: int
+    compute_buffer_mib: float
+    peak_memory_mib: float | None
+    peak_device_memory_mib: float | None
+    memory_after_load_mib: float | None
+    kv_saving_mib: float | None
+    kv_saving_percent: float | None
+    peak_saving_mib: float | None
+    peak_saving_of_kv_saving_percent: float | None
+    prompt_tokens_per_second: float | None
+    decode_tokens_per_second: float | None
+    perplexity: float | None
+    mean_kl_divergence: float | None
+    top1_agreement: float | None
+    load_seconds: float
+    cpu_load: float | None
+    warnings: str  # joined with "; "
+
+
+class SavedComparison(TypedDict):
+    """A comparison as `kvstudio bench --json` writes it (CompareResult.to_dict)."""
+
+    model: str
+    n_ctx: int
+    depth: int
+    n_prompt: int
+    n_gen: int
+    quality_chunks: int
+    chunk_tokens: int
+    probe: str
+    probe_limits: str
+    device: str
+    fa_kernel: str
+    seconds: float
+    modes: list[CompareRow]
+    kv_lines: dict[str, list[str]]  # by mode label
+    recording: NotRequired[RecordingFile]
+
+
+def run_title(data: Mapping[str, object]) -> str:
     """A comparison's one-line title, from its saved form (to_dict, or a recording's
     metadata): model, n_ctx, depth, where memory was read, and the GPU kernels the speeds
     come from. A saved run is a file like any other, so its words are cleaned."""
@@ -136,13 +185,13 @@ class CompareResult:
 
     @property
     def reference(self) -> ModeResult | None:
-        return next((m for m in self.modes if m.mode == FP16_KV_MODE.label), None)
+        return next((m for m in self.modes if m.mode == FP16_KV_MODE), None)
 
-    def row(self, mode: ModeResult) -> dict[str, Any]:
+    def row(self, mode: ModeResult) -> CompareRow:
         """One mode's figures with the savings against f16/f16 filled in."""
         ref = self.reference
-        row: dict[str, Any] = {
-            "mode": mode.mode,
+        row: CompareRow = {
+            "mode": mode.mode.label,
             "n_ctx": mode.n_ctx,
             "kv_allocated_mib": mode.kv_allocated_mib,
             "k_mib": mode.k_mib,
@@ -180,15 +229,15 @@ class CompareResult:
                     )
         return row
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[CompareRow]:
         return [self.row(m) for m in self.modes]
 
     def notes(self) -> list[str]:
         """Sentences about how far to trust the figures (shown with the table)."""
         return busy_note(self.rows())
 
-    def to_dict(self, include_recording: bool = False) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self, include_recording: bool = False) -> SavedComparison:
+        data: SavedComparison = {
             "model": self.model_path,
             "n_ctx": self.n_ctx,
             "depth": self.depth,
@@ -202,7 +251,7 @@ class CompareResult:
             "fa_kernel": self.fa_kernel,
             "seconds": round(self.seconds, 1),
             "modes": self.rows(),
-            "kv_lines": {m.mode: list(m.kv_lines) for m in self.modes},
+            "kv_lines": {m.mode.label: list(m.kv_lines) for m in self.modes},
         }
         if include_recording and self.recording is not None:
             data["recording"] = self.recording.to_dict()
@@ -224,12 +273,12 @@ class CompareResult:
         return format_table(self.rows())
 
 
-def busy_note(rows: list[dict[str, Any]]) -> list[str]:
+def busy_note(rows: Sequence[Mapping[str, object]]) -> list[str]:
     """A note when other programs kept the CPUs busy during the speed runs."""
     import os
 
     cpus = os.cpu_count() or 1
-    loads = [float(r["cpu_load"]) for r in rows if isinstance(r.get("cpu_load"), (int, float))]
+    loads = [float(v) for r in rows if isinstance(v := r.get("cpu_load"), (int, float))]
     if not loads or max(loads) <= cpus:
         return []
     note = (
@@ -239,7 +288,7 @@ def busy_note(rows: list[dict[str, Any]]) -> list[str]:
     return [note]
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
+def format_table(rows: Sequence[Mapping[str, object]]) -> str:
     """Rows of CompareResult.rows() as an aligned plain-text table."""
     cells = [[label for _, label, _ in COLUMNS]]
     for row in rows:
@@ -255,7 +304,7 @@ def _round(x: float | None, digits: int) -> float | None:
     return None if x is None else round(x, digits)
 
 
-def _cell(value: Any, fmt: str) -> str:
+def _cell(value: object, fmt: str) -> str:
     if value is None:
         return "-"
     try:

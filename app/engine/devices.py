@@ -12,12 +12,12 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import llama_cpp
 
 if TYPE_CHECKING:
-    from _ctypes import CFuncPtr
+    from _ctypes import CFuncPtr, _CDataType  # typeshed's name for any ctypes type
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def _lib() -> ctypes.CDLL:
 
 
 def _declare(
-    lib: ctypes.CDLL, name: str, restype: type[Any] | None, argtypes: list[type[Any]]
+    lib: ctypes.CDLL, name: str, restype: type[_CDataType] | None, argtypes: list[type[_CDataType]]
 ) -> CFuncPtr | None:
     """The library's function `name` with its C signature set; None if the build lacks it."""
     fn: CFuncPtr | None = getattr(lib, name, None)

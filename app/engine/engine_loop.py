@@ -10,12 +10,15 @@ import importlib
 import logging
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from multiprocessing.connection import Connection
 
 from app.engine import llama_log
+from app.engine.cancel import CancelCheck
 from app.engine.generation import run_generation
-from app.engine.loader import check_loadable, load_model
+from app.engine.llama_log import LlamaLogRouter
+from app.engine.loader import LoadedModel, check_loadable, load_model
 from app.engine.log_parse import classify_warning
 from app.engine.messages import (
     Bench,
@@ -33,7 +36,9 @@ from app.platform.heap import give_memory_back
 log = logging.getLogger(__name__)
 
 
-def serve(commands: Any, events: Any, cancel: Any) -> None:
+def serve(
+    commands: Connection[object, object], events: Connection[object, object], cancel: CancelCheck
+) -> None:
     """Answer `commands` (a pipe's receiving end) with `events` until Shutdown or EOF."""
     router = llama_log.install()
     engine = Engine(events.send, cancel, router)
@@ -53,11 +58,13 @@ def serve(commands: Any, events: Any, cancel: Any) -> None:
 class Engine:
     """Dispatches commands; every failure becomes a Failed event, never an exit."""
 
-    def __init__(self, emit: Any, cancel: Any, router: Any) -> None:
+    def __init__(
+        self, emit: Callable[[object], None], cancel: CancelCheck, router: LlamaLogRouter
+    ) -> None:
         self.emit = emit
         self.cancel = cancel
         self.router = router
-        self.model: Any = None  # loader.LoadedModel
+        self.model: LoadedModel | None = None
 
     def handle(self, command: object) -> None:
         request_id = getattr(command, "request_id", None)
@@ -125,9 +132,14 @@ class Engine:
         self.emit(finished)
 
     def _emit_generation(self, event: object) -> None:
-        if isinstance(event, TemplateFallback) and self.model.template.fallback is not None:
+        model = self.model  # set while a generation runs
+        if (
+            isinstance(event, TemplateFallback)
+            and model is not None
+            and model.template.fallback is not None
+        ):
             # a template that broke a limit once is not tried again on every message
-            self.model.template = self.model.template.fallback
+            model.template = model.template.fallback
         self.emit(event)
 
     def _measure(self, command: Evaluate | Bench) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ctypes
 import logging
 import threading
+from _ctypes import CFuncPtr  # the type of a ctypes function object
 from collections import deque
-from typing import Any
 
 log = logging.getLogger("llama_cpp")
 
@@ -31,7 +31,7 @@ class LlamaLogRouter:
         self._partial = ""
         self._level = logging.INFO
         self._lines: deque[str] = deque(maxlen=_MAX_LINES)
-        self._callback: Any = None  # the ctypes function object; kept alive here
+        self._callback: CFuncPtr | None = None  # kept alive here while llama.cpp may call it
 
     def install(self) -> None:
         """Make this router llama.cpp's log callback (imports llama_cpp)."""
@@ -71,7 +71,7 @@ class LlamaLogRouter:
             self._lines.clear()
         return lines
 
-    def _on_log(self, level: int, text: bytes | None, _user_data: Any) -> None:
+    def _on_log(self, level: int, text: bytes | None, _user_data: object) -> None:
         # Never raise into C: an exception here would only be printed and lost.
         try:
             self.feed(int(level), (text or b"").decode("utf-8", errors="replace"))

@@ -22,14 +22,16 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.context import SpawnProcess
 from pathlib import Path
-from typing import Any, Self
+from typing import Literal, Self, overload
 
 from app.backends.store import BUILT_IN, BackendStore, library_env
 from app.engine.cancel import CancelFlag
 from app.engine.child_answer import spawn_environment
 from app.engine.crash_report import crash_sentence
-from app.engine.messages import Load, Shutdown
+from app.engine.messages import Finished, Load, Loaded, Shutdown
 from app.engine.worker import main
 from app.load.rpc_workers import first_unreachable
 from app.platform.errors import EngineCrashedError, EngineFailedError
@@ -57,9 +59,9 @@ class EngineProcess:
         self.backend_notice: str | None = None  # why the chosen backend could not be used
         self._ctx = multiprocessing.get_context("spawn")
         self._cancel = CancelFlag(self._ctx)
-        self._process: Any = None
-        self._commands: Any = None  # our sending end
-        self._events: Any = None  # our receiving end
+        self._process: SpawnProcess | None = None
+        self._commands: Connection[object, object] | None = None  # our sending end
+        self._events: Connection[object, object] | None = None  # our receiving end
         self._stderr_path: Path | None = None
         self._workers: tuple[str, ...] = ()  # RPC workers the running child was asked to use
 
@@ -108,7 +110,8 @@ class EngineProcess:
         if process.is_alive():
             try:
                 self._cancel.set()  # a generation in progress ends first
-                self._commands.send(Shutdown())
+                if self._commands is not None:
+                    self._commands.send(Shutdown())
             except (OSError, ValueError):
                 pass
             process.join(timeout)
@@ -151,6 +154,8 @@ class EngineProcess:
             # cleared here, not in the child, so a cancel() right after send() holds.
             self._cancel.clear()
         try:
+            if self._commands is None:  # start() just opened it; closed only by a crash
+                raise BrokenPipeError
             self._commands.send(command)
         except (BrokenPipeError, ConnectionResetError, OSError) as error:
             raise self._crashed_error() from error
@@ -251,7 +256,13 @@ class EngineProcess:
         self.stop()
 
 
-def until(proc: EngineProcess, kind: str, timeout: float) -> Any:
+@overload
+def until(proc: EngineProcess, kind: Literal["Loaded"], timeout: float) -> Loaded: ...
+@overload
+def until(proc: EngineProcess, kind: Literal["Finished"], timeout: float) -> Finished: ...
+@overload
+def until(proc: EngineProcess, kind: str, timeout: float) -> object: ...
+def until(proc: EngineProcess, kind: str, timeout: float) -> object:
     """Wait for the engine's event named `kind` (a class name in app.engine.messages), passing
     over others; a Failed event becomes EngineFailedError with the engine's sentence."""
     deadline = time.monotonic() + timeout

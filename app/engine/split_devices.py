@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import replace
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from app.engine.child_answer import ask_child
 from app.kv.split_device import SplitDevice
@@ -48,7 +49,7 @@ def as_split_devices(found: list[Device]) -> tuple[SplitDevice, ...]:
     return tuple(result)
 
 
-def _child(conn: Any, workers: tuple[str, ...]) -> None:
+def _child(conn: Connection[object, object], workers: tuple[str, ...]) -> None:
     """In the child: quiet, register the workers, list the devices."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     devnull = os.open(os.devnull, os.O_WRONLY)

@@ -17,13 +17,12 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass
-from typing import Any
 
 from jinja2 import BaseLoader, Environment, Template, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context
+from jinja2.runtime import Context, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
@@ -148,15 +147,16 @@ def _check_join(items: object, separator: object) -> None:
         _budget().expect(chars + len(items) * _size(separator), "join")
 
 
-def _guard_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+def _guard_filter(name: str, function: Callable[..., object]) -> Callable[..., object]:
     @functools.wraps(function)  # keeps jinja's pass_context/pass_environment marks
-    def guarded(*args: Any, **kwargs: Any) -> Any:
+    def guarded(*args: object, **kwargs: object) -> object:
         budget = _budget()
         budget.step()
         first = sum(isinstance(a, (Context, EvalContext, Environment)) for a in args)
-        if name == "join" and len(args) > first and not isinstance(args[first], Sized):
+        joined = args[first] if name == "join" and len(args) > first else None
+        if isinstance(joined, Iterable) and not isinstance(joined, Sized):
             # a generator (map, select) is sized by listing it: its source bounds it
-            args = (*args[:first], list(_steps(args[first])), *args[first + 1 :])
+            args = (*args[:first], list(_steps(joined)), *args[first + 1 :])
         values = [*args[first:], *kwargs.values()]
         if name == "join" and values:
             _check_join(values[0], values[1] if len(values) > 1 else "")
@@ -171,7 +171,7 @@ def _guard_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]
     return guarded
 
 
-def _steps(iterable: Iterable[Any]) -> Iterator[Any]:
+def _steps(iterable: Iterable[object]) -> Iterator[object]:
     budget = _budget()
     for item in iterable:
         budget.step()
@@ -254,7 +254,7 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
         self.filters["__kv_made"] = _made
         self.globals["lipsum"] = _limited_lipsum
 
-    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+    def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
         budget = _budget()
         budget.step()
         if operator == "**":
@@ -278,17 +278,17 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
         budget.made_value(result, operator)
         return result
 
-    def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+    def unsafe_undefined(self, obj: object, attribute: str) -> Undefined:
         # jinja returns an Undefined that prints as "": an escape attempt is refused instead
         raise SecurityError(
             f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe"
         )
 
-    def getattr(self, obj: Any, attribute: str) -> Any:
+    def getattr(self, obj: object, attribute: str) -> object:
         _budget().step()
         return super().getattr(obj, attribute)
 
-    def getitem(self, obj: Any, argument: Any) -> Any:
+    def getitem(self, obj: object, argument: object) -> object:
         _budget().step()
         result = super().getitem(obj, argument)
         if isinstance(argument, slice):
@@ -298,10 +298,10 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
     def call(
         __self,  # noqa: N805 - jinja's own signature, so keyword arguments pass through
         __context: Context,
-        __obj: Any,
-        *args: Any,
-        **kwargs: Any,
-    ) -> Any:
+        __obj: object,
+        *args: object,
+        **kwargs: object,
+    ) -> object:
         budget = _budget()
         budget.step()
         target = getattr(__obj, "__wrapped__", __obj)  # the sandbox wraps str.format

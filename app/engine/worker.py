@@ -12,12 +12,22 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.engine.cancel import CancelFlag
 
 log = logging.getLogger(__name__)
 
 
-def main(commands: Any, events: Any, cancel: Any, stderr_path: str, log_level: int) -> None:
+def main(
+    commands: Connection[object, object],
+    events: Connection[object, object],
+    cancel: CancelFlag,
+    stderr_path: str,
+    log_level: int,
+) -> None:
     """Entry point of the engine process: read commands until Shutdown or EOF."""
     _redirect_output(stderr_path)
     # ggml's abort handler otherwise forks gdb onto this process and writes ~85 lines of

@@ -19,12 +19,13 @@ import logging
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from app.platform.errors import BadInputError
+from app.platform.probes.base import MemoryProbe, MemorySample
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +58,11 @@ class Marker:
     label: str = ""
 
 
-def point_from_sample(sample: Any, t: float, device_fallback: bool = True) -> MemoryPoint:
+def point_from_sample(sample: MemorySample, t: float, device_fallback: bool = True) -> MemoryPoint:
     """A MemoryPoint from an app.platform.probes MemorySample: the engine process's own usage
     where the probe sees it (NVML per-process, psutil RSS), else the whole device's when
     `device_fallback` (else 0: no engine process to measure)."""
-    process = getattr(sample, "process_used", None)
-    device_used = getattr(sample, "device_used", None)
-    total = getattr(sample, "device_total", None)
+    process, device_used, total = sample.process_used, sample.device_used, sample.device_total
     if process is not None:
         used = process
     else:
@@ -71,9 +70,9 @@ def point_from_sample(sample: Any, t: float, device_fallback: bool = True) -> Me
     return MemoryPoint(
         t=t,
         used_bytes=int(used or 0),
-        total_bytes=None if total is None else int(total),
+        total_bytes=int(total),
         process_bytes=None if process is None else int(process),
-        device_used_bytes=None if device_used is None else int(device_used),
+        device_used_bytes=int(device_used),
     )
 
 
@@ -100,6 +99,36 @@ def _merge(a: MemoryPoint, b: MemoryPoint) -> MemoryPoint:
         _higher(a.process_bytes, b.process_bytes),
         _higher(a.device_used_bytes, b.device_used_bytes),
     )
+
+
+class MarkerRecord(TypedDict):
+    t: float
+    kind: str
+    label: str
+
+
+class SampleColumns(TypedDict):
+    """The samples as columns, not one object per sample: a 10 Hz hour is 36,000 samples."""
+
+    t: list[float]
+    used_bytes: list[int]
+    total_bytes: list[int | None]
+    process_bytes: list[int | None]
+    device_used_bytes: list[int | None]
+
+
+class RecordingFile(TypedDict):
+    """A recording as its JSON file holds it."""
+
+    format: str  # FORMAT
+    version: int
+    probe: str
+    probe_limits: str
+    device: str
+    started_at: str
+    metadata: dict[str, Any]
+    samples: SampleColumns
+    markers: list[MarkerRecord]
 
 
 @dataclass
@@ -187,11 +216,10 @@ class Recording:
 
     # ---- JSON -------------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RecordingFile:
         with self._lock:
             points, markers = list(self.points), list(self.markers)
-        # Columns, not one object per sample: a 10 Hz hour is 36,000 samples.
-        columns: dict[str, list[Any]] = {
+        columns: SampleColumns = {
             "t": [round(p.t, 3) for p in points],
             "used_bytes": [p.used_bytes for p in points],
             "total_bytes": [p.total_bytes for p in points],
@@ -207,11 +235,13 @@ class Recording:
             "started_at": self.started_at,
             "metadata": self.metadata,
             "samples": columns,
-            "markers": [asdict(m) for m in markers],
+            "markers": [{"t": m.t, "kind": m.kind, "label": m.label} for m in markers],
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Recording:
+    def from_dict(cls, data: object) -> Recording:
+        """The recording in `data`, as read from a JSON file (any value: what is not a
+        recording raises BadInputError)."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise BadInputError("This file is not a KV Studio memory recording.")
         if int(data.get("version", 0)) > VERSION:
@@ -220,8 +250,9 @@ class Recording:
             s = data["samples"]
             n = len(s["t"])
 
-            def column(name: str) -> list[Any]:
-                return s.get(name) or [None] * n
+            def column(name: str) -> list[int | None]:
+                values: list[int | None] = s.get(name) or [None] * n  # as the file has them
+                return values
 
             points = [
                 MemoryPoint(float(t), int(u), tot, proc, dev)
@@ -282,7 +313,7 @@ class ProbeSampler:
 
     def __init__(
         self,
-        probe: Any,
+        probe: MemoryProbe,
         recording: Recording | None = None,
         hz: float = 10.0,
         buffer_size: int = 6000,
@@ -337,9 +368,9 @@ class ProbeSampler:
             return None
         # Once the probe has shown per-process figures (or on a CPU, where RAM used by
         # everything is no stand-in for the engine), "no process figure" means no engine.
-        if getattr(sample, "process_used", None) is not None:
+        if sample.process_used is not None:
             self._process_seen = True
-        fallback = not self._process_seen and getattr(self.probe, "kind", "gpu") != "cpu"
+        fallback = not self._process_seen and self.probe.kind != "cpu"
         point = point_from_sample(sample, self.now(), fallback)
         self.buffer.append(point)
         if self.recording is not None:

@@ -13,7 +13,8 @@ import threading
 import psutil
 import pytest
 
-from app.engine.compare import CompareCancelledError, parse_modes, run_compare
+from app.engine.compare import parse_modes, run_compare
+from app.engine.compare_one_mode import CompareCancelledError
 from app.kv.kv_cache import kv_cache_bytes, llama_mib
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import BadInputError
@@ -45,7 +46,7 @@ def compared(starter_model_path):
 
 def test_three_modes_measured(compared):
     result, _ = compared
-    assert [m.mode for m in result.modes] == ["f16/f16", "q8_0/f16", "q8_0/q8_0"]
+    assert [m.mode.label for m in result.modes] == ["f16/f16", "q8_0/f16", "q8_0/q8_0"]
     for mode in result.modes:
         assert mode.n_ctx == N_CTX
         assert mode.kv_allocated_bytes > 0 and mode.k_bytes > 0 and mode.v_bytes > 0
@@ -61,7 +62,7 @@ def test_three_modes_measured(compared):
 def test_int8_k_allocation_is_exactly_34_of_64(compared, starter_model_path):
     result, _ = compared
     header = read_gguf_header(starter_model_path)
-    exact = {m.mode: kv_cache_bytes(header, N_CTX, m.mode) for m in result.modes}
+    exact = {m.mode.label: kv_cache_bytes(header, N_CTX, m.mode) for m in result.modes}
     # The exact bytes: q8_0 K is 34 bytes per 32 values, f16 64 bytes per 32 values.
     assert exact["q8_0/f16"].k_bytes * 64 == exact["f16/f16"].k_bytes * 34
     assert exact["q8_0/q8_0"].v_bytes * 64 == exact["f16/f16"].v_bytes * 34
@@ -71,7 +72,7 @@ def test_int8_k_allocation_is_exactly_34_of_64(compared, starter_model_path):
         printed = [line.split("K (")[1] for line in mode.kv_lines]
         computed = [
             f"{c.k_type}): {llama_mib(c.k_bytes)} MiB, V ({c.v_type}): {llama_mib(c.v_bytes)} MiB"
-            for c in exact[mode.mode].caches
+            for c in exact[mode.mode.label].caches
         ]
         assert printed == computed, mode.mode
     rows = {r["mode"]: r for r in result.rows()}

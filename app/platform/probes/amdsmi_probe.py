@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
 
 from app.platform.probes.base import MemoryProbe, MemorySample, now
 
@@ -28,8 +28,8 @@ class AmdSmiProbe(MemoryProbe):
         "Device VRAM includes every process on the GPU; a process's own VRAM is shown when "
         "amdsmi lists the process (it may need the render group or root)."
     )
-    _smi: Any = field(default=None, repr=False, compare=False)
-    _handle: Any = field(default=None, repr=False, compare=False)
+    _smi: ModuleType | None = field(default=None, repr=False, compare=False)  # amdsmi, once open
+    _handle: object = field(default=None, repr=False, compare=False)  # amdsmi's, passed back to it
 
     def __post_init__(self) -> None:
         try:
@@ -52,8 +52,13 @@ class AmdSmiProbe(MemoryProbe):
         except Exception:  # noqa: BLE001 - a name is optional
             self.device = "AMD GPU"
 
+    def _library(self) -> ModuleType:
+        if self._smi is None:
+            raise AmdSmiUnavailableError("the amdsmi probe is closed")
+        return self._smi
+
     def sample(self, pid: int | None = None) -> MemorySample:
-        smi = self._smi
+        smi = self._library()
         vram = smi.AmdSmiMemoryType.VRAM
         used = int(smi.amdsmi_get_gpu_memory_usage(self._handle, vram))
         total = int(smi.amdsmi_get_gpu_memory_total(self._handle, vram))
@@ -69,7 +74,7 @@ class AmdSmiProbe(MemoryProbe):
     def _process_used(self, pid: int | None) -> int | None:
         if pid is None:
             return None
-        smi = self._smi
+        smi = self._library()
         try:
             processes = smi.amdsmi_get_gpu_process_list(self._handle)
         except Exception as error:  # noqa: BLE001

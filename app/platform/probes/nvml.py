@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
 
 from app.platform.probes.base import MemoryProbe, MemorySample, now
 
@@ -25,8 +25,8 @@ class NvmlProbe(MemoryProbe):
         "Device memory includes every process on the GPU; a process's own usage is only "
         "shown when the driver reports it (not inside some containers or under MIG)."
     )
-    _nvml: Any = field(default=None, repr=False, compare=False)
-    _handle: Any = field(default=None, repr=False, compare=False)
+    _nvml: ModuleType | None = field(default=None, repr=False, compare=False)  # pynvml, once open
+    _handle: object = field(default=None, repr=False, compare=False)  # NVML's, passed back to it
 
     def __post_init__(self) -> None:
         try:
@@ -48,15 +48,20 @@ class NvmlProbe(MemoryProbe):
         self.device = name.decode() if isinstance(name, bytes) else str(name)
         self._nvml = pynvml
 
+    def _library(self) -> ModuleType:
+        if self._nvml is None:
+            raise NvmlUnavailableError("the NVML probe is closed")
+        return self._nvml
+
     def sample(self, pid: int | None = None) -> MemorySample:
-        nvml = self._nvml
+        nvml = self._library()
         info = nvml.nvmlDeviceGetMemoryInfo(self._handle)
         return MemorySample(now(), int(info.used), int(info.total), self._process_used(pid))
 
     def _process_used(self, pid: int | None) -> int | None:
         if pid is None:
             return None
-        nvml = self._nvml
+        nvml = self._library()
         total = None
         for query in (
             nvml.nvmlDeviceGetComputeRunningProcesses,
