@@ -10,7 +10,7 @@ import json
 import logging
 import time
 import uuid
-from typing import Any
+from typing import TypedDict
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -45,7 +45,7 @@ from app.server.request_log import PROMPT_SHOWN_CHARS, RequestLog, RequestRecord
 log = logging.getLogger(__name__)
 
 
-def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestLog) -> Any:
+def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestLog) -> Starlette:
     """The ASGI app: CORS only for the listed origins, then the key and request limits."""
     routes = _Routes(gateway, options, requests)
     middleware = []
@@ -172,6 +172,16 @@ class _EventStream(Response):
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
 
+class _RecordHead(TypedDict):
+    """The fields every RequestRecord of a request starts with."""
+
+    request_id: str
+    at: float
+    client: str
+    method: str
+    path: str
+
+
 class _RecordMaker:
     """The request's line in the request log, written once."""
 
@@ -201,7 +211,7 @@ class _RecordMaker:
             )
         )
 
-    def _head(self) -> dict[str, Any]:
+    def _head(self) -> _RecordHead:
         return {
             "request_id": self.request_id,
             "at": self.arrived,

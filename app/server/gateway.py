@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from app.engine.messages import Finished, Generate, Loaded
+from app.kv.kv_types import KvMode
 
 # Called from any thread with the request's PromptStarted, Token, and last its one Finished
 # or Failed (app.engine.messages).
@@ -31,7 +32,7 @@ class ModelInfo:
     id: str  # the file's name without .gguf
     path: str
     n_ctx: int
-    kv_mode: str  # "q8_0/f16"
+    kv_mode: KvMode
     kv_bytes: int  # what llama.cpp allocated for the KV cache
     created: int  # unix time of the load
 
@@ -41,7 +42,7 @@ class ModelInfo:
             id=Path(loaded.model_path).name.removesuffix(".gguf"),
             path=loaded.model_path,
             n_ctx=loaded.n_ctx,
-            kv_mode=loaded.options.kv.label,
+            kv_mode=loaded.options.kv,
             kv_bytes=sum(cache.total_bytes for cache in loaded.kv_caches),
             created=created,
         )

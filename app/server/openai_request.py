@@ -7,8 +7,8 @@ raises ApiError(400) naming it, with OpenAI's error shape (openai_shapes.error_b
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from app.engine.messages import ChatMessage, Generate, SamplingSettings
 
@@ -73,7 +73,7 @@ def parse_completion(body: object, request_id: str, max_tokens_limit: int) -> Pa
 
 
 def _parsed(
-    fields: dict[str, Any],
+    fields: Mapping[str, object],
     request_id: str,
     max_tokens_limit: int,
     messages: tuple[ChatMessage, ...] = (),
@@ -99,7 +99,7 @@ def _parsed(
     return ParsedRequest(command, stream, include_usage, model)
 
 
-def _sampling(fields: dict[str, Any], max_tokens_limit: int) -> SamplingSettings:
+def _sampling(fields: Mapping[str, object], max_tokens_limit: int) -> SamplingSettings:
     base = SamplingSettings(max_tokens=max_tokens_limit)
     name = "max_completion_tokens" if "max_completion_tokens" in fields else "max_tokens"
     max_tokens = _integer(fields, name, base.max_tokens, 1)
@@ -107,9 +107,7 @@ def _sampling(fields: dict[str, Any], max_tokens_limit: int) -> SamplingSettings
         raise _invalid(
             f"'{name}' is {max_tokens}; this server allows at most {max_tokens_limit}.", name
         )
-    seed = fields.get("seed")
-    if seed is not None:
-        seed = _integer(fields, "seed", 0, 0)
+    seed = None if fields.get("seed") is None else _integer(fields, "seed", 0, 0)
     return replace(
         base,
         max_tokens=max_tokens,
@@ -171,13 +169,15 @@ def _stop(stop: object) -> tuple[str, ...]:
     return tuple(s for s in stops if s)
 
 
-def _object(body: object) -> dict[str, Any]:
+def _object(body: object) -> dict[str, object]:
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object.", None)
     return body
 
 
-def _number(fields: dict[str, Any], name: str, default: float, low: float, high: float) -> float:
+def _number(
+    fields: Mapping[str, object], name: str, default: float, low: float, high: float
+) -> float:
     value = fields.get(name)
     if value is None:
         return default
@@ -188,7 +188,7 @@ def _number(fields: dict[str, Any], name: str, default: float, low: float, high:
     return float(value)
 
 
-def _integer(fields: dict[str, Any], name: str, default: int, low: int) -> int:
+def _integer(fields: Mapping[str, object], name: str, default: int, low: int) -> int:
     value = fields.get(name)
     if value is None:
         return default
@@ -199,7 +199,7 @@ def _integer(fields: dict[str, Any], name: str, default: int, low: int) -> int:
     return value
 
 
-def _boolean(fields: dict[str, Any], name: str, default: bool, prefix: str = "") -> bool:
+def _boolean(fields: Mapping[str, object], name: str, default: bool, prefix: str = "") -> bool:
     value = fields.get(name)
     if value is None:
         return default

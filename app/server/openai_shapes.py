@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import NotRequired, TypedDict
 
 from app.engine.messages import Finished
 from app.server.gateway import ModelInfo
@@ -11,15 +12,93 @@ from app.server.gateway import ModelInfo
 FINISH_REASONS = {"stop": "stop", "length": "length", "cancelled": "stop"}
 
 
+class ErrorDetail(TypedDict):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorBody(TypedDict):
+    error: ErrorDetail
+
+
+class ModelEntry(TypedDict):
+    """One model of GET /v1/models, with KV Studio's kv_mode (the mode's label) and kv_bytes."""
+
+    id: str
+    object: str
+    created: int
+    owned_by: str
+    context_length: int
+    kv_mode: str
+    kv_bytes: int
+
+
+class ModelList(TypedDict):
+    object: str
+    data: list[ModelEntry]
+
+
+class Usage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatChoice(TypedDict):
+    index: int
+    message: dict[str, str]  # role and content
+    logprobs: None
+    finish_reason: str
+
+
+class TextChoice(TypedDict):
+    index: int
+    text: str
+    logprobs: None
+    finish_reason: str
+
+
+class Completion(TypedDict):
+    """A whole reply: chat.completion (ChatChoice) or text_completion (TextChoice)."""
+
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: list[ChatChoice | TextChoice]
+    usage: Usage
+
+
+class ChunkChoice(TypedDict):
+    index: int
+    delta: NotRequired[dict[str, str]]  # chat streams
+    text: NotRequired[str]  # completion streams
+    logprobs: None
+    finish_reason: str | None
+
+
+class Chunk(TypedDict):
+    """One server-sent event of a stream."""
+
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: NotRequired[list[ChunkChoice]]
+    usage: NotRequired[Usage | None]
+
+
 def error_body(
     message: str, kind: str, param: str | None = None, code: str | None = None
-) -> dict[str, Any]:
+) -> ErrorBody:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def models_list(model: ModelInfo | None) -> dict[str, Any]:
+def models_list(model: ModelInfo | None) -> ModelList:
     """GET /v1/models: the loaded model, with its KV mode and KV bytes as extra fields."""
-    data = []
+    data: list[ModelEntry] = []
     if model is not None:
         data.append(
             {
@@ -28,14 +107,14 @@ def models_list(model: ModelInfo | None) -> dict[str, Any]:
                 "created": model.created,
                 "owned_by": "kvstudio",
                 "context_length": model.n_ctx,
-                "kv_mode": model.kv_mode,
+                "kv_mode": model.kv_mode.label,
                 "kv_bytes": model.kv_bytes,
             }
         )
     return {"object": "list", "data": data}
 
 
-def usage(finished: Finished) -> dict[str, int]:
+def usage(finished: Finished) -> Usage:
     return {
         "prompt_tokens": finished.prompt_tokens,
         "completion_tokens": finished.generated_tokens,
@@ -43,7 +122,7 @@ def usage(finished: Finished) -> dict[str, int]:
     }
 
 
-def chat_completion(reply_id: str, created: int, model: str, finished: Finished) -> dict[str, Any]:
+def chat_completion(reply_id: str, created: int, model: str, finished: Finished) -> Completion:
     return {
         "id": reply_id,
         "object": "chat.completion",
@@ -61,7 +140,7 @@ def chat_completion(reply_id: str, created: int, model: str, finished: Finished)
     }
 
 
-def text_completion(reply_id: str, created: int, model: str, finished: Finished) -> dict[str, Any]:
+def text_completion(reply_id: str, created: int, model: str, finished: Finished) -> Completion:
     return {
         "id": reply_id,
         "object": "text_completion",
@@ -105,17 +184,17 @@ class ChunkWriter:
             out += _event(body)
         return out + b"data: [DONE]\n\n"
 
-    def _base(self) -> dict[str, Any]:
+    def _base(self) -> Chunk:
         kind = "chat.completion.chunk" if self.chat else "text_completion"
         return {"id": self.reply_id, "object": kind, "created": self.created, "model": self.model}
 
     def _chunk(self, delta: dict[str, str], finish_reason: str | None, text: str = "") -> bytes:
         body = self._base()
+        choice: ChunkChoice
         if self.chat:
-            choice: dict[str, Any] = {"index": 0, "delta": delta}
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         else:
-            choice = {"index": 0, "text": text}
-        choice.update({"logprobs": None, "finish_reason": finish_reason})
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
         body["choices"] = [choice]
         if self.include_usage:
             body["usage"] = None
@@ -127,7 +206,7 @@ def error_event(message: str, kind: str = "server_error") -> bytes:
     return _event(error_body(message, kind)) + b"data: [DONE]\n\n"
 
 
-def _event(body: dict[str, Any]) -> bytes:
+def _event(body: Mapping[str, object]) -> bytes:
     return (
         b"data: "
         + json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
