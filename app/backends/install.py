@@ -25,6 +25,7 @@ from app.models.hub.download_control import DownloadControl
 from app.models.hub.partial_file import FetchTarget
 from app.models.hub.transfer import check_free_space, fetch
 from app.platform.errors import AppError, BadInputError, DownloadError
+from app.platform.units import size_number
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ def _size_and_location(url: str, name: str) -> tuple[str, int]:
     total = int(length)
     if total > MAX_DOWNLOAD_BYTES:
         raise DownloadError(
-            f"{name} is {total / 2**30:.1f} GiB, larger than a backend package can be; "
+            f"{name} is {size_number(total, 'GiB')} GiB, larger than a backend package can be; "
             "it was not downloaded."
         )
     return location, total

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ class BackendManifest:
     # takes every pair without build options (CPU, Vulkan).
     fa_pairs: tuple[str, ...]
     files: dict[str, PackageFile]
-    # {"gfx1100": {"q8_0-f16": 624, "f16-f16": 0}}: int8 dot instructions in the FA kernels.
+    # Per GPU target, per K-V pair (gfx1100, q8_0-f16: 624): int8 dot instructions in FA kernels.
     instruction_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     build: dict[str, Any] = field(default_factory=dict)  # seconds, cores, date, note
     # Which Flash Attention GPU kernels the build carries: "kvstudio-fa.3" for llama.cpp's with
@@ -130,7 +131,7 @@ def allowed_file_name(name: str) -> bool:
     return bool(_ALLOWED_FILE.match(name))
 
 
-def _strings(raw: Any, what: str) -> tuple[str, ...]:
+def _strings(raw: object, what: str) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
         raise BadPackageError(f"The manifest's {what} is not a list of names.")
     return tuple(raw)
@@ -203,7 +204,7 @@ def parse_manifest(text: str) -> BackendManifest:
     )
 
 
-def _kernel(raw: dict[str, Any]) -> str:
+def _kernel(raw: Mapping[str, object]) -> str:
     if "kernel" not in raw:
         # Packages made before the field: a GPU one (it lists its FA pairs) has llama.cpp's own.
         return "upstream" if raw.get("fa_pairs") else ""

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from app.backends.manifest import (
     MANIFEST_NAME,
@@ -49,7 +49,9 @@ STAMPS_FILE = ".verified.json"
 MAX_ARCHIVE_FILES = 64
 MAX_UNPACKED_BYTES = 8 << 30  # the largest real package (all ROCm targets) is well below
 
-Probe = Callable[[Path | None], Any]  # loads the backend in a child process; raises if it cannot
+Probe = Callable[[Path | None], object]  # loads the backend in a child process; raises if it cannot
+# What `use` hashed: {backend folder: {file: [size, mtime_ns]}}, as _stamp writes it.
+Stamps = dict[str, dict[str, list[int]]]
 
 
 @dataclass(frozen=True)
@@ -168,13 +170,14 @@ class BackendStore:
         self._remember(name)
         return backend
 
-    # What `use` hashed, as {name: {file: [size, mtime_ns]}}: files unchanged since need no hash.
-    def _stamps(self) -> dict[str, Any]:
+    # What `use` hashed (Stamps): files unchanged since need no hash.
+    def _stamps(self) -> Stamps:
         try:
             data = json.loads((self.folder / STAMPS_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        return data if isinstance(data, dict) else {}
+        # the app's own file: read as the shape _stamp writes
+        return cast(Stamps, data) if isinstance(data, dict) else {}
 
     def _stamp(self, folder: Path) -> None:
         stamps = self._stamps()

@@ -6,15 +6,14 @@ import argparse
 import json
 import platform
 import sys
-from typing import Any
+from typing import TypedDict
 
 from app.backends.store import load_chosen_backend_here
 from app.engine.build_info import parse_system_info
 from app.kv.kv_types import DEFAULT_KV_MODE
 from app.platform.paths import data_dir
 from app.platform.safe_text import safe_text
-
-_GIB = 1024**3
+from app.platform.units import size_number
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +29,38 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def collect() -> dict[str, Any]:
+class DeviceReport(TypedDict):
+    name: str
+    description: str
+    kind: str
+    backend: str
+    memory_total_bytes: int
+    memory_free_bytes: int
+
+
+class DoctorReport(TypedDict):
+    """What `kvstudio doctor --json` prints (and the text is written from)."""
+
+    backend: str
+    backend_notice: str | None
+    library: str
+    python: str
+    platform: str
+    llama_cpp_python: str
+    llama_cpp: str
+    ggml: str | None
+    ggml_commit: str | None
+    backends: list[str]
+    gpu_backends: list[str]
+    gpu_offload: bool
+    flash_attention_pairs: list[str] | str | None  # the pairs, "all" (CPU), None (not reported)
+    flash_attention_pairs_note: str
+    int8_k_pair_q8_0_f16: bool | None
+    devices: list[DeviceReport]
+    system_info: str
+
+
+def collect() -> DoctorReport:
     """Everything doctor reports, as plain values, about the backend the engine runs."""
 
     backend, notice = load_chosen_backend_here(data_dir())
@@ -41,7 +71,7 @@ def collect() -> dict[str, Any]:
     build = parse_system_info(info)
     gpu = list(build.gpu_backends)
     if build.fa_pairs is not None:
-        pairs: Any = list(build.fa_pairs)
+        pairs: list[str] | str | None = list(build.fa_pairs)
         pairs_note = "the K-V pairs the GPU Flash Attention kernels were compiled for (FA_QUANTS)"
         int8_k = build.has_fa_pair(DEFAULT_KV_MODE)
     elif gpu:
@@ -86,7 +116,7 @@ def collect() -> dict[str, Any]:
     }
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: DoctorReport) -> str:
     pairs = report["flash_attention_pairs"]
     pairs_text = ", ".join(pairs) if isinstance(pairs, list) else (pairs or "not reported")
     int8_k = report["int8_k_pair_q8_0_f16"]
@@ -113,7 +143,7 @@ def render(report: dict[str, Any]) -> str:
         lines.insert(4, f"                  {report['backend_notice']}")
     for d in report["devices"]:
         memory = (
-            f"{d['memory_total_bytes'] / _GIB:.1f} GiB"
+            f"{size_number(d['memory_total_bytes'], 'GiB')} GiB"
             if d["memory_total_bytes"]
             else "memory unknown"
         )

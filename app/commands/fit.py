@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from app.kv.fit import MARGIN, fit_estimate
 from app.kv.kv_types import COMPARE_MODES, KvMode
@@ -15,7 +15,7 @@ from app.platform.errors import BadInputError
 from app.platform.probes import read_free_memory
 from app.platform.safe_text import clip, safe_text
 from app.platform.text_table import aligned_rows
-from app.platform.units import parse_size
+from app.platform.units import parse_size, size_figure
 from app.platform.units import size as _size
 
 if TYPE_CHECKING:
@@ -26,8 +26,58 @@ if TYPE_CHECKING:
 
 
 DEFAULT_CTX = 4096  # the app's default context (LoadProfile.n_ctx)
-MIB = 1024 * 1024
 JSON_TEXT_LIMIT = 1000  # characters of a file's own text in --json
+
+
+class CacheReport(TypedDict):
+    cache: str
+    cells: int
+    layers: int
+    k_bytes: int
+    v_bytes: int
+    total_bytes: int
+    llama_log_line: str
+
+
+class ModeReport(TypedDict):
+    kv: str  # the mode's label
+    kv_bytes: int
+    k_bytes: int
+    v_bytes: int
+    fp16_kv_bytes: int
+    saving_bytes: int
+    caches: list[CacheReport]
+    compute_bytes_estimate: int
+    need_bytes: int
+    verdict: str
+    largest_n_ctx: int
+    largest_n_ctx_with_margin: int
+
+
+class ModelFacts(TypedDict):
+    path: str
+    name: str | None
+    architecture: str
+    quantization: str | None
+    parameters: int
+    context_length: int | None
+
+
+class FitReport(TypedDict):
+    """What `kvstudio fit --json` prints (and the text is written from)."""
+
+    model: ModelFacts
+    n_ctx: int
+    n_ctx_allocated: int
+    budget_bytes: int
+    budget_source: str
+    on_gpu: bool
+    weights_bytes: int
+    output_bytes: int
+    exact_kv: bool
+    note: str
+    modes: list[ModeReport]
+    margin: NotRequired[float]  # the share verdicts keep spare
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,10 +153,10 @@ def _report(
     source: str,
     on_gpu: bool,
     fits: tuple[ModeFit, ...],
-) -> dict[str, Any]:
+) -> FitReport:
     needs = [(fit, fit.need) for fit in fits if fit.need is not None]  # fit_estimate sets each
     first = needs[0][1]
-    modes = []
+    modes: list[ModeReport] = []
     for fit, need in needs:
         kv = need.kv
         fp16 = kv.fp16_equivalent()
@@ -163,10 +213,10 @@ def _report(
 
 
 def _mib(n: int) -> str:
-    return f"{n / MIB:,.1f}"
+    return size_figure(n, "MiB")
 
 
-def _text(r: dict[str, Any]) -> str:
+def _text(r: FitReport) -> str:
     m = r["model"]
     params = m["parameters"]
     trained = f"{m['context_length']:,}" if m["context_length"] else "?"

@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
                 quiet=not show_progress(args),
             )
     except (AppError, OSError) as error:
-        # Any failure is exit code 2 with one sentence (cli.py maps only BadInputError to 2);
+        # Every failure is exit code 2 with one sentence (cli.py maps only BadInputError to 2);
         # an OSError here is the target folder (permissions, a file in the way).
         print_error(_sentence(error))
         return 2

@@ -7,15 +7,24 @@ import json
 import signal
 import sys
 from dataclasses import replace
-from typing import Any
 
 from app.commands import print_error
 from app.commands.model_load import add_rpc_argument, checked_load_options
-from app.engine.messages import Generate, Load, SamplingSettings
+from app.engine.messages import (
+    Failed,
+    Finished,
+    Generate,
+    KernelWarning,
+    Load,
+    Loaded,
+    SamplingSettings,
+    Token,
+)
 from app.engine.process import EngineProcess, until
 from app.kv.kv_types import DEFAULT_KV_MODE
 from app.platform.errors import BadInputError, EngineFailedError
 from app.platform.safe_text import safe_stream
+from app.platform.units import size_number
 
 INTERRUPTED_EXIT = 130
 LOAD_TIMEOUT_S = 600.0
@@ -88,13 +97,13 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"\n[{finished.generated_tokens} tokens, {finished.tokens_per_second:.1f} t/s, "
             f"first token {finished.time_to_first_token_s * 1000:.0f} ms, "
-            f"KV cache {kv_mib:.2f} MiB ({mode.label})]",
+            f"KV cache {size_number(kv_mib * 2**20, 'MiB', 2)} MiB ({mode.label})]",
             file=sys.stderr,
         )
     return INTERRUPTED_EXIT if interrupted else 0
 
 
-def _stream(proc: Any, echo: bool) -> tuple[Any, bool]:
+def _stream(proc: EngineProcess, echo: bool) -> tuple[Finished, bool]:
     """Print tokens as they come; Ctrl+C stops generating and keeps what came (a second
     Ctrl+C gives up at once). Returns (the Finished event, whether Ctrl+C stopped it)."""
     interrupts = 0
@@ -113,27 +122,26 @@ def _stream(proc: Any, echo: bool) -> tuple[Any, bool]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _stream_events(proc: Any, echo: bool) -> Any:
+def _stream_events(proc: EngineProcess, echo: bool) -> Finished:
     while True:
         event = proc.recv(timeout=TOKEN_TIMEOUT_S)
-        name = type(event).__name__
         if event is None:
             raise EngineFailedError(f"The engine sent nothing for {TOKEN_TIMEOUT_S:.0f} seconds.")
-        if name == "Token" and echo:
+        if isinstance(event, Token) and echo:
             # A model can write escape sequences (colours, a new window title, a cleared
             # screen): the reply reaches the terminal as text only. --json escapes them itself.
             sys.stdout.write(safe_stream(event.text))
             sys.stdout.flush()
-        elif name == "KernelWarning" and echo:
+        elif isinstance(event, KernelWarning) and echo:
             print(file=sys.stderr)
             print_error(f"warning: {event.text}")
-        elif name == "Finished":
+        elif isinstance(event, Finished):
             return event
-        elif name == "Failed":
+        elif isinstance(event, Failed):
             raise EngineFailedError(event.message)
 
 
-def _report(loaded: Any, finished: Any) -> dict[str, Any]:
+def _report(loaded: Loaded, finished: Finished) -> dict[str, object]:
     caches = [
         {
             "sliding_window": c.swa,

@@ -21,7 +21,7 @@ from app.load.profile import LoadProfile
 from app.models.random_model import write_model
 from app.platform.errors import AppError, EngineFailedError
 from app.platform.probes import detect_probe
-from app.platform.units import size
+from app.platform.units import size, size_number
 
 TOKENS = 8
 LOAD_TIMEOUT_S = 300.0
@@ -75,11 +75,12 @@ def selftest(gpu_layers: int = -1) -> str:
     if finished.generated_tokens <= 0:
         raise EngineFailedError("The engine loaded the test model but generated no tokens.")
     devices = sorted({d for c in loaded.kv_caches for d in c.devices}) or ["unknown"]
-    kv_mib = sum(c.total_mib for c in loaded.kv_caches)  # as llama.cpp logged it
+    kv_bytes = sum(c.total_mib for c in loaded.kv_caches) * 2**20  # llama.cpp's MiB figures
     used = sample.process_used if sample.process_used is not None else sample.device_used
     whose = "engine process" if sample.process_used is not None else probe.device
     return (
         f"selftest passed: {backend} backend, KV cache K=q8_0/V=f16 with Flash Attention on "
-        f"{', '.join(devices)} ({kv_mib:.2f} MiB), {finished.generated_tokens} tokens at "
+        f"{', '.join(devices)} ({size_number(kv_bytes, 'MiB', 2)} MiB), "
+        f"{finished.generated_tokens} tokens at "
         f"{finished.tokens_per_second:.1f} t/s, {whose} memory {size(used)} ({probe.name})"
     )

@@ -8,14 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.kv.kv_cache import KvCacheEstimate
+from app.kv.kv_types import KvMode
+from app.platform.units import size
 
-MIB = 1024 * 1024
+GIB = 1024**3
 CTX_STEP = 256  # llama.cpp pads a context to 256 cells, so more tokens come in such steps
 
 
 def kv_mib(n: float) -> str:
     """KV bytes as the dashboard writes them: '25.5 MiB', '10.25 GiB' from 10 GiB up."""
-    return f"{n / MIB:,.1f} MiB" if n < 10 * 1024 * MIB else f"{n / MIB / 1024:,.2f} GiB"
+    return size(n, 1, "MiB") if n < 10 * GIB else size(n, 2, "GiB")
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class KvSummary:
     KV arithmetic failed (the log's figure still stands alone)."""
 
     n_ctx: int  # the context llama.cpp created
-    mode: str  # "q8_0/f16"
+    mode: KvMode
     allocated_bytes: int  # summed over llama.cpp's `llama_kv_cache: size = ...` lines
     fp16_bytes: int | None  # the same caches at f16/f16, computed
     bytes_per_token: int | None  # what one more token of context costs in `mode`
@@ -48,7 +50,7 @@ class KvSummary:
 
 
 def summarize(
-    n_ctx: int, mode: str, allocated_bytes: int, estimate: KvCacheEstimate | None
+    n_ctx: int, mode: KvMode, allocated_bytes: int, estimate: KvCacheEstimate | None
 ) -> KvSummary:
     """The summary of a load: `allocated_bytes` from llama.cpp's log, `estimate` the KV
     arithmetic for the same load (None when it failed)."""
@@ -68,13 +70,13 @@ def kv_sentence(summary: KvSummary) -> str:
     head = f"KV cache at {summary.n_ctx:,} tokens: "
     mine = kv_mib(summary.allocated_bytes)
     if summary.fp16_bytes is None or summary.saving_bytes is None:
-        return f"{head}{mine} with {summary.mode} (llama.cpp's log)."
+        return f"{head}{mine} with {summary.mode.label} (llama.cpp's log)."
     if summary.saving_bytes <= 0:
         return (
-            f"{head}{mine} in {summary.mode}, no saving: load the model with the K cache as "
+            f"{head}{mine} in {summary.mode.label}, no saving: load the model with the K cache as "
             "q8_0 (int8-K) to make it smaller."
         )
-    k_type = summary.mode.split("/")[0]
+    k_type = summary.mode.k.name
     what = "int8-K" if k_type == "q8_0" else f"K as {k_type}"
     room = (
         f", room for {summary.more_tokens:,} more tokens in the same memory"
@@ -82,7 +84,7 @@ def kv_sentence(summary: KvSummary) -> str:
         else ""
     )
     return (
-        f"{head}{kv_mib(summary.fp16_bytes)} in f16, {mine} with {what} ({summary.mode}): "
+        f"{head}{kv_mib(summary.fp16_bytes)} in f16, {mine} with {what} ({summary.mode.label}): "
         f"{kv_mib(summary.saving_bytes)} saved{room}."
     )
 

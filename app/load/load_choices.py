@@ -18,7 +18,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from app.kv.fit import FitEstimate, ModeFit, estimate_fit
 from app.kv.kv_types import KV_TYPE_NAMES, KvMode
@@ -140,7 +140,7 @@ def remember_choice(folder: Path, choice: LoadProfile) -> None:
     choices.pop(choice.model_path, None)  # re-inserted last: the most recent choice
     choices[choice.model_path] = choice
     kept = list(choices.items())[-MAX_MODELS:]
-    models: dict[str, Any] = {}
+    models: dict[str, dict[str, object]] = {}
     for key, kept_choice in kept:
         models[key] = {
             "n_ctx": kept_choice.n_ctx,

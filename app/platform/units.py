@@ -57,6 +57,12 @@ def size_number(n_bytes: float, unit: str, digits: int = 1) -> str:
     return f"{n_bytes / 1024 ** _BINARY.index(unit):.{digits}f}"
 
 
+def size_figure(n_bytes: float, unit: str, digits: int = 1) -> str:
+    """The figure alone, in `unit`, with thousands separators, as size() writes it:
+    (1288490188.8, 'MiB') -> '1,228.8' (for a table whose heading names the unit)."""
+    return size(n_bytes, digits, unit).removesuffix(f" {unit}")
+
+
 def speed(bytes_per_s: float | None) -> str:
     return "" if not bytes_per_s else f"{size(bytes_per_s)}/s"
 

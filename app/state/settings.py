@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -92,9 +92,9 @@ _CHECKS: dict[str, tuple[str, Callable[[object], bool]]] = {
 }
 
 
-def _checked(raw: dict[str, Any]) -> tuple[Settings, list[str]]:
+def _checked(raw: Mapping[str, object]) -> tuple[Settings, list[str]]:
     """The settings in `raw`, each bad field reset to its default; and the bad fields' names."""
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # each checked against its field by _CHECKS
     bad = []
     for f in fields(Settings):
         if f.name == "version" or f.name not in raw:

@@ -54,7 +54,7 @@ def kv_estimate(loaded: Loaded) -> KvCacheEstimate | None:
 
 def loaded_summary(loaded: Loaded, estimate: KvCacheEstimate | None = None) -> KvSummary:
     """A load's KV figures: llama.cpp's logged allocation next to the arithmetic's f16/f16."""
-    mode = loaded.options.kv.label
+    mode = loaded.options.kv
     allocated = sum(c.total_bytes for c in loaded.kv_caches)
     return summarize(
         loaded.n_ctx, mode, allocated, estimate if estimate is not None else kv_estimate(loaded)
@@ -255,7 +255,7 @@ class KvPanel(QWidget):
         if self.loaded is None:
             return None
         if self.estimate is None:
-            mode = self.loaded.options.kv.label
+            mode = self.loaded.options.kv
             allocated = sum(c.total_bytes for c in self.loaded.kv_caches)
             return summarize(self.loaded.n_ctx, mode, allocated, None)
         return loaded_summary(self.loaded, self.estimate)
@@ -264,7 +264,7 @@ class KvPanel(QWidget):
         loaded, summary = self.loaded, self.summary
         if loaded is None or summary is None:
             return
-        mode = summary.mode
+        mode = summary.mode.label
         est = self.estimate
         self.now_line.setValue(self.n_tokens)
         if est is not None and summary.fp16_bytes is not None:
