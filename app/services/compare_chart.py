@@ -5,9 +5,8 @@ drawing serves the dashboard's chart (app/ui/dashboard/bar_chart.py) and `kvstud
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPen
@@ -34,7 +33,7 @@ GRID = QColor("#e5e7eb")
 def _panel(
     painter: QPainter,
     rect: QRectF,
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[Mapping[str, object]],
     key: str,
     title: str,
     unit: str,
@@ -89,7 +88,7 @@ def _panel(
 
 
 def paint_compare(
-    painter: QPainter, rect: QRectF, rows: Sequence[dict[str, Any]], title: str = ""
+    painter: QPainter, rect: QRectF, rows: Sequence[Mapping[str, object]], title: str = ""
 ) -> None:
     """Draw the panels for `rows` (CompareResult.rows()) into `rect`."""
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -119,7 +118,10 @@ def paint_compare(
 
 
 def render_compare_png(
-    rows: Sequence[dict[str, Any]], path: str | Path, title: str = "", size: QSize | None = None
+    rows: Sequence[Mapping[str, object]],
+    path: str | Path,
+    title: str = "",
+    size: QSize | None = None,
 ) -> Path:
     """Write the chart as a PNG (works offscreen; creates a QGuiApplication if none)."""
     size = size or QSize(1400, 420)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Unpack
 
 from PySide6.QtCore import QObject, Signal
 
-from app.engine.compare import CompareCancelledError, run_compare
+from app.engine.compare import CompareOptions, run_compare
+from app.engine.compare_one_mode import CompareCancelledError
 from app.platform.errors import AppError
+from app.platform.probes import MemoryProbe
 from app.platform.recording import Recording
 
 log = logging.getLogger(__name__)
@@ -38,7 +40,7 @@ class CompareRunner(QObject):
     failed = Signal(str)
     cancelled = Signal()
 
-    def __init__(self, probe: Any = None, parent: QObject | None = None) -> None:
+    def __init__(self, probe: MemoryProbe | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._probe = probe
         self._thread: threading.Thread | None = None
@@ -48,7 +50,9 @@ class CompareRunner(QObject):
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, model_path: str, n_ctx: int, depth: int, **options: Any) -> Recording:
+    def start(
+        self, model_path: str, n_ctx: int, depth: int, **options: Unpack[CompareOptions]
+    ) -> Recording:
         """Start a comparison (options go to run_compare: modes, n_gpu_layers, n_prompt,
         n_gen, quality_chunks, chunk_tokens, reference_text, n_threads).
         Raises AppError when one is already running."""
@@ -79,7 +83,7 @@ class CompareRunner(QObject):
         model_path: str,
         n_ctx: int,
         depth: int,
-        options: dict[str, Any],
+        options: CompareOptions,
         recording: Recording,
         cancel: threading.Event,
     ) -> None:

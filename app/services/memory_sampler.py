@@ -9,12 +9,11 @@ of samples can never queue work onto the GUI thread.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from app.engine.compare import probe_description
-from app.platform.probes import detect_probe
+from app.platform.probes import MemoryProbe, detect_probe
 from app.platform.recording import MemoryPoint, ProbeSampler, Recording
 
 log = logging.getLogger(__name__)
@@ -35,7 +34,9 @@ class MemorySampler(QObject):
     probe_changed = Signal(object)
     recording_reset = Signal(object)
 
-    def __init__(self, probe: Any = None, hz: float = 10.0, parent: QObject | None = None) -> None:
+    def __init__(
+        self, probe: MemoryProbe | None = None, hz: float = 10.0, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         if not 4.0 <= hz <= 10.0:
             raise ValueError("The dashboard samples at 4 to 10 Hz.")
@@ -45,7 +46,7 @@ class MemorySampler(QObject):
         self._recording: Recording | None = None
 
     @property
-    def probe(self) -> Any:
+    def probe(self) -> MemoryProbe:
         """The probe in use (detected on first use: NVML, amdsmi, AMD sysfs, else psutil)."""
         if self._probe is None:
             self._probe = detect_probe()
