@@ -16,11 +16,10 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 import llama_cpp
 
-from app.engine.cancel import native_abort_callback
+from app.engine.cancel import CancelCheck, native_abort_callback
 from app.engine.chat_template import ChatTemplate, RenderStopped, TemplateRefused
 from app.engine.messages import (
     ChatMessage,
@@ -28,6 +27,7 @@ from app.engine.messages import (
     Finished,
     Generate,
     PromptStarted,
+    SamplingSettings,
     TemplateFallback,
     Token,
 )
@@ -69,27 +69,23 @@ class StopFilter:
 
 
 def run_generation(
-    llm: Any, command: Generate, template: ChatTemplate, cancel: Any, emit: Emit
+    llm: llama_cpp.Llama,
+    command: Generate,
+    template: ChatTemplate,
+    cancel: CancelCheck,
+    emit: Emit,
 ) -> Finished:
     """Generate for `command`, emitting Token events; returns the Finished event."""
     started = time.perf_counter()
     s = command.sampling
     n_ctx = llm.n_ctx()
     reserve = min(s.max_tokens if s.max_tokens > 0 else n_ctx // 4, n_ctx // 2)
+    budget = n_ctx - max(reserve, 1)
     try:
-        tokens, dropped = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1), cancel)
+        tokens, dropped = _prompt_tokens(llm, command, template, budget, cancel)
     except TemplateRefused as refused:
-        if template.fallback is None:
-            raise
-        template = template.fallback
-        emit(
-            TemplateFallback(
-                template.source,
-                f"The model's own chat template is not used: {refused.reason}. "
-                f"Using the plain {template.source} template.",
-            )
-        )
-        tokens, dropped = _prompt_tokens(llm, command, template, n_ctx - max(reserve, 1), cancel)
+        template = _fallback_template(template, refused, emit)
+        tokens, dropped = _prompt_tokens(llm, command, template, budget, cancel)
     except RenderStopped:
         return _finished(command, "", 0, 0, started, 0.0, 0.0, "cancelled", 0)
     room = n_ctx - len(tokens)
@@ -103,12 +99,7 @@ def run_generation(
     if s.seed is not None:
         llm.set_seed(s.seed)
     stops = StopFilter(tuple(s.stop) + (template.stop if command.messages else ()))
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    vocab = llm._model.vocab
-    text_parts: list[str] = []
-    generated = 0
-    first_at = last_at = 0.0
-    reason = "length"
+    reply = _Reply(command.request_id, len(tokens), stops, emit)
 
     emit(PromptStarted(command.request_id, len(tokens), time.monotonic()))
     with _abort_on(llm, cancel):
@@ -116,62 +107,117 @@ def run_generation(
             return _finished(
                 command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens)
             )
-        stream = llm.generate(
-            tokens,
-            top_k=s.top_k,
-            top_p=s.top_p,
-            min_p=s.min_p,
-            temp=s.temperature,
-            repeat_penalty=s.repeat_penalty,
-            reset=True,  # finds the prompt already evaluated by _prefill and samples at once
-        )
-        while True:
-            try:
-                token = next(stream)
-            except StopIteration:
-                break
-            except RuntimeError:
-                if not cancel.is_set():
-                    raise
-                # llama_decode returned 2: aborted mid-token. llama.cpp dropped that
-                # token's cache entries and llm.n_tokens never counted it.
-                reason = "cancelled"
-                break
-            last_at = time.perf_counter()
-            if not first_at:
-                first_at = last_at
-            if llama_cpp.llama_vocab_is_eog(vocab, token):
-                reason = "stop"
-                break
-            generated += 1
-            piece = stops.push(decoder.decode(llm.detokenize([token])))
-            if piece:
-                text_parts.append(piece)
-                emit(Token(command.request_id, piece, len(tokens) + generated, time.monotonic()))
-            if stops.stopped:
-                reason = "stop"
-                break
-            if cancel.is_set():
-                reason = "cancelled"
-                break
-            if generated >= max_new:
-                break
-    if not stops.stopped:
-        tail = stops.flush() + decoder.decode(b"", final=True)
-        if tail:
-            text_parts.append(tail)
-            emit(Token(command.request_id, tail, len(tokens) + generated, time.monotonic()))
+        _sample(llm, tokens, s, max_new, cancel, reply)
+    reply.flush()
     return _finished(
         command,
-        "".join(text_parts),
+        "".join(reply.parts),
         len(tokens),
-        generated,
+        reply.generated,
         started,
-        first_at,
-        last_at,
-        reason,
-        len(tokens) + generated,
+        reply.first_at,
+        reply.last_at,
+        reply.reason,
+        len(tokens) + reply.generated,
     )
+
+
+def _fallback_template(
+    template: ChatTemplate, refused: TemplateRefused, emit: Emit
+) -> ChatTemplate:
+    """The plain template to use instead of the model's own, which `refused` this
+    conversation (said with TemplateFallback); re-raises when there is none."""
+    if template.fallback is None:
+        raise refused
+    fallback = template.fallback
+    emit(
+        TemplateFallback(
+            fallback.source,
+            f"The model's own chat template is not used: {refused.reason}. "
+            f"Using the plain {fallback.source} template.",
+        )
+    )
+    return fallback
+
+
+class _Reply:
+    """The reply as it is sampled: its text, sent on as Token events (held back where it
+    might start a stop string), token count, timings and why it ended."""
+
+    def __init__(self, request_id: str, n_prompt: int, stops: StopFilter, emit: Emit) -> None:
+        self.request_id = request_id
+        self.n_prompt = n_prompt
+        self.stops = stops
+        self.emit = emit
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.parts: list[str] = []
+        self.generated = 0
+        self.first_at = self.last_at = 0.0
+        self.reason = "length"
+
+    def add(self, data: bytes) -> None:
+        """One more generated token's bytes."""
+        self.generated += 1
+        self._send(self.stops.push(self.decoder.decode(data)))
+
+    def flush(self) -> None:
+        """Send what was held back, unless a stop string ended the reply."""
+        if not self.stops.stopped:
+            self._send(self.stops.flush() + self.decoder.decode(b"", final=True))
+
+    def _send(self, piece: str) -> None:
+        if piece:
+            self.parts.append(piece)
+            n_past = self.n_prompt + self.generated
+            self.emit(Token(self.request_id, piece, n_past, time.monotonic()))
+
+
+def _sample(
+    llm: llama_cpp.Llama,
+    tokens: list[int],
+    s: SamplingSettings,
+    max_new: int,
+    cancel: CancelCheck,
+    reply: _Reply,
+) -> None:
+    """Sample tokens after the evaluated prompt into `reply` until it ends."""
+    vocab = llm._model.vocab
+    stream = llm.generate(
+        tokens,
+        top_k=s.top_k,
+        top_p=s.top_p,
+        min_p=s.min_p,
+        temp=s.temperature,
+        repeat_penalty=s.repeat_penalty,
+        reset=True,  # finds the prompt already evaluated by _prefill and samples at once
+    )
+    while True:
+        try:
+            token = next(stream)
+        except StopIteration:
+            break
+        except RuntimeError:
+            if not cancel.is_set():
+                raise
+            # llama_decode returned 2: aborted mid-token. llama.cpp dropped that
+            # token's cache entries and llm.n_tokens never counted it.
+            reply.reason = "cancelled"
+            break
+        reply.last_at = time.perf_counter()
+        if not reply.first_at:
+            reply.first_at = reply.last_at
+        if llama_cpp.llama_vocab_is_eog(vocab, token):
+            reply.reason = "stop"
+            break
+        reply.add(llm.detokenize([token]))
+        if reply.stops.stopped:
+            reply.reason = "stop"
+            break
+        if cancel.is_set():
+            reply.reason = "cancelled"
+            break
+        if reply.generated >= max_new:
+            break
 
 
 def _finished(
@@ -202,7 +248,11 @@ def _finished(
 
 
 def _prompt_tokens(
-    llm: Any, command: Generate, template: ChatTemplate, budget: int, cancel: Any
+    llm: llama_cpp.Llama,
+    command: Generate,
+    template: ChatTemplate,
+    budget: int,
+    cancel: CancelCheck,
 ) -> tuple[list[int], int]:
     """The prompt's tokens, and how many of the oldest chat messages were dropped to fit
     `budget` (system messages and the last message are always kept)."""
@@ -225,7 +275,7 @@ def _prompt_tokens(
 
 
 def _chat_tokens(
-    llm: Any, template: ChatTemplate, messages: list[ChatMessage], cancel: Any
+    llm: llama_cpp.Llama, template: ChatTemplate, messages: list[ChatMessage], cancel: CancelCheck
 ) -> list[int]:
     bos_id, eos_id = llm.token_bos(), llm.token_eos()
     bos = llm.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
@@ -238,7 +288,7 @@ def _chat_tokens(
     return tokens
 
 
-def _prefill(llm: Any, tokens: list[int], cancel: Any) -> bool:
+def _prefill(llm: llama_cpp.Llama, tokens: list[int], cancel: CancelCheck) -> bool:
     """Evaluate the prompt (reusing the cached prefix); False if cancelled meanwhile.
 
     Afterwards llm holds exactly `tokens`, so llm.generate(tokens) samples
@@ -275,7 +325,7 @@ def _prefill(llm: Any, tokens: list[int], cancel: Any) -> bool:
     return True
 
 
-def _window_intact(llm: Any, cached: int) -> bool:
+def _window_intact(llm: llama_cpp.Llama, cached: int) -> bool:
     """Whether a sliding-window cache still holds the positions that tokens after
     `cached` attend to. It drops positions older than its window as it goes, so rolling
     back further than that would attend to nothing (llama.cpp's server checks the same)."""
@@ -295,7 +345,7 @@ _NATIVE_ABORT = native_abort_callback()
 
 
 @contextmanager
-def _abort_on(llm: Any, cancel: Any) -> Iterator[None]:
+def _abort_on(llm: llama_cpp.Llama, cancel: CancelCheck) -> Iterator[None]:
     """While inside, llama.cpp's compute stops soon after `cancel` is set."""
     address = getattr(cancel, "address", None)
     if _NATIVE_ABORT is not None and address is not None:

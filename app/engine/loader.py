@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import llama_cpp
 
@@ -38,7 +37,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class LoadedModel:
-    llm: Any  # llama_cpp.Llama
+    llm: llama_cpp.Llama
     loaded: Loaded
     template: ChatTemplate
 
@@ -48,7 +47,6 @@ def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
 
     path = Path(options.model_path)
     check_gguf(path)  # missing / not a GGUF / truncated: a sentence, before llama.cpp sees it
-    k, v = options.kv.k, options.kv.v
     if options.n_ctx <= 0:
         raise EngineFailedError(f"The context size must be positive, not {options.n_ctx}.")
     if options.repack_weights and devices.has_amx():
@@ -57,30 +55,9 @@ def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
     router.flush()
     router.take_lines()  # only this load's lines are parsed below
     started = time.perf_counter()
-    kwargs: dict[str, Any] = {
-        "model_path": str(path),
-        "n_ctx": options.n_ctx,
-        "n_gpu_layers": options.n_gpu_layers,
-        "flash_attn": options.flash_attn,
-        "type_k": k.ggml_id,
-        "type_v": v.ggml_id,
-        "n_batch": options.n_batch,
-        "n_ubatch": options.n_ubatch,
-        "swa_full": options.swa_full,
-        "seed": options.seed if options.seed >= 0 else llama_cpp.LLAMA_DEFAULT_SEED,
-        "logits_all": False,
-        # verbose=False would point fd 2 at /dev/null while loading, hiding an abort's
-        # message from the crash report; the log itself goes through our callback anyway.
-        "verbose": True,
-    }
-    if options.layer_split:
-        kwargs["tensor_split"] = list(options.layer_split)
-    if options.n_threads:
-        kwargs["n_threads"] = options.n_threads
-        kwargs["n_threads_batch"] = options.n_threads
     try:
         with _templates_left_to_us(), weights_repacked(options.repack_weights):
-            llm = llama_cpp.Llama(**kwargs)
+            llm = _new_llama(path, options)
     except AppError:
         raise
     except Exception as error:  # llama-cpp-python raises ValueError/RuntimeError
@@ -92,7 +69,40 @@ def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
         ) from error
     seconds = time.perf_counter() - started
     router.flush()
-    lines = router.take_lines()
+    loaded, template = _describe(llm, options, seconds, router.take_lines())
+    log.info("loaded %s in %.2f s (pid %d)", path.name, seconds, os.getpid())
+    return LoadedModel(llm, loaded, template)
+
+
+def _new_llama(path: Path, options: LoadProfile) -> llama_cpp.Llama:
+    """llama_cpp.Llama for `options` (loads the weights; raises what llama-cpp-python raises)."""
+    return llama_cpp.Llama(
+        model_path=str(path),
+        n_ctx=options.n_ctx,
+        n_gpu_layers=options.n_gpu_layers,
+        flash_attn=options.flash_attn,
+        type_k=options.kv.k.ggml_id,
+        type_v=options.kv.v.ggml_id,
+        n_batch=options.n_batch,
+        n_ubatch=options.n_ubatch,
+        swa_full=options.swa_full,
+        seed=options.seed if options.seed >= 0 else llama_cpp.LLAMA_DEFAULT_SEED,
+        logits_all=False,
+        # verbose=False would point fd 2 at /dev/null while loading, hiding an abort's
+        # message from the crash report; the log itself goes through our callback anyway.
+        verbose=True,
+        tensor_split=list(options.layer_split) if options.layer_split else None,
+        # None: llama-cpp-python's defaults (half the cores to generate, all to batch).
+        n_threads=options.n_threads or None,
+        n_threads_batch=options.n_threads or None,
+    )
+
+
+def _describe(
+    llm: llama_cpp.Llama, options: LoadProfile, seconds: float, lines: list[str]
+) -> tuple[Loaded, ChatTemplate]:
+    """What the load made (from llama.cpp's log `lines`), and the chat template chosen."""
+    path = Path(options.model_path)
     expect_gpu = devices.supports_gpu_offload() and options.n_gpu_layers != 0
     parsed = parse_log(lines, expect_gpu=expect_gpu)
     metadata = dict(llm.metadata or {})
@@ -125,8 +135,7 @@ def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
         device_memory=_device_memory() if options.rpc_workers else (),
         fa_kernel=_fa_kernel(),
     )
-    log.info("loaded %s in %.2f s (pid %d)", path.name, seconds, os.getpid())
-    return LoadedModel(llm, loaded, template)
+    return loaded, template
 
 
 def check_loadable(options: LoadProfile, router: LlamaLogRouter) -> None:
@@ -170,8 +179,9 @@ def weights_repacked(repack: bool) -> Iterator[None]:
     bindings = llama_cpp.llama_cpp
     defaults = bindings.llama_model_default_params
 
-    def with_repack() -> Any:
-        params = defaults()
+    def with_repack() -> llama_cpp.llama_model_params:
+        # llama_cpp's ctypes_function decorator erases the struct it returns to Any.
+        params: llama_cpp.llama_model_params = defaults()
         params.use_extra_bufts = repack
         return params
 
@@ -196,7 +206,7 @@ def _templates_left_to_us() -> Iterator[None]:
     model_class = llama_cpp.llama.internals.LlamaModel
     read_all = model_class.metadata
 
-    def without_templates(model: Any) -> dict[str, str]:
+    def without_templates(model: llama_cpp.llama.internals.LlamaModel) -> dict[str, str]:
         return {k: v for k, v in read_all(model).items() if not k.startswith(_TEMPLATE_KEY)}
 
     model_class.metadata = without_templates  # type: ignore[method-assign,assignment]
@@ -206,7 +216,7 @@ def _templates_left_to_us() -> Iterator[None]:
         model_class.metadata = read_all  # type: ignore[method-assign]
 
 
-def _chat_template(llm: Any) -> str | None:
+def _chat_template(llm: llama_cpp.Llama) -> str | None:
     """The GGUF's chat template, read through llama.cpp once the model is loaded; one over
     the renderer's size limit only up to just past it (it is refused for its length)."""
     key = _TEMPLATE_KEY.encode()
@@ -219,7 +229,7 @@ def _chat_template(llm: Any) -> str | None:
     return buffer.value.decode("utf-8", "replace")
 
 
-def _is_one_token(llm: Any, text: str) -> bool:
+def _is_one_token(llm: llama_cpp.Llama, text: str) -> bool:
     try:
         return len(llm.tokenize(text.encode(), add_bos=False, special=True)) == 1
     except Exception:  # noqa: BLE001 - a tokenizer hiccup only means "no"
@@ -256,7 +266,7 @@ def _fa_kernel() -> str:
     return kernel_of_folder(Path(chosen) if chosen else built_in_folder())
 
 
-def _device_memory() -> tuple[Any, ...]:
+def _device_memory() -> tuple[SplitDevice, ...]:
     """Each device's memory after a load across workers (a worker's asked over the engine's
     own RPC connection: a second client would wait behind it)."""
 

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from app.engine.cancel import CancelCheck
 from app.engine.messages import Evaluate, Evaluated
 from app.platform.errors import BadInputError, EngineFailedError
+
+if TYPE_CHECKING:  # llama_cpp is imported only where it runs: app.engine.compare imports this
+    from llama_cpp import Llama
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ def default_reference_text() -> str:
     return "\n\n".join(topics[key] for key in sorted(topics))
 
 
-def _tokenize_enough(llm: Any, text: str, n_tokens: int) -> list[int]:
+def _tokenize_enough(llm: Llama, text: str, n_tokens: int) -> list[int]:
     """Tokens of a prefix of `text` long enough for `n_tokens` tokens (or all of it).
 
     Tokenizing the whole reference text would take seconds for no use, so a prefix
@@ -57,7 +60,7 @@ def _tokenize_enough(llm: Any, text: str, n_tokens: int) -> list[int]:
 
 
 def decode_batch(
-    llm: Any, tokens: list[int], start_pos: int, logits: str = "none"
+    llm: Llama, tokens: list[int], start_pos: int, logits: str = "none"
 ) -> np.ndarray | None:
     """Decode `tokens` at positions start_pos.. in sequence 0 (at most llm.n_batch).
 
@@ -98,7 +101,7 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return logits
 
 
-def clear_cache(llm: Any) -> None:
+def clear_cache(llm: Llama) -> None:
     llm._ctx.kv_cache_clear()
     # The Llama object's prefix cache must not believe the old tokens are still there.
     llm.n_tokens = 0
@@ -113,8 +116,21 @@ class _Scores:
         self.kl = 0.0
         self.same_top1 = 0
 
+    def add(self, logp: np.ndarray, targets: np.ndarray) -> None:
+        """Positions' log-probabilities, and the tokens that followed them."""
+        self.nll -= float(logp[np.arange(len(targets)), targets].sum())
+        self.count += len(targets)
 
-def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None = None) -> Evaluated:
+    def compare(self, reference: np.ndarray, logp: np.ndarray) -> None:
+        """The same positions against the reference run's log-probabilities."""
+        ref = np.asarray(reference, dtype=np.float32)
+        own = logp.astype(np.float16).astype(np.float32)  # like with like
+        p_ref = np.exp(ref)
+        self.kl += float((p_ref * (ref - own)).sum())
+        self.same_top1 += int((ref.argmax(axis=1) == own.argmax(axis=1)).sum())
+
+
+def evaluate(llm: Llama, command: Evaluate, cancel: CancelCheck | None = None) -> Evaluated:
     """Score `command.text` with the loaded `llm` (a llama_cpp.Llama).
 
     Raises BadInputError when the text is too short or the context too small, and
@@ -135,32 +151,10 @@ def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None =
         )
     bos = llm.token_bos()
     add_bos = bool(tokens) and tokens[0] == bos
-    first = chunk // 2
-    rows_per_chunk = chunk - first - 1  # logits at first..chunk-2 predict tokens first+1..chunk-1
+    rows_per_chunk = chunk - chunk // 2 - 1  # logits at first..chunk-2 predict first+1..chunk-1
     n_vocab = llm.n_vocab()
     piece = max(1, min(llm.n_batch, LOGITS_BUDGET_BYTES // (n_vocab * 4)))
-    total_rows = n_chunks * rows_per_chunk
-
-    reference: Any = None  # np.memmap: written (reference run) or read (compared run)
-    path = Path(command.logprobs_path) if command.logprobs_path else None
-    if path is not None and command.write_reference:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        reference = np.lib.format.open_memmap(
-            path, mode="w+", dtype=np.float16, shape=(total_rows, n_vocab)
-        )
-    elif path is not None:
-        try:
-            reference = np.load(path, mmap_mode="r")
-        except (OSError, ValueError) as error:
-            raise EngineFailedError(
-                f"The reference log-probabilities could not be read: {error}."
-            ) from error
-        if reference.shape != (total_rows, n_vocab):
-            raise EngineFailedError(
-                "The reference run scored a different text or model "
-                f"({reference.shape[0]} positions x {reference.shape[1]} tokens, "
-                f"this run {total_rows} x {n_vocab})."
-            )
+    reference = _open_reference(command, n_chunks * rows_per_chunk, n_vocab)
     compare = reference is not None and not command.write_reference
 
     scores = _Scores()
@@ -169,28 +163,8 @@ def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None =
             chunk_tokens = tokens[c * chunk : (c + 1) * chunk]
             if add_bos:
                 chunk_tokens[0] = bos
-            clear_cache(llm)
-            for start in range(0, first, llm.n_batch):  # the unscored first half
-                decode_batch(llm, chunk_tokens[start : min(first, start + llm.n_batch)], start)
-            for start in range(first, chunk - 1, piece):
-                if cancel is not None and cancel.is_set():
-                    raise EngineFailedError("The quality evaluation was cancelled.")
-                stop = min(chunk - 1, start + piece)
-                logits = decode_batch(llm, chunk_tokens[start:stop], start, "all")
-                assert logits is not None  # "all" always returns them
-                logp = _log_softmax(logits)
-                targets = np.asarray(chunk_tokens[start + 1 : stop + 1])
-                scores.nll -= float(logp[np.arange(len(targets)), targets].sum())
-                scores.count += len(targets)
-                row = c * rows_per_chunk + (start - first)
-                if command.write_reference and reference is not None:
-                    reference[row : row + len(targets)] = logp
-                elif compare:
-                    ref = np.asarray(reference[row : row + len(targets)], dtype=np.float32)
-                    own = logp.astype(np.float16).astype(np.float32)  # like with like
-                    p_ref = np.exp(ref)
-                    scores.kl += float((p_ref * (ref - own)).sum())
-                    scores.same_top1 += int((ref.argmax(axis=1) == own.argmax(axis=1)).sum())
+            row = c * rows_per_chunk
+            _score_chunk(llm, chunk_tokens, row, piece, scores, reference, command, cancel)
             log.debug(
                 "quality chunk %d/%d: ppl so far %.3f",
                 c + 1,
@@ -211,3 +185,64 @@ def evaluate(llm: Any, command: Evaluate, cancel: threading.Event | Any | None =
         mean_kl_divergence=scores.kl / scores.count if compare else None,
         top1_agreement=scores.same_top1 / scores.count if compare else None,
     )
+
+
+def _open_reference(command: Evaluate, total_rows: int, n_vocab: int) -> np.memmap | None:
+    """The reference log-probabilities, mapped: created (the reference run) or read and
+    checked against this run (a compared run); None when the command names no file."""
+    if not command.logprobs_path:
+        return None
+    path = Path(command.logprobs_path)
+    if command.write_reference:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return np.lib.format.open_memmap(
+            path, mode="w+", dtype=np.float16, shape=(total_rows, n_vocab)
+        )
+    try:
+        reference: np.memmap = np.load(path, mmap_mode="r")
+    except (OSError, ValueError) as error:
+        raise EngineFailedError(
+            f"The reference log-probabilities could not be read: {error}."
+        ) from error
+    if reference.shape != (total_rows, n_vocab):
+        raise EngineFailedError(
+            "The reference run scored a different text or model "
+            f"({reference.shape[0]} positions x {reference.shape[1]} tokens, "
+            f"this run {total_rows} x {n_vocab})."
+        )
+    return reference
+
+
+def _score_chunk(
+    llm: Llama,
+    chunk_tokens: list[int],
+    row: int,
+    piece: int,
+    scores: _Scores,
+    reference: np.memmap | None,
+    command: Evaluate,
+    cancel: CancelCheck | None,
+) -> None:
+    """Decode one chunk from an empty cache and score its second half, `piece` positions a
+    time; the reference's rows from `row` on are written or compared."""
+    chunk = len(chunk_tokens)
+    first = chunk // 2
+    clear_cache(llm)
+    for start in range(0, first, llm.n_batch):  # the unscored first half
+        decode_batch(llm, chunk_tokens[start : min(first, start + llm.n_batch)], start)
+    for start in range(first, chunk - 1, piece):
+        if cancel is not None and cancel.is_set():
+            raise EngineFailedError("The quality evaluation was cancelled.")
+        stop = min(chunk - 1, start + piece)
+        logits = decode_batch(llm, chunk_tokens[start:stop], start, "all")
+        assert logits is not None  # "all" always returns them
+        logp = _log_softmax(logits)
+        targets = np.asarray(chunk_tokens[start + 1 : stop + 1])
+        scores.add(logp, targets)
+        at = row + (start - first)
+        if reference is None:
+            continue
+        if command.write_reference:
+            reference[at : at + len(targets)] = logp
+        else:
+            scores.compare(reference[at : at + len(targets)], logp)
