@@ -94,6 +94,22 @@ def _wait_for(
     raise EngineFailedError("The engine did not answer within an hour.")
 
 
+def _mark_speed_phases(
+    recording: Recording, mode: KvMode, done: BenchDone, t_start: float, t_done: float
+) -> None:
+    """Markers for the fill, prompt and decode of a speed run that ended at `t_done`: the
+    engine measured the phases, so they are placed back in time from its answer."""
+    t_gen = t_done - (done.decode_total_seconds or done.decode_seconds)
+    t_prompt = t_gen - (done.prompt_total_seconds or done.prompt_seconds)
+    recording.mark(
+        "prompt",
+        f"{mode.label}: fill {done.depth} + prompt {done.n_prompt}",
+        t=max(t_start, t_prompt - done.fill_seconds),
+    )
+    recording.mark("generation", f"{mode.label}: decode {done.n_gen}", t=t_gen)
+    recording.mark("finished", f"{mode.label}: speed measured", t=t_done)
+
+
 def measure_mode(
     mode: KvMode,
     options: LoadProfile,
@@ -134,16 +150,7 @@ def measure_mode(
         done = _wait_for(proc, BenchDone, run, warnings)
         result.cpu_load = _load_average()
         t_done = recording.now()
-        # The engine measured the phases; place their markers back in time from the answer.
-        t_gen = t_done - (done.decode_total_seconds or done.decode_seconds)
-        t_prompt = t_gen - (done.prompt_total_seconds or done.prompt_seconds)
-        recording.mark(
-            "prompt",
-            f"{mode.label}: fill {done.depth} + prompt {done.n_prompt}",
-            t=max(t_start, t_prompt - done.fill_seconds),
-        )
-        recording.mark("generation", f"{mode.label}: decode {done.n_gen}", t=t_gen)
-        recording.mark("finished", f"{mode.label}: speed measured", t=t_done)
+        _mark_speed_phases(recording, mode, done, t_start, t_done)
         result.apply_bench(done)
         # Peak over load + prompt + decode: the quality pass holds big logits arrays (and
         # maps the reference file) in the engine, which is not what the KV mode costs.
