@@ -9,7 +9,7 @@ from app.kv.fit import FITS, NO_FIT, TIGHT
 from app.load.load_choices import LiveFit
 from app.load.profile import LoadProfile
 from app.platform import units as fmt
-from app.ui.models.repo_view import VERDICT_COLOURS, budget_text
+from app.ui.models.verdicts import VERDICT_COLOURS, budget_text
 from app.ui.plain_text import plain_label
 
 

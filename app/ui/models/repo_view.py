@@ -41,7 +41,6 @@ from app.ui.models.repo_files_model import (
     RepoFilesModel,
     quant_tail,
 )
-from app.ui.models.verdicts import VERDICT_COLOURS as VERDICT_COLOURS  # the load dialog's
 from app.ui.models.verdicts import VerdictDelegate, budget_text, paint_verdict
 from app.ui.plain_text import plain_label
 
