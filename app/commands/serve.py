@@ -51,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also log the start of each prompt (never the key)",
     )
     parser.add_argument(
+        "--allow-chat-on-base-model",
+        action="store_true",
+        help="answer /v1/chat/completions on a base model too (refused by default: it "
+        "continues text rather than answering; use /v1/completions)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads (default: llama.cpp's)"
     )
     parser.add_argument(
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens_limit=args.max_tokens,
         cors_origins=tuple(args.cors),
         log_prompts=args.log_requests,
+        allow_chat_on_base_model=args.allow_chat_on_base_model,
     )
     check_options(options)
     if args.max_tokens <= 0:

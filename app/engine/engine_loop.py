@@ -30,7 +30,7 @@ from app.engine.messages import (
     TemplateFallback,
     Unload,
 )
-from app.platform.errors import AppError
+from app.platform.errors import AppError, ContextLengthExceededError
 from app.platform.heap import give_memory_back
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,9 @@ class Engine:
             else:
                 message = _sentence(command, error)
                 log.error("%s failed: %s", type(command).__name__, detail)
-            self.emit(Failed(message, request_id=request_id, detail=detail))
+            too_long = isinstance(error, ContextLengthExceededError)
+            code = ContextLengthExceededError.code if too_long else ""
+            self.emit(Failed(message, request_id=request_id, detail=detail, code=code))
 
     def _load(self, command: Load) -> None:
         """Load a model in place of the loaded one. A file llama.cpp refuses never leaves the

@@ -31,7 +31,7 @@ from app.engine.messages import (
     TemplateFallback,
     Token,
 )
-from app.platform.errors import EngineFailedError
+from app.platform.errors import ContextLengthExceededError, EngineFailedError
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def run_generation(
         return _finished(command, "", 0, 0, started, 0.0, 0.0, "cancelled", 0)
     room = n_ctx - len(tokens)
     if room <= 0:
-        raise EngineFailedError(
+        raise ContextLengthExceededError(
             f"The prompt is {len(tokens)} tokens, which does not fit the {n_ctx}-token context."
         )
     if dropped:

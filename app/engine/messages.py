@@ -265,3 +265,5 @@ class Failed:
     # refused the new file before the old one was dropped; or loaded again: `reloaded`).
     kept: Loaded | None = None
     reloaded: bool = False
+    # What kind of failure, for a client to act on: "context_length_exceeded", or "".
+    code: str = ""

@@ -93,6 +93,13 @@ class EngineFailedError(AppError):
     """The engine reported a failure (load failed, generation failed)."""
 
 
+class ContextLengthExceededError(EngineFailedError):
+    """The prompt leaves no room in the context, even with its oldest turns dropped; the
+    server answers it with a 400 under OpenAI's code (Failed.code)."""
+
+    code = "context_length_exceeded"
+
+
 class DownloadError(AppError):
     """A download could not finish; the partial file is kept when it is resumable."""
 

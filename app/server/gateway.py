@@ -35,6 +35,7 @@ class ModelInfo:
     kv_mode: KvMode
     kv_bytes: int  # what llama.cpp allocated for the KV cache
     created: int  # unix time of the load
+    base_model: str = ""  # why it looks like a base model (Loaded.base_model); "": a chat model
 
     @classmethod
     def from_loaded(cls, loaded: Loaded, created: int) -> ModelInfo:
@@ -45,12 +46,18 @@ class ModelInfo:
             kv_mode=loaded.options.kv,
             kv_bytes=sum(cache.total_bytes for cache in loaded.kv_caches),
             created=created,
+            base_model=loaded.base_model,
         )
 
 
 class EngineGateway(Protocol):
     def model(self) -> ModelInfo | None:
         """The model loaded now (None: none). Safe from any thread."""
+        ...
+
+    def health(self) -> str:
+        """Why the server cannot answer now, in a sentence (loading, the engine stopped);
+        "" when a model is loaded and the engine runs. Safe from any thread."""
         ...
 
     def submit(self, command: Generate, sink: EventSink) -> None:

@@ -9,19 +9,21 @@ from collections.abc import AsyncIterator
 
 from starlette.types import Receive
 
-from app.engine.messages import Failed, Finished, Generate
+from app.engine.messages import ContextTrimmed, Failed, Finished, Generate
 from app.server.gateway import EngineGateway
 
 
 class GenerationStream:
     """Submits `command` to the gateway; iterate to get its events, the last one Finished or
     Failed. `cancel()` stops it in the engine (the cancel flag), and `disconnected_at` says
-    when the client went away (time.monotonic(), the engine's clock too)."""
+    when the client went away (time.monotonic(), the engine's clock too). `start()` waits
+    for the engine to begin, so the reply's status line can depend on how it began."""
 
     def __init__(self, gateway: EngineGateway, command: Generate) -> None:
         self.gateway, self.command = gateway, command
         self.ended = False
         self.disconnected_at = 0.0
+        self.dropped_messages = 0  # the oldest chat messages left out to fit the context
         self._loop = asyncio.get_running_loop()
         self._events: asyncio.Queue[object] = asyncio.Queue()
         gateway.submit(command, self._on_event)
@@ -32,11 +34,26 @@ class GenerationStream:
         except RuntimeError:  # the server stopped and its loop closed: nobody is listening
             pass
 
+    async def next_event(self) -> object:
+        event = await self._events.get()
+        self.ended = self.ended or isinstance(event, (Finished, Failed))
+        if isinstance(event, ContextTrimmed):
+            self.dropped_messages = event.dropped_messages
+        return event
+
     async def events(self) -> AsyncIterator[object]:
+        """The events still to come, the last one Finished or Failed."""
         while not self.ended:
-            event = await self._events.get()
-            self.ended = isinstance(event, (Finished, Failed))
-            yield event
+            yield await self.next_event()
+
+    async def start(self) -> object:
+        """The first event after any ContextTrimmed: PromptStarted when the engine began on
+        the prompt, or the request's end (Failed: the prompt does not fit; Finished:
+        cancelled while it waited)."""
+        while True:
+            event = await self.next_event()
+            if not isinstance(event, ContextTrimmed):
+                return event
 
     def cancel(self) -> None:
         if not self.ended:

@@ -10,6 +10,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.server.openai_shapes import error_body
 
+PUBLIC_PATHS = ("/health", "/v1/health")
+
 
 class Guard:
     def __init__(self, app: ASGIApp, api_key: str, max_requests: int) -> None:
@@ -31,12 +33,14 @@ class Guard:
             self.in_progress -= 1
 
     def _refusal(self, scope: Scope) -> tuple[int, str, str, str] | None:
-        if self.api_key:
+        # /health tells a load balancer only "ok" or why not, without a key, as llama-server's
+        if self.api_key and scope.get("path") not in PUBLIC_PATHS:
             given = _bearer(scope)
             if given is None:
                 return (
                     401,
-                    "You didn't provide an API key: send it as 'Authorization: Bearer KEY'.",
+                    "You didn't provide an API key: send it as 'Authorization: Bearer KEY' "
+                    "or 'X-Api-Key: KEY'.",
                     "invalid_request_error",
                     "missing_api_key",
                 )
@@ -60,11 +64,16 @@ class Guard:
 
 
 def _bearer(scope: Scope) -> str | None:
+    """The key from 'Authorization: Bearer KEY', or else from 'X-Api-Key: KEY' (Anthropic's
+    and some editors' header, which llama-server also takes)."""
+    bearer = other = None
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-    return None
+            bearer = token.strip() if scheme.lower() == "bearer" and token.strip() else None
+        elif name == b"x-api-key":
+            other = value.decode("latin-1").strip() or None
+    return bearer if bearer is not None else other
 
 
 async def _send_error(send: Send, status: int, message: str, kind: str, code: str) -> None:

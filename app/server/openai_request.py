@@ -1,7 +1,8 @@
 """OpenAI request bodies checked and turned into the engine's Generate command.
 
-Unknown fields are ignored, as OpenAI's API does; a field of the wrong type or out of range
-raises ApiError(400) naming it, with OpenAI's error shape (openai_shapes.error_body).
+A field this server does not serve (request_fields.py keeps the list) is refused, never
+ignored; it, or a field of the wrong type or out of range, raises ApiError(400) naming it
+(`param`), with OpenAI's error shape (openai_shapes.error_body).
 """
 
 from __future__ import annotations
@@ -11,6 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from app.engine.messages import ChatMessage, Generate, SamplingSettings
+from app.server.request_fields import (
+    CHAT_FIELDS,
+    COMPLETION_FIELDS,
+    MESSAGE_FIELDS,
+    STREAM_OPTION_FIELDS,
+    UnsupportedField,
+    check_fields,
+)
 
 MAX_STOP_STRINGS = 4  # as OpenAI
 MAX_STOP_CHARS = 200
@@ -49,6 +58,7 @@ class ParsedRequest:
 
 def parse_chat(body: object, request_id: str, max_tokens_limit: int) -> ParsedRequest:
     fields = _object(body)
+    _check(fields, CHAT_FIELDS, where=" on /v1/chat/completions")
     messages = fields.get("messages")
     if messages is None:
         raise _invalid("you must provide a 'messages' parameter.", "messages", "missing")
@@ -60,6 +70,7 @@ def parse_chat(body: object, request_id: str, max_tokens_limit: int) -> ParsedRe
 
 def parse_completion(body: object, request_id: str, max_tokens_limit: int) -> ParsedRequest:
     fields = _object(body)
+    _check(fields, COMPLETION_FIELDS, where=" on /v1/completions")
     prompt = fields.get("prompt")
     if prompt is None:
         raise _invalid("you must provide a 'prompt' parameter.", "prompt", "missing")
@@ -93,6 +104,7 @@ def _parsed(
     if stream_options is not None:
         if not isinstance(stream_options, dict):
             raise _invalid("'stream_options' must be an object.", "stream_options")
+        _check(stream_options, STREAM_OPTION_FIELDS, "stream_options.")
         include_usage = _boolean(stream_options, "include_usage", False, "stream_options.")
     sampling = _sampling(fields, max_tokens_limit)
     command = Generate(request_id, sampling, messages=messages, prompt=prompt)
@@ -125,6 +137,7 @@ def _message(item: object, index: int) -> ChatMessage:
     where = f"messages[{index}]"
     if not isinstance(item, dict):
         raise _invalid(f"'{where}' must be an object with 'role' and 'content'.", where)
+    _check(item, MESSAGE_FIELDS, f"{where}.")
     role = item.get("role")
     if role not in ROLES:
         raise _invalid(
@@ -167,6 +180,17 @@ def _stop(stop: object) -> tuple[str, ...]:
             "stop",
         )
     return tuple(s for s in stops if s)
+
+
+def _check(
+    fields: Mapping[str, object], supported: frozenset[str], prefix: str = "", where: str = ""
+) -> None:
+    try:
+        check_fields(fields, supported, prefix, where)
+    except UnsupportedField as refused:
+        raise ApiError(
+            400, str(refused), param=refused.param, code="unsupported_parameter"
+        ) from None
 
 
 def _object(body: object) -> dict[str, object]:

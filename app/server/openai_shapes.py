@@ -60,8 +60,15 @@ class TextChoice(TypedDict):
     finish_reason: str
 
 
+class KvStudioNote(TypedDict):
+    """KV Studio's own field of a reply: what it did to the request to serve it."""
+
+    dropped_messages: int  # the oldest chat messages left out to fit the context
+
+
 class Completion(TypedDict):
-    """A whole reply: chat.completion (ChatChoice) or text_completion (TextChoice)."""
+    """A whole reply: chat.completion (ChatChoice) or text_completion (TextChoice), with
+    `kvstudio` when messages were dropped to fit the context."""
 
     id: str
     object: str
@@ -69,6 +76,7 @@ class Completion(TypedDict):
     model: str
     choices: list[ChatChoice | TextChoice]
     usage: Usage
+    kvstudio: NotRequired[KvStudioNote]
 
 
 class ChunkChoice(TypedDict):
@@ -88,6 +96,7 @@ class Chunk(TypedDict):
     model: str
     choices: NotRequired[list[ChunkChoice]]
     usage: NotRequired[Usage | None]
+    kvstudio: NotRequired[KvStudioNote]  # the first chunk, when messages were dropped
 
 
 def error_body(
@@ -98,20 +107,20 @@ def error_body(
 
 def models_list(model: ModelInfo | None) -> ModelList:
     """GET /v1/models: the loaded model, with its KV mode and KV bytes as extra fields."""
-    data: list[ModelEntry] = []
-    if model is not None:
-        data.append(
-            {
-                "id": model.id,
-                "object": "model",
-                "created": model.created,
-                "owned_by": "kvstudio",
-                "context_length": model.n_ctx,
-                "kv_mode": model.kv_mode.label,
-                "kv_bytes": model.kv_bytes,
-            }
-        )
-    return {"object": "list", "data": data}
+    return {"object": "list", "data": [model_entry(model)] if model is not None else []}
+
+
+def model_entry(model: ModelInfo) -> ModelEntry:
+    """GET /v1/models/{id}, and each entry of the list."""
+    return {
+        "id": model.id,
+        "object": "model",
+        "created": model.created,
+        "owned_by": "kvstudio",
+        "context_length": model.n_ctx,
+        "kv_mode": model.kv_mode.label,
+        "kv_bytes": model.kv_bytes,
+    }
 
 
 def usage(finished: Finished) -> Usage:
@@ -122,8 +131,10 @@ def usage(finished: Finished) -> Usage:
     }
 
 
-def chat_completion(reply_id: str, created: int, model: str, finished: Finished) -> Completion:
-    return {
+def chat_completion(
+    reply_id: str, created: int, model: str, finished: Finished, dropped_messages: int = 0
+) -> Completion:
+    body: Completion = {
         "id": reply_id,
         "object": "chat.completion",
         "created": created,
@@ -138,10 +149,15 @@ def chat_completion(reply_id: str, created: int, model: str, finished: Finished)
         ],
         "usage": usage(finished),
     }
+    if dropped_messages:
+        body["kvstudio"] = {"dropped_messages": dropped_messages}
+    return body
 
 
-def text_completion(reply_id: str, created: int, model: str, finished: Finished) -> Completion:
-    return {
+def text_completion(
+    reply_id: str, created: int, model: str, finished: Finished, dropped_messages: int = 0
+) -> Completion:
+    body: Completion = {
         "id": reply_id,
         "object": "text_completion",
         "created": created,
@@ -156,6 +172,9 @@ def text_completion(reply_id: str, created: int, model: str, finished: Finished)
         ],
         "usage": usage(finished),
     }
+    if dropped_messages:
+        body["kvstudio"] = {"dropped_messages": dropped_messages}
+    return body
 
 
 class ChunkWriter:
@@ -167,9 +186,15 @@ class ChunkWriter:
         self.reply_id, self.created, self.model = reply_id, created, model
         self.chat, self.include_usage = chat, include_usage
 
-    def opening(self) -> bytes:
-        """Chat streams start with the assistant's role (no text yet)."""
-        return self._chunk({"role": "assistant", "content": ""}, None) if self.chat else b""
+    def opening(self, dropped_messages: int = 0) -> bytes:
+        """Chat streams start with the assistant's role (no text yet), and with `kvstudio`
+        when messages were dropped to fit the context."""
+        if not self.chat:
+            return b""
+        note: KvStudioNote | None = None
+        if dropped_messages:
+            note = {"dropped_messages": dropped_messages}
+        return self._chunk({"role": "assistant", "content": ""}, None, note=note)
 
     def text(self, text: str) -> bytes:
         return self._chunk({"content": text}, None, text)
@@ -188,7 +213,13 @@ class ChunkWriter:
         kind = "chat.completion.chunk" if self.chat else "text_completion"
         return {"id": self.reply_id, "object": kind, "created": self.created, "model": self.model}
 
-    def _chunk(self, delta: dict[str, str], finish_reason: str | None, text: str = "") -> bytes:
+    def _chunk(
+        self,
+        delta: dict[str, str],
+        finish_reason: str | None,
+        text: str = "",
+        note: KvStudioNote | None = None,
+    ) -> bytes:
         body = self._base()
         choice: ChunkChoice
         if self.chat:
@@ -198,6 +229,8 @@ class ChunkWriter:
         body["choices"] = [choice]
         if self.include_usage:
             body["usage"] = None
+        if note is not None:
+            body["kvstudio"] = note
         return _event(body)
 
 

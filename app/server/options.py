@@ -21,6 +21,9 @@ class ServerOptions:
     max_requests: int = 8  # requests in progress at once (running or waiting for the engine)
     cors_origins: tuple[str, ...] = ()  # browsers' origins allowed to call it; none: CORS off
     log_prompts: bool = False  # the request log may show prompt text (never the key)
+    # A base model (no chat template) only continues text: chat requests to it are refused
+    # with a pointer to /v1/completions unless this is set (`--allow-chat-on-base-model`).
+    allow_chat_on_base_model: bool = False
 
     @property
     def base_url(self) -> str:

@@ -1,5 +1,6 @@
 """The server's gateway over one EngineProcess (`kvstudio serve`): a thread that runs the
-queued requests one after the other, in arrival order, and reloads the model after a crash."""
+queued requests one after the other, in arrival order, and reloads the model after a crash
+(also one that happened while no request ran, before the next request is sent)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 import queue
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from app.engine.messages import (
@@ -50,11 +52,19 @@ class ProcessGateway:
         self._waiting: dict[str, _Job] = {}
         self._current: _Job | None = None
         self._needs_reload = False
+        self._reloading = False
         self._thread = threading.Thread(target=self._run, name="server-engine", daemon=True)
         self._thread.start()
 
     def model(self) -> ModelInfo | None:
         return self._info
+
+    def health(self) -> str:
+        if self._reloading:
+            return "The model is loading again after the engine stopped; try again shortly."
+        if self._needs_reload or not self._proc.is_alive():
+            return "The engine stopped; the next request loads the model again."
+        return ""
 
     def submit(self, command: Generate, sink: EventSink) -> None:
         job = _Job(command, sink)
@@ -98,9 +108,18 @@ class ProcessGateway:
                 self._end(job, Failed(str(error), request_id=rid))
 
     def _generate(self, job: _Job) -> object:
+        if not self._proc.is_alive() and not self._needs_reload:
+            log.info("the engine stopped while idle: loading the model again")
+            with suppress(EngineCrashedError):  # reads its death, so send() starts a fresh one
+                self._proc.recv(0)
+            self._needs_reload = True
         if self._needs_reload:
-            self._proc.send(Load(self._loaded.options))
-            until(self._proc, "Loaded", LOAD_TIMEOUT_S)
+            self._reloading = True
+            try:
+                self._proc.send(Load(self._loaded.options))
+                until(self._proc, "Loaded", LOAD_TIMEOUT_S)
+            finally:
+                self._reloading = False
             self._needs_reload = False
         rid = job.command.request_id
         self._proc.send(job.command)  # clears the cancel flag ...

@@ -55,6 +55,11 @@ class ClientGateway(QObject):
     def model(self) -> ModelInfo | None:
         return self._model
 
+    def health(self) -> str:
+        if self._model is None:
+            return "No model is loaded in KV Studio, or one is loading; load one in the app."
+        return ""
+
     def submit(self, command: Generate, sink: EventSink) -> None:
         self._submitted.emit(command, sink)
 

@@ -21,7 +21,8 @@ def test_serve_across_two_workers_answers_a_chat_completion(cpu_chosen):
     with workers(cpu_chosen, 2) as (a, b):
         process = subprocess.Popen(
             [sys.executable, "-m", "app", "serve", "starter", "--port", "0", "--ctx", "512"]
-            + ["--rpc", f"{a.address},{b.address}"],
+            + ["--rpc", f"{a.address},{b.address}"]
+            + ["--allow-chat-on-base-model"],  # the starter is a base model
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -20,11 +20,13 @@ def random_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def starter_server(starter_model_path: Path) -> Iterator[Served]:
-    with serve(starter_model_path, n_ctx=2048) as served:
+    # The starter is a base model; these tests chat with it to test the server, not the model.
+    with serve(starter_model_path, n_ctx=2048, allow_chat_on_base_model=True) as served:
         yield served
 
 
 @pytest.fixture(scope="module")
 def tiny_server(random_gguf: Path) -> Iterator[Served]:
-    with serve(random_gguf, max_body_bytes=64 * 1024) as served:
+    # A random model has no chat template: a base model, chatted with to test the flow.
+    with serve(random_gguf, max_body_bytes=64 * 1024, allow_chat_on_base_model=True) as served:
         yield served

@@ -51,6 +51,7 @@ class Served:
     gateway: ProcessGateway
     loaded: Loaded
     records: Records
+    engine: EngineProcess | None = None  # serve()'s engine process (None: another()'s view)
 
     @property
     def base_url(self) -> str:
@@ -77,7 +78,7 @@ def serve(model: Path, n_ctx: int = 4096, **options: object) -> Iterator[Served]
         server = LocalServer(gateway, replace(ServerOptions(port=0), **options))  # type: ignore[arg-type]
         server.start()
         try:
-            yield Served(server, gateway, loaded, Records(server.requests))
+            yield Served(server, gateway, loaded, Records(server.requests), proc)
         finally:
             server.stop()
             gateway.close()

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 @pytest.mark.slow
 def test_serve_starter_answers_a_streamed_chat_and_stops_on_ctrl_c():
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "starter", "--port", "0", "--ctx", "1024"],
+        [sys.executable, "-m", "app", "serve", "starter", "--port", "0", "--ctx", "1024"]
+        + ["--allow-chat-on-base-model"],  # the starter is a base model
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
