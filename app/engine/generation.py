@@ -22,7 +22,6 @@ import llama_cpp
 from app.engine.cancel import CancelCheck, native_abort_callback
 from app.engine.chat_template import ChatTemplate, RenderStopped, TemplateRefused
 from app.engine.messages import (
-    ChatMessage,
     ContextTrimmed,
     Finished,
     Generate,
@@ -31,6 +30,7 @@ from app.engine.messages import (
     TemplateFallback,
     Token,
 )
+from app.engine.prompt_tokens import PromptTokenizer
 from app.platform.errors import ContextLengthExceededError, EngineFailedError
 
 log = logging.getLogger(__name__)
@@ -262,30 +262,7 @@ def _prompt_tokens(
         if not tokens:
             raise EngineFailedError("The prompt is empty.")
         return list(tokens), 0
-    messages = list(command.messages)
-    while True:
-        tokens = _chat_tokens(llm, template, messages, cancel)
-        droppable = [i for i, m in enumerate(messages) if m.role != "system"][:-1]
-        if len(tokens) <= budget or not droppable:
-            return tokens, len(command.messages) - len(messages)
-        log.info(
-            "conversation is %d tokens, over %d: dropping its oldest turn", len(tokens), budget
-        )
-        del messages[droppable[0]]
-
-
-def _chat_tokens(
-    llm: llama_cpp.Llama, template: ChatTemplate, messages: list[ChatMessage], cancel: CancelCheck
-) -> list[int]:
-    bos_id, eos_id = llm.token_bos(), llm.token_eos()
-    bos = llm.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
-    eos = llm.detokenize([eos_id], special=True).decode("utf-8", "replace") if eos_id >= 0 else ""
-    text = template.render(messages, bos_token=bos, eos_token=eos, stopped=cancel.is_set)
-    tokens = list(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-    add_bos = llama_cpp.llama_vocab_get_add_bos(llm._model.vocab)
-    if add_bos and bos_id >= 0 and tokens[:1] != [bos_id]:
-        tokens.insert(0, bos_id)
-    return tokens
+    return PromptTokenizer(llm, template, cancel).fit(command.messages, budget)
 
 
 def _prefill(llm: llama_cpp.Llama, tokens: list[int], cancel: CancelCheck) -> bool:
