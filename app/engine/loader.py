@@ -28,6 +28,7 @@ from app.engine.split_devices import as_split_devices
 from app.engine.template_sandbox import RenderLimits
 from app.kv.split_device import SplitDevice
 from app.load.profile import LoadProfile
+from app.models.gguf_tokenizer import check_token_list_file
 from app.models.model_kind import base_model_reason
 from app.models.model_ref import check_gguf
 from app.platform.errors import AppError, BadInputError, EngineFailedError
@@ -46,7 +47,9 @@ def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
     """Create the Llama for `options`. Raises AppError with one sentence on failure."""
 
     path = Path(options.model_path)
-    check_gguf(path)  # missing / not a GGUF / truncated: a sentence, before llama.cpp sees it
+    # Missing, not a GGUF, truncated, hostile: a sentence, before llama.cpp sees it. The long
+    # token list is checked here, once per load, not on every header read (gguf_tokenizer).
+    check_token_list_file(path, check_gguf(path))
     if options.n_ctx <= 0:
         raise EngineFailedError(f"The context size must be positive, not {options.n_ctx}.")
     if options.repack_weights and devices.has_amx():
@@ -145,7 +148,7 @@ def check_loadable(options: LoadProfile, router: LlamaLogRouter) -> None:
     model. Raises AppError with llama.cpp's reason; loading the file can still fail later."""
 
     path = Path(options.model_path)
-    check_gguf(path)
+    check_token_list_file(path, check_gguf(path))  # a repeated token aborts this load too
     router.flush()
     router.take_lines()
     params = llama_cpp.llama_model_default_params()

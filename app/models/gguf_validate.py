@@ -9,12 +9,15 @@ The caps keep a hostile header from costing more than its own bytes (at most
 MAX_HEADER_BYTES, the same cap as the Hub read) plus a few MiB of parsed values, and from
 looping longer than its bytes allow. `check_header` then checks what the bytes mean:
 - every tensor's data where llama.cpp's gguf reader expects it (gguf.cpp: in order, each at
-  the aligned end of the one before), so nothing overlaps, and inside the file;
+  the aligned end of the one before), so nothing overlaps, inside the file, and on the 32-byte
+  boundary ggml's CPU backend needs;
 - the metadata values that the app or llama.cpp reads (llama-model.cpp load_hparams) against
   their type and a sane range: no NaN/inf, no strings or lists where numbers belong, the
   block count within llama.cpp's LLAMA_MAX_LAYERS and the expert counts within what its
   GGML_ASSERTs allow (those abort the process rather than fail the load), a known file type
   and rope scaling type;
+- the tokenizer against the model (app.models.gguf_tokenizer): one llama.cpp would abort or
+  loop on, a repeated token;
 - the shapes the metadata promises against the tensors present: per-layer arrays one value per
   block, `blk.N` tensors for exactly the blocks declared, K/V projections as wide as the KV
   heads times the head size.
@@ -30,6 +33,7 @@ import math
 import re
 
 from app.models.gguf_header import NOT_PLAIN_KV, GgufHeader
+from app.models.gguf_tokenizer import check_tokenizer
 from app.platform.errors import InvalidGgufError, TruncatedGgufError
 
 MIB = 1024 * 1024
@@ -56,6 +60,10 @@ MAX_HEADS = 2**14
 MAX_HEAD_SIZE = 2**16
 MAX_PARAMETER_COUNT = 2**53
 GGUF_UINT32 = 4  # the value type general.alignment must have (gguf.cpp refuses others)
+# ggml's TENSOR_ALIGNMENT: a mapped file's tensor data must start on it, or the CPU backend
+# aborts (GGML_ASSERT "buffer pointer must be aligned", ggml-backend.cpp); general.alignment
+# 1 to 16 puts it off that boundary.
+CPU_TENSOR_ALIGNMENT = 32
 
 # llama.cpp's llama_ftype values (include/llama.h), without the removed 4-6 and 33-35.
 KNOWN_FILE_TYPES = frozenset({*range(0, 4), *range(7, 33), *range(36, 42)})
@@ -84,6 +92,7 @@ def check_header(header: GgufHeader) -> None:
     n_layer = _check_hparams(header, arch)
     _check_expert_counts(header, arch, n_layer)
     _check_floats(header, arch)
+    check_tokenizer(header)
     if header.tensors and n_layer:
         _check_blocks_present(header, n_layer)
         _check_kv_widths(header, arch, n_layer)
@@ -106,6 +115,14 @@ def _check_placement(header: GgufHeader) -> None:
             raise refuse(
                 f"puts tensor {shown(tensor.name)} at offset {tensor.offset:,}; llama.cpp "
                 f"expects it at {expected:,} (tensors follow each other, {align}-byte aligned)",
+                "offset",
+            )
+        start = header.data_offset + tensor.offset
+        if start % CPU_TENSOR_ALIGNMENT:
+            raise refuse(
+                f"puts tensor {shown(tensor.name)} at byte {start:,}, off the "
+                f"{CPU_TENSOR_ALIGNMENT}-byte boundary llama.cpp needs (general.alignment "
+                f"{align}); llama.cpp would stop the engine on it",
                 "offset",
             )
         expected = tensor.offset + -(-tensor.n_bytes // align) * align
