@@ -37,14 +37,11 @@ def test_server_started_from_the_app_answers_and_logs_beside_the_chat(qtbot, loa
 
     def ask() -> None:
         client = OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=120)
-        chunks = client.chat.completions.create(
-            model="any",
-            messages=[{"role": "user", "content": "Name a fruit."}],
-            max_tokens=10,
-            temperature=0,
-            stream=True,
+        # a completion: the starter is a base model, which the server refuses a chat
+        chunks = client.completions.create(
+            model="any", prompt="Name a fruit:", max_tokens=10, temperature=0, stream=True
         )
-        api_reply["text"] = "".join(c.choices[0].delta.content or "" for c in chunks)
+        api_reply["text"] = "".join(c.choices[0].text for c in chunks)
 
     chat = app.window.chat
     chat.session.new_conversation()
@@ -66,7 +63,7 @@ def test_server_started_from_the_app_answers_and_logs_beside_the_chat(qtbot, loa
     # one reply's tokens, then the other's: never interleaved
     runs = [rid for i, rid in enumerate(order) if i == 0 or order[i - 1] != rid]
     assert len(runs) == 2 and runs[0] == record.request_id
-    assert page.log.item(0, 2).text() == "POST /v1/chat/completions"
+    assert page.log.item(0, 2).text() == "POST /v1/completions"
     assert page.log.item(0, 3).text() == "200" and float(page.log.item(0, 5).text()) > 0
     prompts = sum(m.kind == "prompt" for m in dashboard.sampler.recording.markers)
     assert prompts == prompts_before + 2  # the API's generation and the chat's
