@@ -32,6 +32,7 @@ from app.models.gguf_tokenizer import check_token_list_file
 from app.models.model_kind import base_model_reason
 from app.models.model_ref import check_gguf
 from app.platform.errors import AppError, BadInputError, EngineFailedError
+from app.platform.memory_ceiling import ceiling_sentence, engine_ceiling
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,13 @@ class LoadedModel:
 
 def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
     """Create the Llama for `options`. Raises AppError with one sentence on failure."""
+    try:
+        return _load_model(options, router)
+    except MemoryError:  # Python's own allocations ran into the ceiling (reading the header)
+        raise EngineFailedError(_out_of_memory()) from None
 
+
+def _load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
     path = Path(options.model_path)
     # Missing, not a GGUF, truncated, hostile: a sentence, before llama.cpp sees it. The long
     # token list is checked here, once per load, not on every header read (gguf_tokenizer).
@@ -65,8 +72,14 @@ def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
         raise
     except Exception as error:  # llama-cpp-python raises ValueError/RuntimeError
         router.flush()
-        reason = _failure_reason(router.take_lines())
+        lines = router.take_lines()
+        reason = _failure_reason(lines)
         log.warning("load of %s failed: %s (%s)", path, error, reason)
+        # numpy's MemoryError: llama-cpp-python's logits array, after llama.cpp's buffers.
+        if isinstance(error, MemoryError) or any(
+            sign in line for line in lines for sign in _HOST_ALLOCATION_FAILED
+        ):
+            raise EngineFailedError(_out_of_memory()) from error
         raise EngineFailedError(
             f"llama.cpp could not load {path.name}" + (f": {reason}." if reason else ".")
         ) from error
@@ -242,6 +255,18 @@ def _is_one_token(llm: llama_cpp.Llama, text: str) -> bool:
 # llama.cpp ends a refused load with these; the line before them says why.
 _GENERIC_FAILURES = ("failed to load model", "failed to load model from file")
 _REASON_PREFIXES = ("error loading model: ", "error loading model architecture: ")
+# What ggml logs when the host's malloc fails (ggml.c ggml_aligned_malloc, ggml-backend.cpp):
+# under the engine's ceiling that is the ceiling, not a GPU out of its memory.
+_HOST_ALLOCATION_FAILED = ("insufficient memory", "failed to allocate CPU buffer")
+
+
+def _out_of_memory() -> str:
+    ceiling = engine_ceiling()
+    if ceiling is None:
+        return "The engine ran out of memory loading the model; a smaller context or model fits."
+    return ceiling_sentence(ceiling)
+
+
 _MAX_REASON_CHARS = 300  # the reason can quote the file's own strings (an architecture name)
 
 

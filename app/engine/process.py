@@ -36,11 +36,14 @@ from app.engine.worker import main
 from app.load.rpc_workers import first_unreachable
 from app.platform.errors import EngineCrashedError, EngineFailedError
 from app.platform.heap import steady_heap_env
+from app.platform.memory_ceiling import ceiling_sentence, engine_ceiling
 from app.platform.paths import data_dir
 
 log = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 20
+# An engine that died of an allocation failing: C++'s, Python's, ggml's host malloc.
+_OUT_OF_MEMORY = ("std::bad_alloc", "MemoryError", "insufficient memory")
 _STOP_GRACE_S = 5.0
 
 
@@ -64,6 +67,7 @@ class EngineProcess:
         self._events: Connection[object, object] | None = None  # our receiving end
         self._stderr_path: Path | None = None
         self._workers: tuple[str, ...] = ()  # RPC workers the running child was asked to use
+        self.ceiling: int | None = None  # the memory ceiling the running child set on itself
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -72,6 +76,7 @@ class EngineProcess:
         if self.is_alive():
             return
         self._cleanup()
+        self.ceiling = engine_ceiling()  # a bad KVSTUDIO_ENGINE_MEMORY_LIMIT: a sentence here
         command_out, command_in = self._ctx.Pipe(duplex=False)
         event_out, event_in = self._ctx.Pipe(duplex=False)
         fd, stderr_path = tempfile.mkstemp(prefix="kvstudio-engine-", suffix=".stderr")
@@ -212,7 +217,11 @@ class EngineProcess:
         if process is not None:
             process.join(1.0)
         code = process.exitcode if process is not None else None
-        message = crash_sentence(code, self.stderr_tail())
+        tail = self.stderr_tail()
+        message = crash_sentence(code, tail)
+        if self.ceiling is not None and any(sign in tail for sign in _OUT_OF_MEMORY):
+            log.info("%s", message)
+            message = ceiling_sentence(self.ceiling)
         if self._workers:
             down = first_unreachable(self._workers, timeout=1.0)
             if down is not None:

@@ -15,6 +15,8 @@ import sys
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
+from app.platform.memory_ceiling import apply_ceiling, engine_ceiling
+
 if TYPE_CHECKING:
     from app.engine.cancel import CancelFlag
 
@@ -37,6 +39,11 @@ def main(
     # Ctrl+C in a terminal reaches the whole process group: the client decides what it
     # means (cancel the reply), the engine must not die of it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Before llama.cpp exists in this process: whatever it allocates counts against the
+    # ceiling, so a model that needs more ends here, not in the machine (memory_ceiling).
+    ceiling = engine_ceiling()
+    if ceiling is not None:
+        apply_ceiling(ceiling)
     numpy_first = "numpy" in sys.modules  # the parent's main module, re-run by spawn
     import llama_cpp  # noqa: F401  # before numpy, see the module docstring
 
