@@ -10,6 +10,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
+
+from app.platform.file_locks import write_lock_holder
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +110,14 @@ class NewerChatsError(ChatsUnusableError):
 
 
 class ChatsLockedError(ChatsUnusableError):
-    """Another process holds a lock longer than the busy timeout: nothing is wrong with it."""
+    """Another process holds a lock longer than the busy timeout: nothing is wrong with it.
+    `holder`: (pid, program name) of the process holding it, where the system says."""
+
+    def __init__(self, path: Path, holder: tuple[int, str] | None) -> None:
+        who = f"{holder[1]} (process {holder[0]})" if holder else "another program"
+        super().__init__(path, f"is locked by {who}")
+        self.holder = holder
+        self.who = who
 
 
 def open_chats_file(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
@@ -137,9 +147,15 @@ def _check_and_migrate(db: sqlite3.Connection, path: Path) -> None:
             raise DamagedChatsError(path, damage_kind(path))
         _migrate(db, path)
         _check_tables(db, path)
+        # Readers see a file another process is writing in (WAL), so the checks above pass
+        # and the first write (at start: marking cut-off replies) failed with 'database is
+        # locked'; waits up to the busy timeout for the other to let go.
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("ROLLBACK")
     except sqlite3.OperationalError as error:
         if "locked" in str(error) or "busy" in str(error):
-            raise ChatsLockedError(path, "is locked by another program") from error
+            journals = [path.with_name(path.name + suffix) for suffix in ("-shm", "-wal")]
+            raise ChatsLockedError(path, write_lock_holder(path, *journals)) from error
         raise
     except sqlite3.DatabaseError as error:  # not a database, malformed
         raise DamagedChatsError(path, damage_kind(path)) from error
@@ -171,6 +187,22 @@ def _check_tables(db: sqlite3.Connection, path: Path) -> None:
             raise DamagedChatsError(path, f"is missing its {table} table")
         if not set(columns) <= have:
             raise DamagedChatsError(path, f"has a damaged {table} table")
+
+
+def readable_while_locked(path: Path, busy_timeout_s: float) -> bool:
+    """Whether the rows of `path` can be read now, as committed, while another process
+    holds its write lock (WAL lets readers in; a rollback-journal writer does not)."""
+    try:
+        db = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=busy_timeout_s)
+    except sqlite3.Error:
+        return False
+    try:
+        db.execute("SELECT count(*) FROM conversations").fetchone()
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()
 
 
 def damage_kind(path: Path) -> str:

@@ -6,7 +6,9 @@ committed rows too), a fresh one is started, and every row SQLite can still read
 each table is read forwards until the damage, backwards from the end until the damage, and the
 ids in between one by one, so the pages after the damage are kept as well as those before it.
 Locked by another program for longer than the busy timeout: nothing is wrong with the file, so
-it is left alone and this window keeps its chats in memory. Each case is one sentence.
+it is left alone and this window keeps its chats in memory, starting from a copy of the file's
+rows when SQLite lets them be read (WAL), with the holder named where the system says. Each
+case is one sentence.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from app.chats.chats_file import BUSY_TIMEOUT_S, TABLE_COLUMNS, ChatsLockedError, ChatsUnusableError
+from app.chats.chats_file import (
+    BUSY_TIMEOUT_S,
+    TABLE_COLUMNS,
+    ChatsLockedError,
+    ChatsUnusableError,
+    readable_while_locked,
+)
 from app.chats.store import ChatStore
 from app.platform.state_files import set_aside
 
@@ -57,8 +65,17 @@ def open_chats(
     other KV Studio on this data folder, if one runs (named in the locked notice)."""
     try:
         return OpenedChats(ChatStore(path, busy_timeout_s))
-    except ChatsLockedError:
-        who = f"another KV Studio (process {other_pid})" if other_pid else "another program"
+    except ChatsLockedError as error:
+        who = f"another KV Studio (process {other_pid})" if other_pid else error.who
+        if readable_while_locked(path, busy_timeout_s):  # shown as they are, never written
+            shown = ChatStore(":memory:")
+            copy_readable_rows(path, shown)
+            return OpenedChats(
+                shown,
+                f"Your conversations are locked by {who}, so this window shows them but "
+                "saves nothing new; close the other one and start again to change them.",
+                saved=False,
+            )
         return OpenedChats(
             ChatStore(":memory:"),
             f"Your conversations are locked by {who}, so this window starts without them and "
