@@ -10,6 +10,7 @@ from app.engine.messages import Load
 from app.engine.process import EngineProcess, until
 from app.kv.kv_types import DEFAULT_KV_MODE
 from app.platform.errors import BadInputError
+from app.server.allowed_hosts import check_allowed_hosts
 from app.server.options import DEFAULT_PORT, LOOPBACK, ServerOptions, check_options
 from app.server.process_gateway import ProcessGateway
 from app.server.server_runner import LocalServer, bind
@@ -46,6 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cors", action="append", default=[], metavar="ORIGIN", help="allow this browser origin"
     )
     parser.add_argument(
+        "--allowed-hosts",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for these host names (default: only this machine's: "
+        "localhost, 127.0.0.1, ::1, --host); * for any",
+    )
+    parser.add_argument(
         "--log-requests",
         action="store_true",
         help="also log the start of each prompt (never the key)",
@@ -78,10 +87,12 @@ def run(args: argparse.Namespace) -> int:
         api_key=args.api_key,
         max_tokens_limit=args.max_tokens,
         cors_origins=tuple(args.cors),
+        allowed_hosts=tuple(args.allowed_hosts),
         log_prompts=args.log_requests,
         allow_chat_on_base_model=args.allow_chat_on_base_model,
     )
     check_options(options)
+    check_allowed_hosts(options.allowed_hosts)
     if args.max_tokens <= 0:
         raise BadInputError(f"--max-tokens must be positive, not {args.max_tokens}.")
     load, mode = checked_load_options(args)

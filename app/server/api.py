@@ -21,7 +21,6 @@ from starlette.routing import Route
 
 from app.server.gateway import EngineGateway, ModelInfo
 from app.server.generation_stream import GenerationStream
-from app.server.guard import Guard
 from app.server.openai_request import (
     ApiError,
     ParsedRequest,
@@ -38,7 +37,8 @@ log = logging.getLogger(__name__)
 
 
 def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestLog) -> Starlette:
-    """The ASGI app: CORS only for the listed origins, then the key and request limits."""
+    """The ASGI app: CORS only for the listed origins (the Host, key and request limits are
+    checked before, by server_runner's Guard)."""
     routes = _Routes(gateway, options, requests)
     middleware = []
     if options.cors_origins:
@@ -50,7 +50,6 @@ def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestL
                 allow_headers=["Authorization", "X-Api-Key", "Content-Type"],
             )
         )
-    middleware.append(Middleware(Guard, api_key=options.api_key, max_requests=options.max_requests))
     paths = [
         ("/health", routes.health, "GET"),
         ("/models", routes.models, "GET"),

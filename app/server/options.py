@@ -20,6 +20,7 @@ class ServerOptions:
     max_tokens_limit: int = 4096  # the most one request may ask for (and the default)
     max_requests: int = 8  # requests in progress at once (running or waiting for the engine)
     cors_origins: tuple[str, ...] = ()  # browsers' origins allowed to call it; none: CORS off
+    allowed_hosts: tuple[str, ...] = ()  # Host names answered besides this machine's
     log_prompts: bool = False  # the request log may show prompt text (never the key)
     # A base model (no chat template) only continues text: chat requests to it are refused
     # with a pointer to /v1/completions unless this is set (`--allow-chat-on-base-model`).

@@ -13,8 +13,12 @@ import threading
 import uvicorn
 
 from app.platform.errors import BadInputError
+from app.server.allowed_hosts import check_allowed_hosts
 from app.server.api import build_app
+from app.server.client_limits import ClientLimits
 from app.server.gateway import EngineGateway
+from app.server.guard import Guard
+from app.server.http_protocol import guarded_h11
 from app.server.options import ServerOptions, check_options
 from app.server.request_log import RequestLog
 
@@ -36,20 +40,29 @@ class LocalServer:
         options: ServerOptions,
         requests: RequestLog | None = None,
         sock: socket.socket | None = None,
+        limits: ClientLimits | None = None,
     ) -> None:
-        """`sock`: from bind(options), when the port was taken before the engine was ready."""
+        """`sock`: from bind(options), when the port was taken before the engine was ready;
+        `limits`: what one client may take (ClientLimits' defaults unless a test shortens them)."""
         check_options(options)
         self.requests = requests or RequestLog()
         self._socket = sock or bind(options)
         port = int(self._socket.getsockname()[1])
         self.options = ServerOptions(**{**options.__dict__, "port": port})
+        limits = limits or ClientLimits()
+        check_allowed_hosts(self.options.allowed_hosts)
+        app = build_app(gateway, self.options, self.requests)
         config = uvicorn.Config(
-            build_app(gateway, self.options, self.requests),
+            Guard(app, self.options, limits, self.requests),
+            http=guarded_h11(limits),  # h11 with a deadline for each request's head
+            h11_max_incomplete_event_size=limits.max_header_bytes,
+            timeout_keep_alive=limits.keep_alive_s,
             log_config=None,  # the app's logging stays as the app set it up
             access_log=False,  # the request log says what happened, without query strings
             lifespan="off",
-            # A backstop for idle keep-alive connections; requests have their own limit (Guard).
-            limit_concurrency=self.options.max_requests * 4,
+            # Only a backstop: requests in progress have their own limit (Guard), and half-sent
+            # ones their deadline; over it uvicorn answers 503 to everyone.
+            limit_concurrency=limits.max_connections,
             timeout_graceful_shutdown=GRACEFUL_STOP_S,
         )
         self._server = uvicorn.Server(config)
