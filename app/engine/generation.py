@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 import llama_cpp
 
@@ -29,8 +30,10 @@ from app.engine.messages import (
     SamplingSettings,
     TemplateFallback,
     Token,
+    TokenLogprob,
 )
 from app.engine.prompt_tokens import PromptTokenizer
+from app.engine.token_choice import TokenChoice
 from app.platform.errors import ContextLengthExceededError, EngineFailedError
 
 log = logging.getLogger(__name__)
@@ -109,7 +112,7 @@ def run_generation(
             )
         _sample(llm, tokens, s, max_new, cancel, reply)
     reply.flush()
-    return _finished(
+    finished = _finished(
         command,
         "".join(reply.parts),
         len(tokens),
@@ -120,6 +123,7 @@ def run_generation(
         reply.reason,
         len(tokens) + reply.generated,
     )
+    return replace(finished, logprobs=tuple(reply.logprobs))
 
 
 def _fallback_template(
@@ -154,10 +158,15 @@ class _Reply:
         self.generated = 0
         self.first_at = self.last_at = 0.0
         self.reason = "length"
+        # Log-probabilities of the tokens whose text is sent, and of those held back.
+        self.logprobs: list[TokenLogprob] = []
+        self.pending_logprobs: list[TokenLogprob] = []
 
-    def add(self, data: bytes) -> None:
-        """One more generated token's bytes."""
+    def add(self, data: bytes, logprob: TokenLogprob | None = None) -> None:
+        """One more generated token's bytes (and its log-probability, when asked for)."""
         self.generated += 1
+        if logprob is not None:
+            self.pending_logprobs.append(logprob)
         self._send(self.stops.push(self.decoder.decode(data)))
 
     def flush(self) -> None:
@@ -169,7 +178,9 @@ class _Reply:
         if piece:
             self.parts.append(piece)
             n_past = self.n_prompt + self.generated
-            self.emit(Token(self.request_id, piece, n_past, time.monotonic()))
+            logprobs, self.pending_logprobs = tuple(self.pending_logprobs), []
+            self.logprobs += logprobs
+            self.emit(Token(self.request_id, piece, n_past, time.monotonic(), logprobs))
 
 
 def _sample(
@@ -182,6 +193,7 @@ def _sample(
 ) -> None:
     """Sample tokens after the evaluated prompt into `reply` until it ends."""
     vocab = llm._model.vocab
+    choice = TokenChoice(llm, s)
     stream = llm.generate(
         tokens,
         top_k=s.top_k,
@@ -190,6 +202,8 @@ def _sample(
         temp=s.temperature,
         repeat_penalty=s.repeat_penalty,
         reset=True,  # finds the prompt already evaluated by _prefill and samples at once
+        grammar=choice.grammar,
+        logits_processor=choice.processors,
     )
     while True:
         try:
@@ -209,7 +223,7 @@ def _sample(
         if llama_cpp.llama_vocab_is_eog(vocab, token):
             reply.reason = "stop"
             break
-        reply.add(llm.detokenize([token]))
+        reply.add(llm.detokenize([token]), choice.logprob(token))
         if reply.stops.stopped:
             reply.reason = "stop"
             break

@@ -46,6 +46,21 @@ class SamplingSettings:
     max_tokens: int = 512
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    grammar: str = ""  # GBNF the reply must follow (response_format), "" for none
+    logit_bias: tuple[tuple[int, float], ...] = ()  # (token id, added to its logit)
+    # Each generated token's log-probability and this many alternatives (0..20); None: off.
+    logprobs: int | None = None
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token's log-probability (log-softmax of the logits it was sampled from,
+    logit_bias applied, before temperature) and the `top` most likely tokens at that step."""
+
+    token: str
+    logprob: float
+    data: bytes  # the token's bytes (a token may hold part of a UTF-8 character)
+    top: tuple[tuple[str, float, bytes], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,6 +229,7 @@ class Token:
     text: str
     n_past: int  # tokens now in the context (prompt + generated so far)
     at: float  # engine time.monotonic() when this piece was sampled
+    logprobs: tuple[TokenLogprob, ...] = ()  # the tokens of this piece, when asked for
 
 
 @dataclass(frozen=True)
@@ -227,6 +243,7 @@ class Finished:
     stop_reason: str  # "stop" | "length" | "cancelled"
     n_past: int
     at: float  # engine time.monotonic() when the reply ended
+    logprobs: tuple[TokenLogprob, ...] = ()  # every token of the reply's text, when asked for
 
 
 @dataclass(frozen=True)

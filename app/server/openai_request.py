@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from app.engine.messages import ChatMessage, Generate, SamplingSettings
+from app.server.output_controls import OutputControlError, output_settings
 from app.server.request_fields import (
     CHAT_FIELDS,
     COMPLETION_FIELDS,
@@ -107,6 +108,10 @@ def _parsed(
         _check(stream_options, STREAM_OPTION_FIELDS, "stream_options.")
         include_usage = _boolean(stream_options, "include_usage", False, "stream_options.")
     sampling = _sampling(fields, max_tokens_limit)
+    try:  # response_format, logit_bias, logprobs (app.server.output_controls)
+        sampling = replace(sampling, **output_settings(fields, chat=prompt is None))
+    except OutputControlError as error:
+        raise _invalid(str(error), error.param) from None
     command = Generate(request_id, sampling, messages=messages, prompt=prompt)
     return ParsedRequest(command, stream, include_usage, model)
 

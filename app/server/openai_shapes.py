@@ -6,8 +6,14 @@ import json
 from collections.abc import Mapping
 from typing import NotRequired, TypedDict
 
-from app.engine.messages import Finished
+from app.engine.messages import Finished, TokenLogprob
 from app.server.gateway import ModelInfo
+from app.server.logprob_shapes import (
+    ChatLogprobs,
+    CompletionLogprobs,
+    chat_logprobs,
+    completion_logprobs,
+)
 
 FINISH_REASONS = {"stop": "stop", "length": "length", "cancelled": "stop"}
 
@@ -49,14 +55,14 @@ class Usage(TypedDict):
 class ChatChoice(TypedDict):
     index: int
     message: dict[str, str]  # role and content
-    logprobs: None
+    logprobs: ChatLogprobs | None
     finish_reason: str
 
 
 class TextChoice(TypedDict):
     index: int
     text: str
-    logprobs: None
+    logprobs: CompletionLogprobs | None
     finish_reason: str
 
 
@@ -83,7 +89,7 @@ class ChunkChoice(TypedDict):
     index: int
     delta: NotRequired[dict[str, str]]  # chat streams
     text: NotRequired[str]  # completion streams
-    logprobs: None
+    logprobs: ChatLogprobs | CompletionLogprobs | None
     finish_reason: str | None
 
 
@@ -143,7 +149,7 @@ def chat_completion(
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": finished.text},
-                "logprobs": None,
+                "logprobs": chat_logprobs(finished.logprobs),
                 "finish_reason": FINISH_REASONS.get(finished.stop_reason, "stop"),
             }
         ],
@@ -166,7 +172,7 @@ def text_completion(
             {
                 "index": 0,
                 "text": finished.text,
-                "logprobs": None,
+                "logprobs": completion_logprobs(finished.logprobs),
                 "finish_reason": FINISH_REASONS.get(finished.stop_reason, "stop"),
             }
         ],
@@ -185,6 +191,7 @@ class ChunkWriter:
     ) -> None:
         self.reply_id, self.created, self.model = reply_id, created, model
         self.chat, self.include_usage = chat, include_usage
+        self.sent_chars = 0  # of the reply's text: where the next chunk's text_offset starts
 
     def opening(self, dropped_messages: int = 0) -> bytes:
         """Chat streams start with the assistant's role (no text yet), and with `kvstudio`
@@ -196,8 +203,10 @@ class ChunkWriter:
             note = {"dropped_messages": dropped_messages}
         return self._chunk({"role": "assistant", "content": ""}, None, note=note)
 
-    def text(self, text: str) -> bytes:
-        return self._chunk({"content": text}, None, text)
+    def text(self, text: str, logprobs: tuple[TokenLogprob, ...] = ()) -> bytes:
+        chunk = self._chunk({"content": text}, None, text, logprobs=logprobs)
+        self.sent_chars += len(text)
+        return chunk
 
     def end(self, finished: Finished) -> bytes:
         reason = FINISH_REASONS.get(finished.stop_reason, "stop")
@@ -219,13 +228,16 @@ class ChunkWriter:
         finish_reason: str | None,
         text: str = "",
         note: KvStudioNote | None = None,
+        logprobs: tuple[TokenLogprob, ...] = (),
     ) -> bytes:
         body = self._base()
         choice: ChunkChoice
         if self.chat:
-            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            chat = chat_logprobs(logprobs)
+            choice = {"index": 0, "delta": delta, "logprobs": chat, "finish_reason": finish_reason}
         else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}
+            legacy = completion_logprobs(logprobs, self.sent_chars)
+            choice = {"index": 0, "text": text, "logprobs": legacy, "finish_reason": finish_reason}
         body["choices"] = [choice]
         if self.include_usage:
             body["usage"] = None

@@ -97,7 +97,7 @@ class Reply(Response):
         if isinstance(event, PromptStarted):
             await self._send(send, self.writer.opening(self.stream.dropped_messages))
         elif isinstance(event, Token):
-            await self._send(send, self.writer.text(event.text))
+            await self._send(send, self.writer.text(event.text, event.logprobs))
         elif isinstance(event, Finished):
             self.record.finished(event, self.stream.disconnected_at)
             await self._send(send, self.writer.end(event))

@@ -18,7 +18,9 @@ COMMON_FIELDS = frozenset(
     | {"top_k", "min_p", "repeat_penalty"}
 )
 CHAT_FIELDS = COMMON_FIELDS | {"messages", "max_completion_tokens"}
+CHAT_FIELDS |= {"response_format", "logit_bias", "logprobs", "top_logprobs"}
 COMPLETION_FIELDS = COMMON_FIELDS | {"prompt"}
+COMPLETION_FIELDS |= {"response_format", "logit_bias", "logprobs"}
 MESSAGE_FIELDS = frozenset({"role", "content"})
 STREAM_OPTION_FIELDS = frozenset({"include_usage"})
 
