@@ -30,7 +30,7 @@ from app.engine.messages import (
     TemplateFallback,
     Unload,
 )
-from app.platform.errors import AppError, ContextLengthExceededError
+from app.platform.errors import AppError
 from app.platform.heap import give_memory_back
 
 log = logging.getLogger(__name__)
@@ -87,8 +87,9 @@ class Engine:
             else:
                 message = _sentence(command, error)
                 log.error("%s failed: %s", type(command).__name__, detail)
-            too_long = isinstance(error, ContextLengthExceededError)
-            code = ContextLengthExceededError.code if too_long else ""
+            # The client's to fix (a 400 for the server): the error class names its code.
+            named = getattr(error, "code", "") if isinstance(error, AppError) else ""
+            code = named if isinstance(named, str) else ""
             self.emit(Failed(message, request_id=request_id, detail=detail, code=code))
 
     def _load(self, command: Load) -> None:

@@ -103,6 +103,7 @@ def run_generation(
         llm.set_seed(s.seed)
     stops = StopFilter(tuple(s.stop) + (template.stop if command.messages else ()))
     reply = _Reply(command.request_id, len(tokens), stops, emit)
+    choice = TokenChoice(llm, s)  # refuses a bias on a token the model does not have
 
     emit(PromptStarted(command.request_id, len(tokens), time.monotonic()))
     with _abort_on(llm, cancel):
@@ -110,7 +111,7 @@ def run_generation(
             return _finished(
                 command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens)
             )
-        _sample(llm, tokens, s, max_new, cancel, reply)
+        _sample(llm, tokens, s, max_new, cancel, reply, choice)
     reply.flush()
     finished = _finished(
         command,
@@ -190,10 +191,10 @@ def _sample(
     max_new: int,
     cancel: CancelCheck,
     reply: _Reply,
+    choice: TokenChoice,
 ) -> None:
     """Sample tokens after the evaluated prompt into `reply` until it ends."""
     vocab = llm._model.vocab
-    choice = TokenChoice(llm, s)
     stream = llm.generate(
         tokens,
         top_k=s.top_k,

@@ -16,10 +16,17 @@ import numpy.typing as npt
 from llama_cpp.llama_grammar import LlamaGrammar
 
 from app.engine.messages import SamplingSettings, TokenLogprob
+from app.platform.errors import BadInputError
 
 BAN = -100.0  # as OpenAI: a bias of -100 bans the token, +100 all but forces it
 
 Logits = npt.NDArray[np.float32]
+
+
+class LogitBiasError(BadInputError):
+    """logit_bias names a token id the loaded model does not have (a 400 for the server)."""
+
+    code = "invalid_logit_bias"
 
 
 class TokenChoice:
@@ -30,6 +37,12 @@ class TokenChoice:
         self.llm = llm
         self.grammar = LlamaGrammar.from_string(sampling.grammar) if sampling.grammar else None
         ids = [token for token, _bias in sampling.logit_bias]
+        unknown = [token for token in ids if not 0 <= token < llm.n_vocab()]
+        if unknown:
+            raise LogitBiasError(
+                f"'logit_bias' names token {unknown[0]}, which this model does not have "
+                f"(its token ids go from 0 to {llm.n_vocab() - 1})."
+            )
         bias = [-np.inf if b <= BAN else b for _token, b in sampling.logit_bias]
         self._bias_ids = np.array(ids, dtype=np.intp)
         self._bias = np.array(bias, dtype=np.float32)

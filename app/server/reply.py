@@ -121,6 +121,8 @@ def failure_error(failed: Failed, parsed: ParsedRequest) -> ApiError:
     if failed.code == ContextLengthExceededError.code:
         param = "messages" if parsed.command.messages else "prompt"
         return ApiError(400, failed.message, param=param, code=failed.code)
+    if failed.code == "invalid_logit_bias":  # a token id the loaded model does not have
+        return ApiError(400, failed.message, param="logit_bias")
     return ApiError(500, failed.message, kind="server_error")
 
 

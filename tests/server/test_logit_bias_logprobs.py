@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import llama_cpp
 import numpy as np
+import openai
 import pytest
 from openai import OpenAI
 
@@ -145,3 +146,21 @@ def test_without_logprobs_the_reply_has_none(starter_server):
         model="any", messages=[{"role": "user", "content": "Hi"}], max_tokens=2
     )
     assert reply.choices[0].logprobs is None
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_bias_on_a_token_the_model_does_not_have_is_a_400(starter_server, model, stream):
+    client = _client(starter_server.base_url)
+    missing = model.n_vocab()
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.completions.create(
+            model="any",
+            prompt=PROMPT,
+            max_tokens=2,
+            stream=stream,
+            logit_bias={str(missing): 5},
+        )
+    error = refused.value.body
+    assert isinstance(error, dict) and error["param"] == "logit_bias"
+    assert f"token {missing}, which this model does not have" in error["message"]
+    assert _tokens(client, 1)  # and the server goes on answering
