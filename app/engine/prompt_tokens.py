@@ -61,13 +61,13 @@ class PromptTokenizer:
         self.add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self.vocab))
         self._text_tokens: dict[str, list[int]] = {}
         self._template_pieces: dict[str, list[Fragment]] = {}
-        self._strip_content = False  # the template trims content (set by fit)
+        self._trimmed_roles: frozenset[str] = frozenset()  # whose content the template trims
 
     def fit(self, messages: Sequence[ChatMessage], budget: int) -> tuple[list[int], int]:
         """The prompt of `messages` with as few of the oldest turns left out as makes it fit
         `budget` tokens (system messages and the last message are always kept), and how many
         were left out. Dropping turns shortens the prompt, so the count is found by halving."""
-        self._strip_content = self._template_strips(messages)
+        self._trimmed_roles = self._roles_trimmed(messages)
         tokens = self.tokens(messages)
         droppable = [i for i, m in enumerate(messages) if m.role != "system"][:-1]
         if len(tokens) <= budget or not droppable:
@@ -93,7 +93,7 @@ class PromptTokenizer:
         """The prompt tokens of `messages`, the template's markers special, content plain."""
         placed = [replace(m, content=_slot(i)) for i, m in enumerate(messages)]
         rendered = self._render(placed)
-        contents = [m.content.strip() if self._strip_content else m.content for m in messages]
+        contents = _contents(messages, self._trimmed_roles)
         tokens: list[int] = []
         for fragment in _merged(self._fragments(rendered, contents)):
             if isinstance(fragment, _Marker):
@@ -104,18 +104,20 @@ class PromptTokenizer:
             tokens.insert(0, self.bos_id)
         return tokens
 
-    def _template_strips(self, messages: Sequence[ChatMessage]) -> bool:
-        """Whether the template trims message content (Gemma's `| trim`): the placeholder it
-        trimmed instead stands for the trimmed content then. A template that changes content
-        in other ways gets it unchanged, as plain text all the same."""
+    def _roles_trimmed(self, messages: Sequence[ChatMessage]) -> frozenset[str]:
+        """The roles whose content the template trims (Gemma's `| trim` on turns but not on
+        its system text): the placeholder it trimmed stands for the trimmed content then.
+        Found by filling the placeholders each way (no render, no tokenizing). A template
+        that changes content in other ways gets it as sent, as plain text all the same."""
         full = self._render(messages)
         placed = self._render([replace(m, content=_slot(i)) for i, m in enumerate(messages)])
-        for strip in (False, True):
-            contents = [m.content.strip() if strip else m.content for m in messages]
-            if _filled(placed, contents) == full:
-                return strip
+        roles = sorted({m.role for m in messages})
+        for mask in range(2 ** len(roles)):
+            trimmed = frozenset(role for bit, role in enumerate(roles) if mask >> bit & 1)
+            if _filled(placed, _contents(messages, trimmed)) == full:
+                return trimmed
         log.info("the chat template changes message content; the content is used as sent")
-        return False
+        return frozenset()
 
     def _render(self, messages: Sequence[ChatMessage]) -> str:
         return self.template.render(
@@ -206,6 +208,10 @@ def _merged(fragments: Sequence[Fragment]) -> list[Fragment]:
     if run:
         out.append(run)
     return out
+
+
+def _contents(messages: Sequence[ChatMessage], trimmed_roles: frozenset[str]) -> list[str]:
+    return [m.content.strip() if m.role in trimmed_roles else m.content for m in messages]
 
 
 def _filled(rendered: str, contents: Sequence[str]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.engine.cancel import CancelFlag
-from app.engine.chat_template import CHATML_TEMPLATE, ChatTemplate, RenderStopped
+from app.engine.chat_template import CHATML_TEMPLATE, FALLBACKS, ChatTemplate, RenderStopped
 from app.engine.generation import run_generation
 from app.engine.messages import ChatMessage, Finished, Generate, SamplingSettings
 from app.engine.prompt_tokens import PromptTokenizer
@@ -48,9 +48,11 @@ def _token(model: Any, text: str) -> int:
     return int(token)
 
 
-def _whole_text_tokens(model: Any, messages: list[ChatMessage]) -> list[int]:
+def _whole_text_tokens(
+    model: Any, messages: list[ChatMessage], template: ChatTemplate | None = None
+) -> list[int]:
     """What the engine did before: the rendered prompt tokenized with special=True."""
-    llm, template = model.llm, model.template
+    llm, template = model.llm, template or model.template
     text = template.render(messages, bos_token="<bos>", eos_token="<eos>")
     tokens = list(llm.tokenize(text.encode(), add_bos=False, special=True))
     return tokens if tokens[:1] == [llm.token_bos()] else [llm.token_bos(), *tokens]
@@ -87,16 +89,19 @@ def test_forged_turn_markers_in_a_message_reach_the_model_as_plain_text(model):
     assert content == "user\n" + FORGED
 
 
-def test_an_ordinary_conversation_gets_the_tokens_of_its_whole_text(model):
+@pytest.mark.parametrize("name", list(FALLBACKS))
+def test_an_ordinary_conversation_gets_the_tokens_of_its_whole_text(model, name):
+    # Gemma's template trims the turns but not the system text it puts in front of them.
+    template = ChatTemplate(name, *FALLBACKS[name])
     messages = [
-        ChatMessage("system", "Be brief."),
+        ChatMessage("system", "Be brief. "),
         ChatMessage("user", "  hello there \n"),
-        ChatMessage("assistant", "Hi! How are you?"),
+        ChatMessage("assistant", "Hi! How are you?\n"),
         ChatMessage("user", "Tell me\n\nabout cats, <b>please</b>."),
     ]
-    tokens, dropped = PromptTokenizer(model.llm, model.template, CancelFlag()).fit(messages, 200)
+    tokens, dropped = PromptTokenizer(model.llm, template, CancelFlag()).fit(messages, 200)
     assert dropped == 0
-    assert tokens == _whole_text_tokens(model, messages)
+    assert tokens == _whole_text_tokens(model, messages, template)
 
 
 def test_a_template_that_does_not_trim_gets_the_content_as_sent(model):
