@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 CLIENT_GONE = 499  # nginx's status for "the client closed the connection", for the log only
 
 
+# Answered without the API key.
+PUBLIC_PATHS = ("/health", "/v1/health")
+
+
 class Guard:
     def __init__(
         self, app: ASGIApp, options: ServerOptions, limits: ClientLimits, requests: RequestLog
@@ -91,13 +95,15 @@ class Guard:
         return replay(body, receive)
 
     def _check_key(self, scope: Scope) -> None:
-        if not self.api_key:
+        # /health tells a load balancer only "ok" or why not, without a key, as llama-server's
+        if not self.api_key or scope.get("path") in PUBLIC_PATHS:
             return
         given = _bearer(scope)
         if given is None:
             raise ApiError(
                 401,
-                "You didn't provide an API key: send it as 'Authorization: Bearer KEY'.",
+                "You didn't provide an API key: send it as 'Authorization: Bearer KEY' "
+                "or 'X-Api-Key: KEY'.",
                 code="missing_api_key",
             )
         # compare_digest: the time taken says nothing about how much of the key matched
@@ -120,11 +126,16 @@ class Guard:
 
 
 def _bearer(scope: Scope) -> str | None:
+    """The key from 'Authorization: Bearer KEY', or else from 'X-Api-Key: KEY' (Anthropic's
+    and some editors' header, which llama-server also takes)."""
+    bearer = other = None
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-    return None
+            bearer = token.strip() if scheme.lower() == "bearer" and token.strip() else None
+        elif name == b"x-api-key":
+            other = value.decode("latin-1").strip() or None
+    return bearer if bearer is not None else other
 
 
 async def _send_error(send: Send, refusal: ApiError) -> None:
