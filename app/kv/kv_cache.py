@@ -26,26 +26,17 @@ llama-cpp-python keeps it unless `swa_full=` is passed; callers must pass the va
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, replace
 
 from app.kv.kv_layout import KvLayout, kv_layout
 from app.kv.kv_types import DEFAULT_KV_MODE, FP16_KV_MODE, KvMode, KvType
 from app.models.gguf_header import GgufHeader
 from app.platform.errors import BadInputError
-
-_MIB = 1024.0 * 1024.0
+from app.platform.units import llama_mib
 
 
 def ggml_pad(x: int, n: int) -> int:
     return (x + n - 1) // n * n
-
-
-def llama_mib(n_bytes: int) -> str:
-    """Bytes as llama.cpp prints them: '%7.2f' of a C float (bytes / 1 MiB in float32)."""
-    # (float)bytes rounds to float32; dividing by 2**20 is then exact, so no further rounding.
-    as_float32 = struct.unpack("<f", struct.pack("<f", float(n_bytes)))[0]
-    return "%7.2f" % (as_float32 / _MIB)
 
 
 @dataclass(frozen=True)

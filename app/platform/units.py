@@ -5,6 +5,7 @@ lengths, durations, dates; and sizes typed by a user, read back."""
 from __future__ import annotations
 
 import re
+import struct
 from datetime import UTC, datetime
 
 from app.platform.errors import BadInputError
@@ -61,6 +62,14 @@ def size_figure(n_bytes: float, unit: str, digits: int = 1) -> str:
     """The figure alone, in `unit`, with thousands separators, as size() writes it:
     (1288490188.8, 'MiB') -> '1,228.8' (for a table whose heading names the unit)."""
     return size(n_bytes, digits, unit).removesuffix(f" {unit}")
+
+
+def llama_mib(n_bytes: int) -> str:
+    """Bytes as llama.cpp prints them in its logs: '%7.2f' of a C float (bytes / 1 MiB in
+    float32), so a figure the app predicts can be compared with llama.cpp's own line."""
+    # (float)bytes rounds to float32; dividing by 2**20 is then exact, so no further rounding.
+    as_float32 = struct.unpack("<f", struct.pack("<f", float(n_bytes)))[0]
+    return "%7.2f" % (as_float32 / (1024.0 * 1024.0))
 
 
 def speed(bytes_per_s: float | None) -> str:

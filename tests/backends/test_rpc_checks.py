@@ -18,12 +18,13 @@ from app.backends.store import BackendStore
 from app.engine.messages import Failed, Load, Loaded
 from app.engine.process import EngineProcess
 from app.engine.split_devices import read_split_devices
-from app.kv.kv_cache import kv_cache_bytes, llama_mib
+from app.kv.kv_cache import kv_cache_bytes
 from app.kv.rpc_fit import split_fit
 from app.load.profile import LoadProfile
 from app.load.worker_hello import ask_worker
 from app.models.gguf_read import read_gguf_header
 from app.models.model_ref import resolve_model
+from app.platform.units import llama_mib
 from tests.backends.rpc_worker_fixtures import (
     Worker,
     f16_only_data,

@@ -15,11 +15,12 @@ import pytest
 
 from app.engine.compare import parse_modes, run_compare
 from app.engine.compare_one_mode import CompareCancelledError
-from app.kv.kv_cache import kv_cache_bytes, llama_mib
+from app.kv.kv_cache import kv_cache_bytes
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import BadInputError
 from app.platform.probes import PsutilProbe
 from app.platform.recording import Recording
+from app.platform.units import llama_mib
 
 pytestmark = pytest.mark.slow
 N_CTX, DEPTH = 1024, 256

@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.rpc_load_check import RpcLoadCheck, WorkersCheck, check_workers
-from app.kv.kv_cache import llama_mib
 from app.kv.rpc_fit import DeviceShare
 from app.load.profile import LoadProfile
 from app.load.rpc_workers import (
@@ -39,6 +38,7 @@ from app.load.rpc_workers import (
 )
 from app.platform import units as fmt
 from app.platform.errors import BadInputError
+from app.platform.units import llama_mib
 from app.services.local_workers import LocalWorkers
 from app.services.tasks import TaskRunner
 from app.ui.plain_text import plain_label
