@@ -144,7 +144,7 @@ class EngineClient(EngineSignals):
             return
         proc = self._ensure_process()
         if proc is None:
-            self.request_failed.emit(command.request_id, "The engine process could not start.")
+            self._request_failed(command.request_id, "The engine process could not start.")
             return
         if self._loaded is None and self._loading is None and self._last_options is not None:
             self._send_load(proc, self._last_options)
@@ -258,7 +258,7 @@ class EngineClient(EngineSignals):
         if generating is not None:
             self._fail(generating, message)
         for command in waiting:
-            self.request_failed.emit(command.request_id, message)
+            self._request_failed(command.request_id, message)
         if had_model:
             self.model_unloaded.emit()
         self._update_busy()
@@ -321,7 +321,7 @@ class EngineClient(EngineSignals):
             log.warning("engine failure detail: %s", event.detail)
         if event.request_id is not None and event.request_id == self._generating:
             self._generating = None
-            self._fail(event.request_id, event.message)
+            self._fail(event.request_id, event.message, event.code)
             self._start_queued()
         elif event.request_id is None and self._loading is not None:
             self._loading = None
@@ -349,9 +349,13 @@ class EngineClient(EngineSignals):
         if self._waiting:
             self.generate(self._waiting.popleft())
 
-    def _fail(self, request_id: str, message: str) -> None:
+    def _fail(self, request_id: str, message: str, code: str = "") -> None:
         self.reply_failed.emit(message)
+        self._request_failed(request_id, message, code)
+
+    def _request_failed(self, request_id: str, message: str, code: str = "") -> None:
         self.request_failed.emit(request_id, message)
+        self.request_failure.emit(Failed(message, request_id=request_id, code=code))
 
     def _set_kernel_warnings(self, warnings: tuple[KernelWarning, ...]) -> None:
         warnings = tuple(dict.fromkeys(warnings))  # a line logged twice is one warning

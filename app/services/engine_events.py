@@ -43,6 +43,9 @@ class EngineSignals(QObject):
         reply_failed(str): the reply could not be generated (or the engine died during it).
         request_failed(str, str): the same with the request_id (first) of the reply that
             failed, also for a reply that was waiting its turn when the engine died.
+        request_failure(Failed): the same failure as the engine's Failed (request_id,
+            sentence and `code`, e.g. "context_length_exceeded"), for a client that answers
+            the kind of failure (the local server: a 400 rather than a 500).
         engine_crashed(str): the engine process died; one sentence (how it ended, the line
             llama.cpp wrote when it gave up) or words plus the tail of its stderr. Nothing
             else is lost: the next request starts a fresh engine and reloads the model,
@@ -68,6 +71,7 @@ class EngineSignals(QObject):
     reply_finished = Signal(object)
     reply_failed = Signal(str)
     request_failed = Signal(str, str)
+    request_failure = Signal(object)  # Failed
     engine_crashed = Signal(str)
     kernel_warnings_changed = Signal(object)  # tuple[KernelWarning, ...]
     busy_changed = Signal(bool)

@@ -48,7 +48,7 @@ class ClientGateway(QObject):
         client.context_trimmed.connect(self._on_client_event)
         client.token_received.connect(self._on_client_event)
         client.reply_finished.connect(self._on_client_reply_finished)
-        client.request_failed.connect(self._on_client_request_failed)
+        client.request_failure.connect(self._on_client_request_failed)
 
     # ---- EngineGateway (any thread) ------------------------------------------------------
 
@@ -100,7 +100,8 @@ class ClientGateway(QObject):
         if sink is not None:
             sink(finished)
 
-    def _on_client_request_failed(self, request_id: str, message: str) -> None:
-        sink = self._sinks.pop(request_id, None)
+    def _on_client_request_failed(self, failed: Failed) -> None:
+        # The engine's Failed with its code: a prompt over the context is the client's 400
+        sink = self._sinks.pop(failed.request_id or "", None)
         if sink is not None:
-            sink(Failed(message, request_id=request_id))
+            sink(failed)

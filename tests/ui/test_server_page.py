@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from openai import OpenAI
+from openai import BadRequestError, OpenAI
 from PySide6.QtCore import Qt
 
 from app.ui.dashboard.page import DashboardPage
@@ -80,3 +80,35 @@ def test_another_address_without_a_key_is_refused_in_one_sentence(qtbot, chat_ap
     page.start_button.click()
     assert not page.service.running
     assert "needs an API key" in page.state.text() and "\n" not in page.state.text()
+
+
+def test_a_prompt_longer_than_the_context_is_a_400_from_the_app_s_server(qtbot, loaded_chat_app):
+    """The Server page serves through the app's engine client, which hands the engine's
+    failure on with its kind: a prompt over the context is the client's to fix (400
+    context_length_exceeded, as from `kvstudio serve`), not a server error (500)."""
+    app = loaded_chat_app
+    page = app.window.findChild(ServerPage)
+    page.port.setValue(0)  # any free port
+    with qtbot.waitSignal(page.service.started, timeout=HANG_GUARD_MS):
+        page.start_button.click()
+    n_ctx = app.engine.loaded.n_ctx
+    failure: dict[str, object] = {}
+
+    def ask() -> None:
+        client = OpenAI(base_url=page.base_url.text(), api_key="none", max_retries=0, timeout=120)
+        try:
+            client.completions.create(model="any", prompt="word " * (n_ctx + 100), max_tokens=4)
+        except BadRequestError as error:
+            failure["error"] = error
+
+    caller = threading.Thread(target=ask)
+    with qtbot.waitSignal(page.service.request_logged, timeout=REPLY_TIMEOUT_MS) as logged:
+        caller.start()
+    caller.join(30)
+    assert logged.args[0].status == 400
+    error = failure["error"]
+    assert isinstance(error, BadRequestError) and error.code == "context_length_exceeded"
+    assert f"{n_ctx}-token context" in str(error)
+
+    with qtbot.waitSignal(page.service.stopped, timeout=HANG_GUARD_MS):
+        page.start_button.click()
