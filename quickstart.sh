@@ -78,8 +78,8 @@ started=$SECONDS
 export KVSTUDIO_TEST_BUILDS="$PWD/.venv/test-builds"
 .venv/bin/python scripts/test_builds.py
 echo "Test builds took $((SECONDS - started)) s" >&2
-# Six test processes, each taking whole test files (so a module's shared engine stays one):
-# most of a test's time is one thread (Python, Qt, a process starting) or waiting for a child
-# (an engine, a worker), so on 2 cores other busy processes beside the run take less of the
-# machine from six of ours than from one (docs/testing.md). `-n 0` after `test`: one process.
-exec .venv/bin/python -m pytest -n 6 --dist loadfile "$@"
+# Four test processes, each taking whole test files (so a module's shared engine stays one):
+# most of a test's time is one thread (Python, Qt, a process starting), so on 2 cores two busy
+# processes beside the run take less of the machine from four than from one; six were no
+# faster (docs/testing.md). `-n 0` after `test` runs it in one process.
+exec .venv/bin/python -m pytest -n 4 --dist loadfile "$@"
