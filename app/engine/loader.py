@@ -32,7 +32,7 @@ from app.models.gguf_tokenizer import check_token_list_file
 from app.models.model_kind import base_model_reason
 from app.models.model_ref import check_gguf
 from app.platform.errors import AppError, BadInputError, EngineFailedError
-from app.platform.memory_ceiling import ceiling_sentence, engine_ceiling
+from app.platform.memory_ceiling import ceiling_is_the_limit, ceiling_sentence, engine_ceiling
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +76,11 @@ def _load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
         reason = _failure_reason(lines)
         log.warning("load of %s failed: %s (%s)", path, error, reason)
         # numpy's MemoryError: llama-cpp-python's logits array, after llama.cpp's buffers.
-        if isinstance(error, MemoryError) or any(
+        out_of_memory = isinstance(error, MemoryError) or any(
             sign in line for line in lines for sign in _HOST_ALLOCATION_FAILED
-        ):
+        )
+        ceiling = engine_ceiling()
+        if out_of_memory and (ceiling is None or ceiling_is_the_limit(ceiling)):
             raise EngineFailedError(_out_of_memory()) from error
         raise EngineFailedError(
             f"llama.cpp could not load {path.name}" + (f": {reason}." if reason else ".")

@@ -68,6 +68,16 @@ def apply_ceiling(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
 
 
+def ceiling_is_the_limit(limit: int) -> bool:
+    """Whether the engine's ceiling is what an allocation failure ran into: not when the
+    process has a tighter address-space limit from whoever started it (ulimit -v, a
+    container), whose failure the ceiling's sentence would misname."""
+    import resource
+
+    address_space, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return address_space == resource.RLIM_INFINITY or address_space > limit
+
+
 def ceiling_sentence(limit: int) -> str:
     """What to tell the user when the engine ran into its ceiling."""
     return (
