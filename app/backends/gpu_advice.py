@@ -28,7 +28,21 @@ ROCM_NEEDS = (
     "The ROCm packages load only where ROCm 6 is installed (they link libamdhip64.so.6); "
     "the vulkan backend needs no ROCm."
 )
-NO_GPU = "No GPU found: the built-in CPU backend runs everything (slower; no GPU memory to save)."
+NO_GPU = "No GPU found: KV Studio runs on the CPU; everything works, slower."
+# Where the GPU backend packages are published (issue 27's release workflow puts them there).
+RELEASES_PAGE = "https://github.com/kvstudio/kvstudio/releases"
+
+
+def where_to_get(advice: Recommendation, platform_tag: str) -> str:
+    """Where the recommended package comes from, in one sentence ("" when none is needed):
+    named as kernels/package.py names the file, so the user can find it on the page."""
+    if advice.backend == BUILT_IN:
+        return ""
+    file = f"kvstudio-backend-{advice.backend}-<version>-{platform_tag}.tar.gz"
+    return (
+        f"Download the {advice.backend} package ({file}) from the project's release page, "
+        f"{RELEASES_PAGE}, then install it from the file."
+    )
 
 
 def advice_for(gpu: Gpu) -> Recommendation:

@@ -9,6 +9,7 @@ process) run off the GUI thread through app.services.tasks.TaskRunner, like the 
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.backends.gpu_advice import Recommendation, recommend
+from app.backends.gpu_advice import BUILT_IN, Recommendation, recommend, where_to_get
 from app.backends.gpu_detect import Gpu, detect_gpus
 from app.backends.install import install_file, install_url
 from app.backends.store import BackendStore, InstalledBackend
@@ -79,7 +80,12 @@ class FirstRunDialog(QDialog):
         self.needs = QLabel()
         self.needs.setWordWrap(True)
         self.needs.hide()
-        about = QLabel(
+        self.source = QLabel()  # where the named package comes from, before any file is asked for
+        self.source.setTextFormat(Qt.TextFormat.PlainText)
+        self.source.setWordWrap(True)
+        self.source.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.source.hide()
+        self.about = about = QLabel(
             "KV Studio comes with the built-in CPU backend. A GPU backend is a separate package "
             "(.tar.gz): every file is checked against the sha256 in its manifest and the package "
             "is test-loaded before the engine uses it. Nothing is downloaded unless you install "
@@ -112,8 +118,10 @@ class FirstRunDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(20, 20, 20, 20)
         layout.setSpacing(10)
-        for widget in (title, self.gpus, self.advice, self.needs, about, self.file_button):
+        self.title = title
+        for widget in (title, self.gpus, self.advice, self.needs, self.source, about):
             layout.addWidget(widget)
+        layout.addWidget(self.file_button)
         layout.addLayout(url_row)
         layout.addWidget(self.progress)
         layout.addWidget(self.message)
@@ -142,8 +150,26 @@ class FirstRunDialog(QDialog):
         self.advice.setText(self.recommendation.sentence)
         self.needs.setText(self.recommendation.needs or "")
         self.needs.setVisible(bool(self.recommendation.needs))
+        package_needed = self.recommendation.backend != BUILT_IN
+        if not package_needed:
+            self._just_continue(shown_gpus=bool(gpus or problem))
+        else:
+            tag = f"{platform.system().lower()}-{platform.machine()}"
+            self.source.setText(where_to_get(self.recommendation, tag))
+            self.source.show()
         self.adjustSize()  # the wrapped sentences need more height than "Looking for GPUs…"
         self.detection_finished.emit(self.recommendation)
+
+    def _just_continue(self, shown_gpus: bool) -> None:
+        """No package to get (no GPU, or Apple's Metal in the built-in backend): the sentence
+        and Continue, nothing to install (the Backends page still can)."""
+        self.title.setText("Welcome to KV Studio")
+        self.gpus.setVisible(shown_gpus)
+        for widget in (self.about, self.file_button, self.url, self.url_button):
+            widget.hide()
+        self.keep_button.setText("Continue")
+        self.keep_button.setDefault(True)
+        self.keep_button.setFocus()
 
     # ---- installing --------------------------------------------------------------------------
 

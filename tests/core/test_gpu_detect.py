@@ -148,9 +148,7 @@ def test_without_nvml_an_nvidia_card_is_still_seen_in_sysfs(tmp_path: Path) -> N
 def test_no_gpu_means_the_built_in_cpu_backend(tmp_path: Path) -> None:
     advice = recommend(detect(fake_sysfs(tmp_path / "sys", INTEL_IGPU)))
     assert (advice.backend, advice.sentence) == ("built-in", NO_GPU)
-    assert NO_GPU == (
-        "No GPU found: the built-in CPU backend runs everything (slower; no GPU memory to save)."
-    )
+    assert NO_GPU == ("No GPU found: KV Studio runs on the CPU; everything works, slower.")
 
 
 def test_apple_silicon_runs_metal_in_the_built_in_backend(tmp_path: Path) -> None:
