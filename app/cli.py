@@ -9,6 +9,7 @@ import multiprocessing
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
@@ -19,6 +20,11 @@ from app.damaged_files import check_state_files
 from app.platform.crash_report import CrashReporter
 from app.platform.errors import AppError, BadInputError
 from app.platform.paths import data_dir
+from app.platform.window_check import (
+    library_in_import_error,
+    missing_libraries_sentence,
+    window_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     reporter = _report_crashes()
     try:
         if args.command in (None, "gui"):
-            from app.gui import open_app  # Qt is imported only here
-
+            open_app = _window_opener()  # Qt is imported only here
+            if open_app is None:
+                return BAD_INPUT_EXIT
             return open_app(
                 model=getattr(args, "model", None),
                 send=getattr(args, "send", None),
@@ -151,6 +158,24 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         reporter.uninstall()
+
+
+def _window_opener() -> Callable[..., int] | None:
+    """app.gui.open_app, or None once one sentence said why the window cannot open here (no
+    display, a library Qt needs missing) instead of Qt's abort or the loader's error."""
+    problem = window_problem()
+    if problem is None:
+        try:
+            from app.gui import open_app
+        except ImportError as error:
+            library = library_in_import_error(error)
+            if library is None:
+                raise
+            problem = missing_libraries_sentence([library])
+        else:
+            return open_app
+    print_error(problem)
+    return None
 
 
 def _report_crashes() -> CrashReporter:
