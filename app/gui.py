@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from app.damaged_files import check_state_files
 from app.platform.app_log import start_log_file
 from app.platform.heap import give_memory_back, steady_heap
 from app.platform.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
+from app.platform.window_check import utf8_locale
 from app.services.engine_client import EngineClient
 from app.services.gui_garbage import GuiThreadGarbageCollector
 from app.services.local_server import LocalServerService
@@ -190,6 +192,7 @@ def open_app(
     """Run the app until its window closes. `model`: a .gguf path or 'starter' to load;
     `send`: a message to send in the chat once it has loaded; `screenshot`: save the window
     there once that is done, and quit."""
+    os.environ.update(utf8_locale(os.environ))  # before Qt reads the locale: no warning
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
     app.setApplicationName(APP_NAME)

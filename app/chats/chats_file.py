@@ -7,7 +7,9 @@ The schema version lives in PRAGMA user_version; _MIGRATIONS[i] upgrades i -> i+
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
@@ -126,6 +128,7 @@ def open_chats_file(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     subclass when it cannot be used as it is."""
     if path.exists() and not path.is_file():
         raise DamagedChatsError(path, "is a folder, not a file")
+    _private(path)
     # WAL: another instance's readers never wait; writers wait up to the busy timeout.
     db = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_s)
     try:
@@ -134,6 +137,25 @@ def open_chats_file(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _private(path: Path) -> None:
+    """Conversations are the user's alone: a new file is created 0600 (SQLite gives its -wal
+    and -shm files the database's permissions), an existing one readable by others is
+    narrowed to 0600 with them."""
+    if str(path) == ":memory:":
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for file in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm"))):
+            with contextlib.suppress(OSError):  # not there, or another user's: left as it is
+                if file.stat().st_mode & 0o077:
+                    os.chmod(file, 0o600)
+    except OSError:
+        return  # a read-only folder: sqlite3 says so in its own words
+    else:
+        os.close(fd)
 
 
 def _check_and_migrate(db: sqlite3.Connection, path: Path) -> None:

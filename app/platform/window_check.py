@@ -80,6 +80,21 @@ def library_in_import_error(error: ImportError) -> str | None:
     return found.group(1) if found else None
 
 
+NOT_UTF8 = ("C", "POSIX")
+
+
+def utf8_locale(environ: Mapping[str, str]) -> dict[str, str]:
+    """What to set so Qt starts on a UTF-8 locale without its four-line warning ("Detected
+    locale "C" ... has switched to "C.UTF-8" instead"), printed at every start where LC_ALL
+    or the character type is C or POSIX (a container, a service, a frozen app run from a bare
+    shell): C.UTF-8, what Qt would switch to anyway. A UTF-8 or other chosen locale is kept."""
+    lc_all = environ.get("LC_ALL", "")
+    if lc_all:
+        return {"LC_ALL": "C.UTF-8"} if lc_all in NOT_UTF8 else {}
+    ctype = environ.get("LC_CTYPE") or environ.get("LANG") or "C"
+    return {"LC_CTYPE": "C.UTF-8"} if ctype in NOT_UTF8 else {}
+
+
 def window_problem(
     environ: Mapping[str, str] | None = None, system: str | None = None
 ) -> str | None:

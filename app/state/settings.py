@@ -138,10 +138,11 @@ def load_settings(folder: Path) -> LoadedSettings:
 
 
 def save_settings(folder: Path, settings: Settings) -> None:
-    """Write atomically so a crash never leaves half a file."""
+    """Write atomically so a crash never leaves half a file; readable by the user alone (it
+    names the user's models and folders)."""
     data = asdict(settings)
     data["recent_models"] = list(settings.recent_models)
-    write_atomically(settings_path(folder), json.dumps(data, indent=2))
+    write_atomically(settings_path(folder), json.dumps(data, indent=2), mode=0o600)
 
 
 class SettingsFile:
