@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.chats.store import ChatStore
-from app.platform.paths import chat_db_path
-from app.state.settings import SettingsFile, settings_path
+from app.platform.paths import chat_db_path, settings_path
+from app.state.settings import SettingsFile
 
 
 def mode(path: Path) -> int:
