@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
+import ssl
 from collections.abc import Mapping, Sequence
 
 import httpx2
@@ -61,12 +63,35 @@ def get_json_list(
 
 
 def unreachable_message(error: BaseException) -> str:
-    """ "Can't reach Hugging Face (timeout after 8 s)." and the like: what failed, in words."""
+    """ "Can't reach Hugging Face (timeout after 8 s)." and the like: what failed, in words.
+    A certificate the system does not trust is not a network failure: it says "certificate"
+    and where to add one (a company proxy that inspects HTTPS signs with its own)."""
     where = "" if hub_endpoint() == "https://huggingface.co" else f" at {hub_endpoint()}"
+    untrusted = certificate_problem(error)
+    if untrusted is not None:
+        return (
+            f"Hugging Face{where} sent a certificate this computer does not trust "
+            f"({untrusted}); if your network inspects HTTPS with its own certificate, add it "
+            "to the system's certificate store, then try again."
+        )
     return (
         f"Can't reach Hugging Face{where} ({_reason(error)}). "
         "Check the network connection, then try again."
     )
+
+
+def certificate_problem(error: BaseException) -> str | None:
+    """The verifier's words when `error` (or what it wraps) is a failed certificate check."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return str(cause.verify_message or cause.reason or "unverified")
+        cause = cause.__cause__ or cause.__context__
+    text = str(error)
+    if "CERTIFICATE_VERIFY_FAILED" in text:  # httpx keeps only the text of some errors
+        found = re.search(r"certificate verify failed: ([^(]+?)\s*\(", text)
+        return found.group(1) if found else "certificate verify failed"
+    return None
 
 
 def _reason(error: BaseException) -> str:

@@ -21,6 +21,7 @@ import httpx2
 from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
 from app.models.hub import cache_layout, transfer
+from app.models.hub.api_get import certificate_problem
 from app.models.hub.client import GgufEntry, RemoteFile
 from app.models.hub.download_control import DownloadCancelled, DownloadControl, DownloadPaused
 from app.models.hub.env import hub_cache_dir, hub_endpoint, is_offline
@@ -152,6 +153,7 @@ def _metadata(
             transient = isinstance(error, (httpx2.TransportError, httpx2.TimeoutException)) or (
                 status is not None and (status >= 500 or status in (408, 429))
             )
+            transient = transient and certificate_problem(error) is None  # no retry mends it
             if not transient or attempt + 1 == transfer.MAX_ATTEMPTS_WITHOUT_PROGRESS:
                 raise translate(error, repo_id, filename) from error
             control.sleep(min(transfer.BACKOFF_MAX_S, transfer.BACKOFF_START_S * 2**attempt))

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import httpx2
 from huggingface_hub.utils import build_hf_headers, get_session
 
+from app.models.hub.api_get import certificate_problem
 from app.models.hub.disk_writer import use_large_reads
 from app.models.hub.download_control import DownloadCancelled, DownloadControl, ProgressFn
 from app.models.hub.hub_errors import gated_message, translate
@@ -210,6 +211,8 @@ def _stream_once(
             finally:
                 remove_hook()
     except _TRANSIENT as error:
+        if certificate_problem(error) is not None:  # no retry mends it: say "certificate"
+            raise translate(error, target.repo_id, target.display_name) from error
         raise TransientFault(f"{type(error).__name__}: {error}") from None
     if state.done < target.size:
         control.check()
