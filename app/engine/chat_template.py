@@ -22,6 +22,7 @@ from app.engine.template_sandbox import (
     compile_template,
     render_template,
 )
+from app.engine.tool_messages import ToolSpec, template_calls, template_tools
 from app.platform.errors import BadInputError
 
 __all__ = ["ChatTemplate", "ChatTemplateError", "RenderStopped", "TemplateRefused"]
@@ -93,22 +94,36 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
         stopped: Callable[[], bool] | None = None,
         limits: RenderLimits | None = None,
+        tools: Sequence[ToolSpec] = (),
     ) -> str:
-        """The prompt text for `messages`, ending where the assistant's reply begins.
+        """The prompt text for `messages` (and `tools`, for a template that knows tools),
+        ending where the assistant's reply begins.
 
         Raises TemplateRefused when the template breaks a limit, RenderStopped when
         `stopped()` turns true, ChatTemplateError when the template raises an error."""
-        return render_template(
-            _compile(self.template),
-            {
-                "messages": [{"role": m.role, "content": m.content} for m in messages],
-                "bos_token": bos_token,
-                "eos_token": eos_token,
-                "add_generation_prompt": add_generation_prompt,
-            },
-            limits,
-            stopped,
-        )
+        variables: dict[str, object] = {
+            "messages": [_message(m) for m in messages],
+            "bos_token": bos_token,
+            "eos_token": eos_token,
+            "add_generation_prompt": add_generation_prompt,
+        }
+        if tools:
+            variables["tools"] = template_tools(tools)
+        return render_template(_compile(self.template), variables, limits, stopped)
+
+    @property
+    def knows_tools(self) -> bool:
+        """The GGUF's own template reads `tools` (the plain fallbacks do not)."""
+        return self.source == "gguf" and "tools" in self.template
+
+
+def _message(message: ChatMessage) -> dict[str, object]:
+    out: dict[str, object] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = template_calls(message.tool_calls)
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    return out
 
 
 def choose_template(

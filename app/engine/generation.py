@@ -277,7 +277,7 @@ def _prompt_tokens(
         if not tokens:
             raise EngineFailedError("The prompt is empty.")
         return list(tokens), 0
-    return PromptTokenizer(llm, template, cancel).fit(command.messages, budget)
+    return PromptTokenizer(llm, template, cancel, command.tools).fit(command.messages, budget)
 
 
 def _prefill(llm: llama_cpp.Llama, tokens: list[int], cancel: CancelCheck) -> bool:

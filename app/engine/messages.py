@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from app.engine.tool_messages import ToolCall, ToolSpec
 from app.kv.split_device import SplitDevice
 from app.load.profile import LoadProfile
 
@@ -32,8 +33,10 @@ class Load:
 
 @dataclass(frozen=True)
 class ChatMessage:
-    role: str  # "system" | "user" | "assistant"
+    role: str  # "system" | "user" | "assistant" | "tool" (a function's result)
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()  # an assistant turn's calls (app.engine.tool_messages)
+    tool_call_id: str = ""  # a tool turn: the call it answers
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class Generate:
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     messages: tuple[ChatMessage, ...] = ()
     prompt: str | None = None
+    tools: tuple[ToolSpec, ...] = ()  # functions offered to the model (chat only)
 
 
 @dataclass(frozen=True)

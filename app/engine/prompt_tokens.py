@@ -23,6 +23,8 @@ import llama_cpp
 from app.engine.cancel import CancelCheck
 from app.engine.chat_template import ChatTemplate, RenderStopped
 from app.engine.messages import ChatMessage
+from app.engine.tool_messages import ToolSpec
+from app.engine.tool_prompt import tools_in_words, uses_tools
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +54,15 @@ class PromptTokenizer:
     plain text is tokenized once (cached), so trying shorter conversations costs renders,
     not tokenizing. `cancel` turning true raises RenderStopped between pieces."""
 
-    def __init__(self, llm: llama_cpp.Llama, template: ChatTemplate, cancel: CancelCheck):
+    def __init__(
+        self,
+        llm: llama_cpp.Llama,
+        template: ChatTemplate,
+        cancel: CancelCheck,
+        tools: Sequence[ToolSpec] = (),
+    ):
         self.llm, self.template, self.cancel = llm, template, cancel
+        self.tools = tuple(tools)  # offered to a template that knows tools
         self.vocab = llm._model.vocab
         self.bos_id, eos_id = llm.token_bos(), llm.token_eos()
         self.bos = self._piece(self.bos_id) if self.bos_id >= 0 else ""
@@ -66,7 +75,11 @@ class PromptTokenizer:
     def fit(self, messages: Sequence[ChatMessage], budget: int) -> tuple[list[int], int]:
         """The prompt of `messages` with as few of the oldest turns left out as makes it fit
         `budget` tokens (system messages and the last message are always kept), and how many
-        were left out. Dropping turns shortens the prompt, so the count is found by halving."""
+        were left out. Dropping turns shortens the prompt, so the count is found by halving.
+        A conversation with tools is made plain first for a template that does not know them
+        (app.engine.tool_prompt)."""
+        if uses_tools(messages, self.tools) and not self.template.knows_tools:
+            messages, self.tools = tools_in_words(messages, self.tools), ()
         self._trimmed_roles = self._roles_trimmed(messages)
         tokens = self.tokens(messages)
         droppable = [i for i, m in enumerate(messages) if m.role != "system"][:-1]
@@ -121,7 +134,11 @@ class PromptTokenizer:
 
     def _render(self, messages: Sequence[ChatMessage]) -> str:
         return self.template.render(
-            messages, bos_token=self.bos, eos_token=self.eos, stopped=self.cancel.is_set
+            messages,
+            bos_token=self.bos,
+            eos_token=self.eos,
+            stopped=self.cancel.is_set,
+            tools=self.tools,
         )
 
     def _fragments(self, rendered: str, contents: Sequence[str]) -> list[Fragment]:

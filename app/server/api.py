@@ -30,6 +30,7 @@ from app.server.openai_request import (
 from app.server.openai_shapes import ChunkWriter, error_body, model_entry, models_list
 from app.server.options import ServerOptions
 from app.server.reply import Reply
+from app.server.reply_shape import OpenAiShape
 from app.server.request_log import PROMPT_SHOWN_CHARS, RequestLog
 from app.server.request_record import RequestRecorder
 
@@ -119,7 +120,7 @@ class _Routes:
             record.prompt = _prompt_text(parsed)
         stream = GenerationStream(self.gateway, parsed.command)
         writer = ChunkWriter(request_id, int(arrived), model.id, chat, parsed.include_usage)
-        return Reply(stream, parsed, writer, record)
+        return Reply(stream, parsed, OpenAiShape(parsed, writer, int(arrived)), record)
 
     def _model_for(self, chat: bool) -> ModelInfo:
         """The loaded model, if it can serve this request."""

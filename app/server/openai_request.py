@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from app.engine.messages import ChatMessage, Generate, SamplingSettings
+from app.engine.tool_messages import ToolCall
 from app.server.output_controls import OutputControlError, output_settings
 from app.server.request_fields import (
     CHAT_FIELDS,
@@ -21,10 +22,18 @@ from app.server.request_fields import (
     UnsupportedField,
     check_fields,
 )
+from app.server.tool_request import (
+    ToolRequestError,
+    ToolUse,
+    tool_call_id,
+    tool_calls,
+    tool_use,
+)
 
 MAX_STOP_STRINGS = 4  # as OpenAI
 MAX_STOP_CHARS = 200
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+ROLES["tool"] = "tool"  # a function's result (tool_request.py)
 
 
 class ApiError(Exception):
@@ -55,6 +64,7 @@ class ParsedRequest:
     stream: bool
     include_usage: bool
     model: str  # the name the client asked for (any name is served by the loaded model)
+    tools: ToolUse | None = None  # how the reply may call the offered functions (chat)
 
 
 def parse_chat(body: object, request_id: str, max_tokens_limit: int) -> ParsedRequest:
@@ -65,8 +75,33 @@ def parse_chat(body: object, request_id: str, max_tokens_limit: int) -> ParsedRe
         raise _invalid("you must provide a 'messages' parameter.", "messages", "missing")
     if not isinstance(messages, list) or not messages:
         raise _invalid("'messages' must be a non-empty array of messages.", "messages")
-    chat = tuple(_message(m, i) for i, m in enumerate(messages))
-    return _parsed(fields, request_id, max_tokens_limit, messages=chat)
+    chat: list[ChatMessage] = []
+    for index, item in enumerate(messages):
+        earlier = [call for m in chat for call in m.tool_calls]
+        chat.append(_message(item, index, earlier))
+    parsed = _parsed(fields, request_id, max_tokens_limit, messages=tuple(chat))
+    try:
+        use = tool_use(fields)
+    except ToolRequestError as error:
+        raise _invalid(str(error), error.param, error.code) from None
+    return _with_tools(parsed, use) if use is not None else parsed
+
+
+def _with_tools(parsed: ParsedRequest, use: ToolUse) -> ParsedRequest:
+    """The request with its tools offered, and a required call's grammar in its sampling."""
+    sampling = parsed.command.sampling
+    if sampling.logprobs is not None:
+        raise _invalid("'logprobs' cannot be combined with 'tools' on this server.", "logprobs")
+    if use.required and sampling.grammar:
+        raise _invalid(
+            "'response_format' cannot be combined with a required tool call: the call's "
+            "arguments already follow the function's parameters.",
+            "response_format",
+        )
+    if use.required:
+        sampling = replace(sampling, grammar=use.grammar)
+    command = replace(parsed.command, sampling=sampling, tools=use.tools)
+    return replace(parsed, command=command, tools=use)
 
 
 def parse_completion(body: object, request_id: str, max_tokens_limit: int) -> ParsedRequest:
@@ -138,7 +173,7 @@ def _sampling(fields: Mapping[str, object], max_tokens_limit: int) -> SamplingSe
     )
 
 
-def _message(item: object, index: int) -> ChatMessage:
+def _message(item: object, index: int, earlier: list[ToolCall]) -> ChatMessage:
     where = f"messages[{index}]"
     if not isinstance(item, dict):
         raise _invalid(f"'{where}' must be an object with 'role' and 'content'.", where)
@@ -146,11 +181,30 @@ def _message(item: object, index: int) -> ChatMessage:
     role = item.get("role")
     if role not in ROLES:
         raise _invalid(
-            f"'{where}.role' must be one of system, developer, user or assistant, "
+            f"'{where}.role' must be one of system, developer, user, assistant or tool, "
             f"not {_shown(role)}.",
             f"{where}.role",
         )
-    return ChatMessage(ROLES[role], _content(item.get("content"), f"{where}.content"))
+    content = _content(item.get("content"), f"{where}.content")
+    try:
+        if role == "tool":
+            answered = tool_call_id(item.get("tool_call_id"), f"{where}.tool_call_id", earlier)
+            return ChatMessage("tool", content, tool_call_id=answered)
+        if item.get("tool_call_id") is not None:
+            raise ToolRequestError(
+                f"'{where}.tool_call_id' belongs on a message of role tool.",
+                f"{where}.tool_call_id",
+            )
+        calls = item.get("tool_calls")
+        if calls is not None and role != "assistant":
+            raise ToolRequestError(
+                f"'{where}.tool_calls' belongs on a message of role assistant.",
+                f"{where}.tool_calls",
+            )
+        made = tool_calls(calls, f"{where}.tool_calls") if calls is not None else ()
+    except ToolRequestError as error:
+        raise _invalid(str(error), error.param, error.code) from None
+    return ChatMessage(ROLES[role], content, tool_calls=made)
 
 
 def _content(content: object, where: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NotRequired, TypedDict
 
 from app.engine.messages import Finished, TokenLogprob
@@ -14,8 +14,10 @@ from app.server.logprob_shapes import (
     chat_logprobs,
     completion_logprobs,
 )
+from app.server.tool_calls import MadeCall, call_deltas, call_entries
 
 FINISH_REASONS = {"stop": "stop", "length": "length", "cancelled": "stop"}
+CALLED = "tool_calls"  # the finish_reason of a reply that is tool calls
 
 
 class ErrorDetail(TypedDict):
@@ -52,9 +54,15 @@ class Usage(TypedDict):
     total_tokens: int
 
 
+class ChatReplyMessage(TypedDict):
+    role: str
+    content: str | None  # None when the reply is tool calls
+    tool_calls: NotRequired[list[dict[str, object]]]
+
+
 class ChatChoice(TypedDict):
     index: int
-    message: dict[str, str]  # role and content
+    message: ChatReplyMessage
     logprobs: ChatLogprobs | None
     finish_reason: str
 
@@ -87,7 +95,7 @@ class Completion(TypedDict):
 
 class ChunkChoice(TypedDict):
     index: int
-    delta: NotRequired[dict[str, str]]  # chat streams
+    delta: NotRequired[dict[str, object]]  # chat streams
     text: NotRequired[str]  # completion streams
     logprobs: ChatLogprobs | CompletionLogprobs | None
     finish_reason: str | None
@@ -138,8 +146,19 @@ def usage(finished: Finished) -> Usage:
 
 
 def chat_completion(
-    reply_id: str, created: int, model: str, finished: Finished, dropped_messages: int = 0
+    reply_id: str,
+    created: int,
+    model: str,
+    finished: Finished,
+    dropped_messages: int = 0,
+    calls: Sequence[MadeCall] = (),
 ) -> Completion:
+    """A whole chat reply: its text, or the tool calls it is (`calls`)."""
+    message: ChatReplyMessage = {"role": "assistant", "content": finished.text}
+    reason = FINISH_REASONS.get(finished.stop_reason, "stop")
+    if calls:
+        message = {"role": "assistant", "content": None, "tool_calls": call_entries(calls)}
+        reason = CALLED
     body: Completion = {
         "id": reply_id,
         "object": "chat.completion",
@@ -148,9 +167,9 @@ def chat_completion(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": finished.text},
+                "message": message,
                 "logprobs": chat_logprobs(finished.logprobs),
-                "finish_reason": FINISH_REASONS.get(finished.stop_reason, "stop"),
+                "finish_reason": reason,
             }
         ],
         "usage": usage(finished),
@@ -208,8 +227,12 @@ class ChunkWriter:
         self.sent_chars += len(text)
         return chunk
 
-    def end(self, finished: Finished) -> bytes:
-        reason = FINISH_REASONS.get(finished.stop_reason, "stop")
+    def tool_calls(self, calls: Sequence[MadeCall]) -> bytes:
+        """The reply's calls, once it is known to be calls (chat streams)."""
+        return b"".join(self._chunk({"tool_calls": [delta]}, None) for delta in call_deltas(calls))
+
+    def end(self, finished: Finished, called: bool = False) -> bytes:
+        reason = CALLED if called else FINISH_REASONS.get(finished.stop_reason, "stop")
         out = self._chunk({}, reason)
         if self.include_usage:
             body = self._base()
@@ -224,7 +247,7 @@ class ChunkWriter:
 
     def _chunk(
         self,
-        delta: dict[str, str],
+        delta: dict[str, object],
         finish_reason: str | None,
         text: str = "",
         note: KvStudioNote | None = None,

@@ -17,31 +17,26 @@ from app.engine.messages import Failed, Finished, PromptStarted, Token
 from app.platform.errors import ContextLengthExceededError
 from app.server.generation_stream import GenerationStream
 from app.server.openai_request import ApiError, ParsedRequest
-from app.server.openai_shapes import (
-    ChunkWriter,
-    chat_completion,
-    error_body,
-    error_event,
-    text_completion,
-)
+from app.server.reply_shape import ReplyShape
 from app.server.request_record import RequestRecorder
 
 DROPPED_HEADER = b"x-kvstudio-dropped-messages"
 
 
 class Reply(Response):
-    """Runs `stream` for `parsed` and answers with its result; a client that goes away stops
-    the generation at once (not at the next token it would have been sent)."""
+    """Runs `stream` for `parsed` and answers with its result in `shape`'s bodies; a client
+    that goes away stops the generation at once (not at the next token it would have been
+    sent)."""
 
     def __init__(
         self,
         stream: GenerationStream,
         parsed: ParsedRequest,
-        writer: ChunkWriter,
+        shape: ReplyShape,
         record: RequestRecorder,
     ) -> None:
         super().__init__(media_type="text/event-stream" if parsed.stream else "application/json")
-        self.stream, self.parsed, self.writer, self.record = stream, parsed, writer, record
+        self.stream, self.parsed, self.shape, self.record = stream, parsed, shape, record
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         watcher = asyncio.create_task(self.stream.cancel_on_disconnect(receive))
@@ -74,15 +69,7 @@ class Reply(Response):
             return
         assert isinstance(last, Finished)
         self.record.finished(last)
-        command = self.parsed.command
-        shape = chat_completion if command.messages else text_completion
-        body = shape(
-            command.request_id,
-            int(self.record.arrived),
-            self.writer.model,
-            last,
-            self.stream.dropped_messages,
-        )
+        body = self.shape.whole(last, self.stream.dropped_messages)
         await _send_json(send, 200, body, self._reply_headers(b"application/json"))
 
     async def _send_stream(self, send: Send, first: object) -> None:
@@ -95,15 +82,15 @@ class Reply(Response):
 
     async def _send_event(self, send: Send, event: object) -> None:
         if isinstance(event, PromptStarted):
-            await self._send(send, self.writer.opening(self.stream.dropped_messages))
+            await self._send(send, self.shape.opening(self.stream.dropped_messages))
         elif isinstance(event, Token):
-            await self._send(send, self.writer.text(event.text, event.logprobs))
+            await self._send(send, self.shape.text(event))
         elif isinstance(event, Finished):
             self.record.finished(event, self.stream.disconnected_at)
-            await self._send(send, self.writer.end(event))
+            await self._send(send, self.shape.end(event))
         elif isinstance(event, Failed):  # after the status line: an error event ends it
             self.record.refused(ApiError(500, event.message, kind="server_error"))
-            await self._send(send, error_event(event.message))
+            await self._send(send, self.shape.failure(event.message))
 
     async def _send(self, send: Send, body: bytes) -> None:
         if body and not self.stream.disconnected_at:
@@ -111,7 +98,7 @@ class Reply(Response):
 
     async def _refuse(self, send: Send, error: ApiError) -> None:
         self.record.refused(error)
-        body = error_body(error.message, error.kind, error.param, error.code)
+        body = self.shape.refusal(error)
         await _send_json(send, error.status, body, self._reply_headers(b"application/json"))
 
 

@@ -19,9 +19,10 @@ COMMON_FIELDS = frozenset(
 )
 CHAT_FIELDS = COMMON_FIELDS | {"messages", "max_completion_tokens"}
 CHAT_FIELDS |= {"response_format", "logit_bias", "logprobs", "top_logprobs"}
+CHAT_FIELDS |= {"tools", "tool_choice", "parallel_tool_calls"}  # tool_request.py
 COMPLETION_FIELDS = COMMON_FIELDS | {"prompt"}
 COMPLETION_FIELDS |= {"response_format", "logit_bias", "logprobs"}
-MESSAGE_FIELDS = frozenset({"role", "content"})
+MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
 STREAM_OPTION_FIELDS = frozenset({"include_usage"})
 
 # Not implemented, but accepted at these values, which ask for nothing (clients such as

@@ -119,27 +119,6 @@ def test_the_key_is_taken_from_x_api_key_too_and_health_needs_none(base_server):
 # ---- fields the server does not serve ----------------------------------------------------------
 
 
-# Refused until they are implemented (helper C's part of the issue): each with a value that asks
-# for something. When one is implemented, its line moves out of here.
-NOT_YET = [
-    ("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
-    ("tool_choice", "auto"),
-]
-
-
-@pytest.mark.parametrize(("field", "value"), NOT_YET, ids=[f for f, _ in NOT_YET])
-def test_a_field_not_implemented_is_refused_by_name_streamed_or_not(chat_server, field, value):
-    client = _client(chat_server.base_url)
-    for stream in (False, True):
-        with pytest.raises(openai.BadRequestError) as refused:
-            client.chat.completions.create(
-                model="any", messages=HELLO, max_tokens=3, stream=stream, extra_body={field: value}
-            )
-        assert refused.value.body["param"] == field  # type: ignore[index]
-        assert refused.value.body["code"] == "unsupported_parameter"  # type: ignore[index]
-        assert f"'{field}' is not supported" in refused.value.message
-
-
 def test_unknown_fields_anywhere_in_the_request_are_refused_by_name(chat_server):
     url = chat_server.base_url
     cases = [
