@@ -29,6 +29,7 @@ from pathlib import Path
 
 from app.backends.manifest import (
     MANIFEST_NAME,
+    SIGNATURE_NAME,
     BackendManifest,
     PackageFile,
     allowed_file_name,
@@ -255,10 +256,11 @@ def build_package(
     root: Path | None = None,
     jobs: int = os.cpu_count() or 2,
     note: str = "",
+    version: str = "",
     log: Log = print,
 ) -> Path:
-    """Build (or relink from the cached build) and write <out>/<name>/ and its archive; returns
-    the folder."""
+    """Build (or relink from the cached build) and write <out>/<name>/ and its archive (not yet
+    signed: scripts/release.py signs it); returns the folder. `version`: the release it is for."""
     if root is not None and os.geteuid() != 0:
         raise PackageBuildError("building inside a Debian root needs root (chroot).")
     sdist = ensure_sdist(log)
@@ -314,6 +316,7 @@ def build_package(
         gpu_targets=targets,
         fa_pairs=fa_pairs(args),
         kernel=kernel_of(args),
+        version=version,
         files=files,
         instruction_counts=count_instructions(folder),
         build={
@@ -339,9 +342,13 @@ def _toolchain(root: Path | None) -> list[str]:
 
 
 def write_archive(folder: Path, archive: Path) -> None:
-    """A .tar.gz holding the folder (one top-level directory, plain files only)."""
+    """A .tar.gz holding the folder (one top-level directory, plain files only): the manifest
+    first, then its signature when the folder has one (scripts/release.py sign), then the files;
+    the app reads and checks the first two before it unpacks anything else."""
+    first = [folder / MANIFEST_NAME, folder / SIGNATURE_NAME]
+    rest = sorted(p for p in folder.iterdir() if p not in first)
     tmp = archive.with_name(archive.name + ".tmp")
     with tarfile.open(tmp, "w:gz") as tar:
-        for path in sorted(folder.iterdir()):
+        for path in [p for p in first if p.exists()] + rest:
             tar.add(path, arcname=f"{folder.name}/{path.name}", recursive=False)
     os.replace(tmp, archive)

@@ -33,7 +33,7 @@ archive=$(ls /tmp/packages/kvstudio-backend-cuda-hopper-*.tar.gz)
 ls -la /tmp/packages /tmp/packages/cuda-hopper >>"$LOG" 2>&1
 
 {
-  echo "\$ kvstudio backend add $archive --use"; python3 -m app backend add "$archive" --use; echo "(exit $?)"
+  echo "\$ kvstudio backend add $archive --use"; python3 -m app backend add "$archive" --use --allow-unsigned; echo "(exit $?)"
   echo "\$ kvstudio backend ls"; python3 -m app backend ls
   echo "\$ kvstudio backend verify"; python3 -m app backend verify; echo "(exit $?)"
 } >"$OUT/backend.txt" 2>&1

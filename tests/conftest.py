@@ -46,7 +46,7 @@ def starter_model_path() -> Path:
 # a CPU backend package (compiled once per run, minutes on a fresh machine) or the kernels'
 # machine-code proof (compiled once per run). `pytest -m "not slow"` leaves these out for the
 # edit-test loop (docs/testing.md); CI runs everything.
-SLOW_FIXTURES = frozenset({"starter_model_path", "cpu_package", "report"})
+SLOW_FIXTURES = frozenset({"starter_model_path", "cpu_package", "unsigned_cpu_package", "report"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

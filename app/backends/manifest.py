@@ -22,6 +22,8 @@ from app.kv.kv_types import KvMode
 from app.platform.errors import BadInputError
 
 MANIFEST_NAME = "manifest.json"
+# The ed25519 signature over the manifest (app/backends/signing.py); kept beside it once installed.
+SIGNATURE_NAME = "manifest.sig"
 # Beside the built-in backend's libraries (llama_cpp/lib), written by `python -m kernels build`:
 # the kernel version that pip build carries (a package says it in its manifest instead).
 KERNEL_NOTE = "kvstudio-kernel.txt"
@@ -66,6 +68,9 @@ class BackendManifest:
     # the first 3 patches of kernels/patches, "upstream" for llama.cpp's own (and GPU packages
     # made before the field), "" where there are no CUDA/HIP kernels (CPU, Vulkan).
     kernel: str = ""
+    # The release this package belongs to ("0.2.0"; "" for packages made before releases): the
+    # Backends page compares it with the index's to offer an update.
+    version: str = ""
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -201,7 +206,18 @@ def parse_manifest(text: str) -> BackendManifest:
         instruction_counts={t: dict(per) for t, per in counts.items()},
         build=build if isinstance(build, dict) else {},
         kernel=_kernel(raw),
+        version=_version(raw),
     )
+
+
+VERSION = re.compile(r"^\d{1,6}(\.\d{1,6}){0,3}$")
+
+
+def _version(raw: Mapping[str, object]) -> str:
+    version = raw.get("version", "")
+    if not isinstance(version, str) or (version and not VERSION.match(version)):
+        raise BadPackageError("The package's version is not a release number such as 0.2.0.")
+    return version
 
 
 def _kernel(raw: Mapping[str, object]) -> str:
@@ -229,7 +245,7 @@ def file_problems(folder: Path, manifest: BackendManifest, *, full: bool = True)
     """What differs between the folder and its manifest (empty: it matches). `full` hashes every
     file; without it only names and sizes are compared (a quick check before each engine start)."""
     problems = []
-    present = {p.name: p for p in folder.iterdir() if p.name != MANIFEST_NAME}
+    present = {p.name: p for p in folder.iterdir() if p.name not in (MANIFEST_NAME, SIGNATURE_NAME)}
     for name, path in sorted(present.items()):
         if name not in manifest.files:
             problems.append(f"{name} is not in the manifest")

@@ -6,9 +6,11 @@ there). Other backends are packages (app/backends/manifest.py) unpacked into
 llama-cpp-python's LLAMA_CPP_LIB_PATH and MTMD_CPP_LIB pointing at the chosen folder, so the
 GUI and every CLI command run the same backend.
 
-Adding or switching is all-or-nothing: the archive is unpacked beside the library, its files are
-checked against its manifest, and it is loaded once in a child process (`probe`) before it
-replaces anything or becomes the choice; on any failure the previous backend stays in use.
+Adding or switching is all-or-nothing: the archive's signature is checked and it is unpacked
+beside the library with every file checked against its signed manifest as it streams
+(app/backends/package_archive.py); only then is it loaded once in a child process (`probe`),
+before it replaces anything or becomes the choice; on any failure the previous backend stays in
+use.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import json
 import logging
 import os
 import shutil
-import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,14 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from app.backends.manifest import (
-    MANIFEST_NAME,
     BackendManifest,
     BadPackageError,
-    allowed_file_name,
     check_files,
     read_manifest,
     sha256_file,
 )
+from app.backends.package_archive import ExpectedPackage, unpack_package
 from app.platform.atomic_write import write_atomically
 from app.platform.errors import BadInputError
 from app.platform.paths import settings_path
@@ -46,8 +46,6 @@ log = logging.getLogger(__name__)
 BUILT_IN = "built-in"
 BACKENDS_FOLDER = "backends"
 STAMPS_FILE = ".verified.json"
-MAX_ARCHIVE_FILES = 64
-MAX_UNPACKED_BYTES = 8 << 30  # the largest real package (all ROCm targets) is well below
 
 Probe = Callable[[Path | None], object]  # loads the backend in a child process; raises if it cannot
 # What `use` hashed: {backend folder: {file: [size, mtime_ns]}}, as _stamp writes it.
@@ -197,20 +195,32 @@ class BackendStore:
                         f"The {manifest.name} backend's {name} changed since it was verified."
                     )
 
-    def add(self, archive: Path, probe: Probe) -> InstalledBackend:
-        """Install a package archive (.tar.gz of one folder). Replaces an installed package of
-        the same name only once the new one is checked and loads."""
+    def add(
+        self,
+        archive: Path,
+        probe: Probe,
+        *,
+        allow_unsigned: bool = False,
+        expected: ExpectedPackage | None = None,
+    ) -> InstalledBackend:
+        """Install a package archive (.tar.gz of one folder). Its signature, names, sizes and
+        every file's sha256 are checked while it is unpacked into a hidden staging folder
+        (package_archive.unpack_package); only then does `probe` load it, in a child process.
+        Replaces an installed package of the same name only once the new one is checked and
+        loads. `expected`: what the index said the archive is."""
         if not archive.is_file():
             raise BadInputError(f"{archive} is not a file.")
         self.folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.folder))
         try:
-            manifest = read_manifest(_unpack(archive, staging))
-            if manifest.name == BUILT_IN:
-                raise BadPackageError(f"A package may not be called {BUILT_IN}.")
+            package = unpack_package(
+                archive, staging, allow_unsigned=allow_unsigned, expected=expected
+            )
+            manifest = package.manifest
             # Under its own name, so the probe's messages name it.
-            unpacked = (staging / "package").rename(staging / manifest.name)
-            check_files(unpacked, manifest)
+            unpacked = package.folder.rename(staging / manifest.name)
+            # The first code of the package that runs, in a throwaway process: every file was
+            # checked against the signed manifest above.
             probe(unpacked)
             target = self.folder / manifest.name
             # Renaming over a folder whose libraries a running engine has mapped is safe on
@@ -250,52 +260,3 @@ def _backend_setting(data_folder: Path) -> str:
         return BUILT_IN
     value = raw.get("backend") if isinstance(raw, dict) else None
     return value if isinstance(value, str) and value else BUILT_IN
-
-
-def _unpack(archive: Path, staging: Path) -> Path:
-    """The archive's one folder, unpacked into `staging`; refuses links, paths outside the
-    folder, nested folders, names a package cannot hold, and oversized contents."""
-    try:
-        tar = tarfile.open(archive, "r:*")
-    except (tarfile.TarError, OSError):
-        raise BadPackageError(f"{archive.name} is not a .tar.gz backend package.") from None
-    with tar:
-        try:
-            members = tar.getmembers()
-        except (tarfile.TarError, OSError, EOFError):
-            raise BadPackageError(f"{archive.name} is damaged (it ends early).") from None
-        files = [m for m in members if not m.isdir()]
-        tops = {Path(m.name).parts[0] for m in members if Path(m.name).parts}
-        if len(tops) != 1 or len(files) > MAX_ARCHIVE_FILES:
-            raise BadPackageError(f"{archive.name} is not one backend folder.")
-        total = 0
-        for member in files:
-            parts = Path(member.name).parts
-            if (
-                not member.isfile()
-                or member.name.startswith("/")
-                or len(parts) != 2
-                or ".." in parts
-                or "\\" in member.name
-                or not (parts[1] == MANIFEST_NAME or allowed_file_name(parts[1]))
-            ):
-                raise BadPackageError(
-                    f"{archive.name} holds {member.name[:80]!r}, which a backend package may not."
-                )
-            total += member.size
-        if total > MAX_UNPACKED_BYTES:
-            raise BadPackageError(f"{archive.name} unpacks to more than a backend package can be.")
-        for member in files:
-            source = tar.extractfile(member)
-            if source is None:
-                raise BadPackageError(f"{archive.name} holds an unreadable entry {member.name}.")
-            dest = staging / "package" / Path(member.name).parts[1]
-            dest.parent.mkdir(exist_ok=True)
-            with source, dest.open("wb") as out:
-                shutil.copyfileobj(source, out)
-            if member.mode & 0o111:
-                dest.chmod(0o755)
-    folder = staging / "package"
-    if not folder.is_dir():
-        raise BadPackageError(f"{archive.name} holds no files.")
-    return folder

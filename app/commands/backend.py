@@ -2,13 +2,16 @@
 
 A backend package (built with `python -m kernels package VARIANT`) holds llama.cpp's libraries
 for one variant; the engine runs the one chosen here, the GUI's Backends panel shows the same.
-A package that does not match its manifest or does not load is refused and the previous backend
-stays in use (exit 2).
+A package must be signed with a key the app trusts (app/backends/signing.py); one that is not,
+or does not match its signed manifest, or does not load, is refused and the previous backend
+stays in use (exit 2). `add --allow-unsigned` takes an unsigned package (one you built), with a
+warning; a wrongly signed one is refused all the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +29,10 @@ if TYPE_CHECKING:
     from app.backends.store import BackendStore
 
 LINE_LIMIT = 300
+UNSIGNED_WARNING = (
+    "kvstudio: warning: --allow-unsigned installs a package without a signature, so nothing "
+    "proves who built it; use it only for a package you built yourself."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = sub.add_parser("add", help="install a backend package archive (.tar.gz)")
     add.add_argument("archive", type=Path)
     add.add_argument("--use", action="store_true", help="and switch to it")
+    add.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="install a package that carries no signature (only one you built yourself)",
+    )
     verify = sub.add_parser(
         "verify",
         help="check a backend's files, that it loads, and its int8-K kernels",
@@ -55,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
             backend = store.use(args.name, probe)
             print(f"The engine now runs the {backend.name} backend.")
         elif args.action == "add":
-            backend = store.add(args.archive, probe)
+            if args.allow_unsigned:
+                print(UNSIGNED_WARNING, file=sys.stderr)
+            backend = store.add(args.archive, probe, allow_unsigned=args.allow_unsigned)
             if args.use:
                 store.use(backend.name, probe)
                 print(f"Added the {backend.name} backend; the engine now runs it.")

@@ -55,3 +55,21 @@ def test_refusals_are_one_line_and_keep_the_backend(data_folder, cpu_package, tm
     )
     listed = kvstudio("backend", "ls", env=env).stdout.splitlines()
     assert [line.split()[:2] for line in listed[1:]] == [["*", "built-in"]]
+
+
+def test_an_unsigned_package_is_refused_unless_allowed_with_a_warning(
+    data_folder, unsigned_cpu_package
+):
+    env = {"KVSTUDIO_DATA_DIR": str(data_folder)}
+    assert_bad_input(
+        kvstudio("backend", "add", str(unsigned_cpu_package), "--use", env=env),
+        "is not signed, so it was not installed; a package you built yourself can be installed "
+        "with --allow-unsigned.",
+    )
+    assert not (data_folder / "backends" / "cpu").exists()
+    allowed = kvstudio(
+        "backend", "add", str(unsigned_cpu_package), "--use", "--allow-unsigned", env=env
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert allowed.stdout == "Added the cpu backend; the engine now runs it.\n"
+    assert allowed.stderr.startswith("kvstudio: warning: --allow-unsigned installs a package")

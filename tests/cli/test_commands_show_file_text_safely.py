@@ -13,7 +13,7 @@ import pytest
 
 from app.backends.manifest import MANIFEST_NAME
 from app.cli import main
-from tests.backends.package_edits import copy_package, repack
+from tests.backends.package_edits import copy_package, repack, sign
 from tests.cli_runner import kvstudio
 from tests.gguf_factory import write_tiny_gguf
 from tests.hostile_text import HOSTILE, HTML, LONG, assert_clean
@@ -74,6 +74,7 @@ def test_backend_ls_verify_and_doctor_show_a_hostile_manifest_cleaned(
     manifest["build"]["note"] = HOSTILE + LONG
     manifest["gpu_targets"] = [HOSTILE]
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
+    sign(folder)  # a package signed as it is: only its text is hostile
     env = {"KVSTUDIO_DATA_DIR": str(data_folder)}
     added = kvstudio("backend", "add", str(repack(folder, tmp_path / "h.tar.gz")), "--use", env=env)
     assert added.returncode == 0, added.stderr[:500]

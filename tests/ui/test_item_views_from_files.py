@@ -18,7 +18,7 @@ from PySide6.QtCore import Qt
 from app.backends.manifest import MANIFEST_NAME
 from app.platform.probes import FreeMemory
 from app.services.downloads import DownloadState
-from tests.backends.package_edits import copy_package, repack
+from tests.backends.package_edits import copy_package, repack, sign
 from tests.gguf_factory import write_tiny_gguf
 from tests.hostile_text import HOSTILE, HTML, LONG, assert_clean
 from tests.waits import HANG_GUARD_MS
@@ -176,6 +176,7 @@ def test_the_backends_page_shows_a_hostile_manifest_cleaned(
     manifest["build"]["note"] = HOSTILE
     manifest["gpu_targets"] = [HOSTILE]
     (folder / MANIFEST_NAME).write_text(json.dumps(manifest))
+    sign(folder)  # a package signed as it is: only its text is hostile
     store.add(repack(folder, tmp_path / "hostile.tar.gz"), probe)  # checked and loaded: real
     shutil.rmtree(folder)
 
