@@ -20,6 +20,7 @@ LINUX = ROOT / "packaging" / "linux"
 ICONS = ROOT / "assets" / "icons"
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 DESKTOP = "kvstudio.desktop"
+MENU_SCRIPT = "install-menu-entry.sh"
 METAINFO = "io.github.kvstudio.KVStudio.metainfo.xml"
 SUMMARY = "Run GGUF language models locally with an int8-K KV cache"
 DESCRIPTION = (
@@ -42,6 +43,9 @@ def make_tarball(app: Path, version: str, out: Path) -> Path:
         tar.add(app, arcname=top)
         tar.add(LINUX / DESKTOP, arcname=f"{top}/share/{DESKTOP}")
         tar.add(ICONS / "kvstudio-256.png", arcname=f"{top}/share/kvstudio.png")
+        # The entry above names `kvstudio` on PATH, which an unpacked folder is not: this
+        # writes the user's own copy pointing at the folder (docs/install.md).
+        tar.add(LINUX / MENU_SCRIPT, arcname=f"{top}/share/{MENU_SCRIPT}")
     return target
 
 
@@ -92,6 +96,8 @@ def make_deb(app: Path, version: str, out: Path, work: Path) -> Path:
     (root / "DEBIAN" / "control").write_text(
         deb_control(version, depends, folder_bytes(root) // 1024 + 1)
     )
+    (root / "DEBIAN" / "postrm").write_text(POSTRM)
+    (root / "DEBIAN" / "postrm").chmod(0o755)
     target = out / f"kvstudio_{version}_amd64.deb"
     subprocess.run(
         ["dpkg-deb", "--root-owner-group", "-Zzstd", "-z6", "--build", str(root), str(target)],
@@ -100,6 +106,17 @@ def make_deb(app: Path, version: str, out: Path, work: Path) -> Path:
     )
     shutil.rmtree(root)
     return target
+
+
+# What `apt remove` prints: the user's data is not in the package, so it stays (and where).
+POSTRM = """#!/bin/sh
+set -e
+if [ "$1" = remove ] || [ "$1" = purge ]; then
+  echo "KV Studio is removed. Your conversations, settings and backends stay in" \\
+    "~/.local/share/KVStudio/KV Studio, and downloaded models in ~/.cache/huggingface/hub" \\
+    "and any model folders you added; delete those folders to free their space."
+fi
+"""
 
 
 APPRUN = """#!/bin/sh

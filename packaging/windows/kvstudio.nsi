@@ -120,4 +120,7 @@ Section "Uninstall"
   ; The uninstaller runs from a copy in the temp folder; leave $INSTDIR so it can go.
   SetOutPath "$TEMP"
   RMDir /r "$INSTDIR"
+  ; Say where the user's things stay, so nobody thinks they are gone (or wonders where the
+  ; disk space went). /SD: a silent uninstall does not wait for a click.
+  MessageBox MB_OK|MB_ICONINFORMATION "${NAME} is removed. Your conversations, settings and backends stay in %APPDATA%\KVStudio\KV Studio, and downloaded models in %USERPROFILE%\.cache\huggingface\hub and any model folders you added; delete those folders to free their space." /SD IDOK
 SectionEnd
