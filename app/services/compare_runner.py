@@ -12,6 +12,7 @@ from typing import Unpack
 
 from PySide6.QtCore import QObject, Signal
 
+from app.engine.advisor_measure import remember_comparison
 from app.engine.compare import CompareOptions, run_compare
 from app.engine.compare_one_mode import CompareCancelledError
 from app.platform.errors import AppError
@@ -107,4 +108,5 @@ class CompareRunner(QObject):
             log.exception("comparison failed")
             self.failed.emit(f"The comparison failed: {error}")
         else:
+            remember_comparison(result)  # the KV advisor's measurements, for this model file
             self.finished.emit(result)

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -23,8 +22,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.build_info import BackendPairs
+from app.kv.advisor import Advice
 from app.kv.fit import NO_FIT
-from app.kv.kv_types import FP16_KV_MODE, INT8_KV_MODE, KV_TYPES, KvMode
+from app.kv.kv_types import FP16_KV_MODE, INT8_KV_MODE, KvMode
 from app.load.load_check import gpu_build
 from app.load.load_choices import (
     LiveFit,
@@ -42,6 +42,7 @@ from app.platform import units as fmt
 from app.services.local_workers import LocalWorkers
 from app.services.tasks import TaskRunner
 from app.state.settings import Settings
+from app.ui.chat.kv_choice import KvChoice
 from app.ui.chat.load_fit import FitLine
 from app.ui.chat.model_picker import STARTER
 from app.ui.chat.status_bar import model_name
@@ -147,18 +148,17 @@ class LoadDialog(QDialog):
         self.n_ctx.setSingleStep(1024)
         self.n_ctx.setSuffix(" tokens")
         self.n_ctx.setGroupSeparatorShown(True)
-        self.type_k = QComboBox()
-        self.type_v = QComboBox()
-        for box in (self.type_k, self.type_v):
-            box.addItems(list(KV_TYPES))
+        # Auto, the modes that make sense, "More" for the K and V type boxes (kept as ours).
+        self.kv_choice = KvChoice()
+        self.kv_choice.auto_chosen.connect(self._on_auto_chosen)
+        self.type_k, self.type_v = self.kv_choice.type_k, self.kv_choice.type_v
         gpu_row = self._build_gpu_row()
         self.threads = QSpinBox()
         self.threads.setRange(0, 512)
         self.threads.setSpecialValueText("automatic")
         form = QFormLayout()
         form.addRow("Context length", self.n_ctx)
-        form.addRow("K cache type", self.type_k)
-        form.addRow("V cache type", self.type_v)
+        form.addRow("K/V cache", self.kv_choice)
         form.addRow("GPU layers", gpu_row)
         form.addRow("CPU threads", self.threads)
         return form
@@ -263,6 +263,7 @@ class LoadDialog(QDialog):
             self.load_button.setText("Reload")
         self.model_read.emit()
         self._estimate()
+        self.kv_choice.ask_advisor(self._runner, facts.model_path, self.gpu_layers.value())
 
     def _on_model_unreadable(self, message: str, _error: BaseException) -> None:
         self.about.setText(f"Could not open the model: {message}")
@@ -328,6 +329,10 @@ class LoadDialog(QDialog):
     def _on_workers_checked(self, _result: object) -> None:
         self._update_load_button()
         self._grow()
+
+    def _on_auto_chosen(self, advice: Advice) -> None:
+        """Auto: the advisor's context too (kv_choice has set its K/V types: one estimate)."""
+        self.n_ctx.setValue(advice.n_ctx or self.n_ctx.value())
 
     def _on_fit_button_clicked(self) -> None:
         if self.fit is not None and self.fit.mode_fit is not None:
