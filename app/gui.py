@@ -18,6 +18,7 @@ from app.backends.store import BackendStore
 from app.chats.rescue import open_chats
 from app.chats.store import ChatStore
 from app.damaged_files import check_state_files
+from app.models.hub.curated_models import CuratedModel
 from app.platform.app_log import start_log_file
 from app.platform.heap import give_memory_back, steady_heap
 from app.platform.paths import APP_NAME, ORGANIZATION, chat_db_path, data_dir
@@ -138,6 +139,12 @@ def _add_pages(
         models.show_recommended()  # Discover, with the small chat models to start with
 
     window.chat.find_chat_model_requested.connect(find_chat_model)
+
+    def download_chat_model(model: CuratedModel) -> None:
+        window.show_page("Models")
+        models.download_recommended(model)  # its Downloads tab shows the progress
+
+    window.chat.chat_model_download_requested.connect(download_chat_model)
     dashboard = DashboardPage(engine)
     window.add_page("Dashboard", dashboard)
     backends = BackendsPage(BackendStore(folder, window.chat.settings))

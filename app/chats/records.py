@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
-# Message.status values.
-DONE, STREAMING, STOPPED, FAILED, INTERRUPTED = (
+# Message.status values. CUT: the reply reached its token limit (it can be continued).
+DONE, STREAMING, STOPPED, FAILED, INTERRUPTED, CUT = (
     "done",
     "streaming",
     "stopped",
     "failed",
     "interrupted",
+    "cut",
 )
 
 

@@ -48,12 +48,14 @@ class StopFilter:
         self.stops = tuple(s for s in stops if s)
         self.pending = ""
         self.stopped = False
+        self.matched = ""  # the stop string that ended the text
 
     def push(self, text: str) -> str:
         """Add text; return the part that is safe to show now."""
         self.pending += text
         cut = min((i for i in (self.pending.find(s) for s in self.stops) if i >= 0), default=-1)
         if cut >= 0:
+            self.matched = next(s for s in self.stops if self.pending.find(s) == cut)
             out, self.pending, self.stopped = self.pending[:cut], "", True
             return out
         hold = 0
@@ -124,7 +126,7 @@ def run_generation(
         reply.reason,
         len(tokens) + reply.generated,
     )
-    return replace(finished, logprobs=tuple(reply.logprobs))
+    return replace(finished, logprobs=tuple(reply.logprobs), stop_string=stops.matched)
 
 
 def _fallback_template(
@@ -277,7 +279,15 @@ def _prompt_tokens(
         if not tokens:
             raise EngineFailedError("The prompt is empty.")
         return list(tokens), 0
-    return PromptTokenizer(llm, template, cancel, command.tools).fit(command.messages, budget)
+    tokenizer = PromptTokenizer(llm, template, cancel, command.tools)
+    messages = command.messages
+    if command.continue_reply and len(messages) > 1 and messages[-1].role == "assistant":
+        # The turns before the reply, its generation prompt, then its text as plain tokens
+        # (no end-of-turn marker): the model takes the reply up where it stopped.
+        partial = llm.tokenize(messages[-1].content.encode("utf-8"), add_bos=False, special=False)
+        tokens, dropped = tokenizer.fit(messages[:-1], budget - len(partial))
+        return tokens + list(partial), dropped
+    return tokenizer.fit(messages, budget)
 
 
 def _prefill(llm: llama_cpp.Llama, tokens: list[int], cancel: CancelCheck) -> bool:

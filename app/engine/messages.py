@@ -76,6 +76,9 @@ class Generate:
     messages: tuple[ChatMessage, ...] = ()
     prompt: str | None = None
     tools: tuple[ToolSpec, ...] = ()  # functions offered to the model (chat only)
+    # The last message is the beginning of the assistant's reply (one cut at its token limit):
+    # the reply goes on from its last word instead of a new turn starting after it.
+    continue_reply: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,6 +251,7 @@ class Finished:
     n_past: int
     at: float  # engine time.monotonic() when the reply ended
     logprobs: tuple[TokenLogprob, ...] = ()  # every token of the reply's text, when asked for
+    stop_string: str = ""  # the stop string that ended it (stop_reason "stop"), if one did
 
 
 @dataclass(frozen=True)
@@ -275,6 +279,7 @@ class BenchDone:
     repetitions: int = 1
     prompt_total_seconds: float = 0.0  # all repetitions (prompt_seconds is the median one)
     decode_total_seconds: float = 0.0
+    decode_seconds_each: tuple[float, ...] = ()  # each repetition: how much the runs varied
 
 
 @dataclass(frozen=True)

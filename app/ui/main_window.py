@@ -25,12 +25,14 @@ from app.chats.store import ChatStore
 from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.state.settings import SettingsFile
+from app.ui.chat.chat_menus import ChatMenus
 from app.ui.chat.chat_page import ChatPage
 
 log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 INFO_MS = 6000
+MINIMUM_SIZE = QSize(1024, 640)  # the README's promise
 
 
 def app_icon() -> QIcon:
@@ -85,6 +87,7 @@ class MainWindow(QMainWindow):
 
         self.chat = ChatPage(engine_client, store, settings, bridge)
         self.add_page("Chat", self.chat)
+        self.chat_menus = ChatMenus(self, self.chat)
         self.statusBar().addPermanentWidget(self.chat.status)
         self.statusBar().setSizeGripEnabled(False)
         self.last_error_box: QMessageBox | None = None
@@ -100,6 +103,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         else:
             self.resize(1280, 820)
+        self.setMinimumSize(MINIMUM_SIZE)  # every page is laid out for it (tests/ui/test_layouts)
         if settings.notice:
             QTimer.singleShot(0, lambda: bridge.warning(settings.notice or ""))
 

@@ -176,18 +176,22 @@ def test_edit_button_puts_message_in_input(qtbot, chat_app) -> None:
     rect = page.view.delegate.button_rect(page.view.visualRect(index), index, EDIT)
     qtbot.mouseClick(page.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert page.input.toPlainText() == "Fix this sentence"
-    assert page.edit_banner.isVisible() and page._editing == user.id
+    assert page.edit_banner.isVisible() and page.editing.message_id == user.id
     qtbot.keyClick(page.input, Qt.Key.Key_Escape)
     assert not page.edit_banner.isVisible() and page.input.toPlainText() == ""
 
 
-def test_generate_without_a_model_says_so(qtbot, chat_app) -> None:
+def test_sending_without_a_model_is_not_possible_and_says_why(qtbot, chat_app) -> None:
     page = chat_app.window.chat
     page.session.new_conversation()
-    with qtbot.waitSignal(chat_app.engine.reply_failed, timeout=HANG_GUARD_MS) as blocker:
-        page.send("hello?")
-    assert "load a model" in blocker.args[0]
-    assert page.session.model.messages()[-1].status == "failed"
+    assert not page.send_button.isEnabled()
+    assert "No model is loaded" in page.send_button.toolTip()
+    page.input.setFocus()
+    qtbot.keyClicks(page.input, "hello?")
+    qtbot.keyClick(page.input, Qt.Key.Key_Return)
+    assert page.session.model.rowCount() == 0  # nothing sent, nothing failed
+    assert page.input.toPlainText() == "hello?"  # nothing lost either
+    assert "No model is loaded" in chat_app.window.statusBar().currentMessage()
     assert chat_app.engine.engine_pid is None  # no engine was started for nothing
 
 
@@ -272,20 +276,26 @@ def test_narrower_window_rewraps_every_message(qtbot) -> None:
     assert all(a.bottom() < b.top() for a, b in pairwise(rects))  # no overlap
 
 
+def test_the_window_is_never_smaller_than_1024x640(qtbot, chat_app) -> None:
+    window = chat_app.window
+    window.resize(800, 500)
+    assert (window.width(), window.height()) == (1024, 640)  # the README's smallest window
+
+
 def test_window_geometry_is_kept(qtbot, chat_data_dir: Path) -> None:
     from app.gui import build_app
     from app.platform.paths import data_dir
 
     first = build_app(data_dir())
     first.window.show()
-    first.window.resize(1000, 533)
-    qtbot.waitUntil(lambda: first.window.size().height() == 533, timeout=HANG_GUARD_MS)
+    first.window.resize(1100, 733)
+    qtbot.waitUntil(lambda: first.window.size().height() == 733, timeout=HANG_GUARD_MS)
     first.window.close()
     first.close()
     second = build_app(data_dir())
     try:
         # The height (the offscreen screen may clamp the width); the default is 820.
-        assert second.window.height() == 533
+        assert second.window.height() == 733
         assert second.window.nav.count() >= 1 and second.window.nav.item(0).text() == "Chat"
     finally:
         second.window.close()
@@ -325,3 +335,31 @@ def test_every_kernel_warning_kind_has_words_in_the_chat_and_on_the_dashboard() 
     from app.ui.dashboard.kernel_banner import WARNING_WORDS
 
     assert set(_WARNING_TEXT) == set(WARNING_WORDS) == set(KERNEL_WARNING_KINDS)
+
+
+def test_the_base_model_note_downloads_a_small_chat_model_in_one_click(
+    qtbot, hub_env, tiny_gguf
+) -> None:
+    """The completion panel's Download button (the starter's note) gets the first recommended
+    instruct model's file from the Hub (the local test Hub here) into My models."""
+    from app.gui import build_app
+    from app.platform.paths import data_dir
+    from app.ui.chat.base_model_note import FIRST_CHAT_MODEL
+    from app.ui.models.page import ModelsPage
+
+    hub_env.add_repo(FIRST_CHAT_MODEL.repo_id, {FIRST_CHAT_MODEL.file: tiny_gguf()})
+    parts = build_app(data_dir())
+    try:
+        parts.window.show()
+        button = parts.window.chat.completion.download_button
+        assert FIRST_CHAT_MODEL.name in button.text()
+        models = parts.pages.models
+        with qtbot.waitSignal(models.download_finished, timeout=HANG_GUARD_MS) as done:
+            button.click()
+            assert isinstance(parts.window.pages.currentWidget(), ModelsPage)
+            assert models.tabs.currentIndex() == ModelsPage.TAB_DOWNLOADS
+        assert Path(done.args[0]).name == FIRST_CHAT_MODEL.file
+        assert Path(done.args[0]).is_file()
+    finally:
+        parts.window.close()
+        parts.close()

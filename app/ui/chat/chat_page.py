@@ -6,12 +6,8 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import QModelIndex, Signal
-from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (
-    QMessageBox,
-    QPushButton,
-    QWidget,
-)
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QMessageBox, QPushButton, QWidget
 
 from app.chats.records import Conversation
 from app.chats.store import ChatStore
@@ -24,12 +20,16 @@ from app.services.engine_events import listen_to_engine
 from app.services.local_workers import LocalWorkers
 from app.services.message_bridge import MessageBridge
 from app.state.settings import SettingsFile
+from app.ui.chat import shortcuts
+from app.ui.chat.base_model_note import IN_CHAT, BaseModelNote
+from app.ui.chat.chat_modes import ChatModes
 from app.ui.chat.completion_panel import CompletionPanel
 from app.ui.chat.conversation_list import ConversationList
 from app.ui.chat.engine_state import EngineStateNotices
 from app.ui.chat.input_box import InputBox
 from app.ui.chat.load_dialog import LoadDialog
-from app.ui.chat.message_delegate import COPY, EDIT, REGENERATE
+from app.ui.chat.message_delegate import CONTINUE, COPY, EDIT, REGENERATE
+from app.ui.chat.message_editing import MessageEditing
 from app.ui.chat.message_view import MessageView
 from app.ui.chat.model_loading import ModelLoading
 from app.ui.chat.model_picker import STARTER, ModelPicker
@@ -42,15 +42,19 @@ from app.ui.plain_text import typed_text
 
 log = logging.getLogger(__name__)
 
+NO_MODEL_TO_SEND = "No model is loaded: load one with the picker above to send a message."
+
 
 class ChatPage(QWidget):
     """Signals:
     model_resolve_failed(str): a chosen model could not be opened (before the engine).
     find_chat_model_requested(): the user asked for a chat model (the Models page's Discover).
+    chat_model_download_requested(CuratedModel): download this small chat model now.
     """
 
     model_resolve_failed = Signal(str)
     find_chat_model_requested = Signal()
+    chat_model_download_requested = Signal(object)
 
     def __init__(
         self,
@@ -64,8 +68,6 @@ class ChatPage(QWidget):
         self.setObjectName("chatPage")
         self.engine, self.store, self.settings, self.bridge = engine, store, settings, bridge
         self.session = ChatSession(store, engine, self)
-        self._editing: int | None = None
-        self._chat_anyway: set[str] = set()  # base models the user chose to chat with
         self.local_workers = LocalWorkers(self)  # "Start a worker on this computer"
 
         self.conversations = ConversationList(store)
@@ -85,6 +87,8 @@ class ChatPage(QWidget):
         self.offer = ModelOffer()
         self.offer_button = self.offer.starter_button
         self.stopped = EngineStopped()
+        self.base_note = BaseModelNote(IN_CHAT, "Text continuation")
+        self.base_note.hide()
         self.completion = CompletionPanel(engine)
         self.notices = EngineStateNotices(
             engine, self.status, self.picker, self.stopped, bridge, self
@@ -94,7 +98,7 @@ class ChatPage(QWidget):
             header=(self.picker, self.settings_toggle),
             view=self.view,
             composer=(self.input, self.send_button, self.regenerate_button),
-            notices=(self.offer, self.stopped),
+            notices=(self.offer, self.base_note, self.stopped),
             completion=self.completion,
             sides=(self.conversations, self.settings_panel),
         )
@@ -104,6 +108,10 @@ class ChatPage(QWidget):
             laid.edit_banner,
         )
         self.modes, self.chat_area, self.splitter = laid.modes, laid.chat_area, laid.splitter
+        self.editing = MessageEditing(store, self.input, self.edit_banner, self.view)
+        self.chat_modes = ChatModes(
+            engine, self.modes, self.chat_area, self.completion, self.base_note, self.status
+        )
         self._connect()
         self.conversations.refresh()
         existing = store.conversations()
@@ -115,7 +123,7 @@ class ChatPage(QWidget):
     def _connect(self) -> None:
         s, e = self.session, self.engine
         self.conversations.conversation_selected.connect(self.open_conversation)
-        self.conversations.new_requested.connect(self._on_conversations_new_requested)
+        self.conversations.new_requested.connect(self.new_chat)
         self.conversations.rename_requested.connect(s.rename_conversation)
         self.conversations.delete_requested.connect(s.delete_conversation)
         self.conversations.conversation_exported.connect(
@@ -133,7 +141,7 @@ class ChatPage(QWidget):
         self.settings_panel.settings_changed.connect(s.update_settings)
         self.settings_toggle.toggled.connect(self.settings_panel.setVisible)
         self.input.submitted.connect(self._on_input_submitted)
-        self.input.cancelled.connect(self._leave_edit_mode)
+        self.input.cancelled.connect(self._on_escape)
         self.send_button.clicked.connect(self._on_send_clicked)
         self.regenerate_button.clicked.connect(self.regenerate)
         self.view.delegate.action_requested.connect(self._on_message_action)
@@ -144,11 +152,14 @@ class ChatPage(QWidget):
         self.offer.starter_requested.connect(self._on_offer_clicked)
         self.offer.find_chat_model_requested.connect(self.find_chat_model_requested)
         self.completion.find_chat_model_requested.connect(self.find_chat_model_requested)
-        self.completion.chat_anyway_requested.connect(self._on_completion_chat_anyway_requested)
+        self.completion.download_requested.connect(self.chat_model_download_requested)
+        self.base_note.download_requested.connect(self.chat_model_download_requested)
         self.notices.changed.connect(self._update_offer)
-        QShortcut(QKeySequence.StandardKey.New, self, self._on_conversations_new_requested)
-        QShortcut(QKeySequence.StandardKey.Find, self, self.conversations.search_box.setFocus)
-        QShortcut(QKeySequence("Ctrl+."), self, self.stop)
+        shortcuts.install(self, self.stop, self.new_chat, self.conversations.search_box.setFocus)
+        shortcuts.on_escape(self.chat_area, self._on_escape)
+        shortcuts.chain_focus(
+            self.settings_toggle, self.view, self.input, self.send_button, self.regenerate_button
+        )
         self.loading.checking_started.connect(self._on_loading_checking_started)
         self.loading.resolve_failed.connect(self.model_resolve_failed)
         self.loading.not_started.connect(self._on_loading_not_started)
@@ -159,11 +170,13 @@ class ChatPage(QWidget):
     # ---- user actions -----------------------------------------------------------------
 
     def send(self, text: str) -> bool:
+        if not self._can_send():
+            self.bridge.info(NO_MODEL_TO_SEND)
+            return False
         self.settings_panel.flush()
-        if self._editing is not None:
-            message_id, self._editing = self._editing, None
-            self.edit_banner.hide()
-            ok = self.session.edit_and_resend(message_id, text)
+        edited = self.editing.take()
+        if edited is not None:
+            ok = self.session.edit_and_resend(edited, text)
         else:
             ok = self.session.send(text)
         if ok:
@@ -178,19 +191,12 @@ class ChatPage(QWidget):
         return self.session.regenerate()
 
     def start_edit(self, message_id: int) -> None:
-        if self.session.generating:
-            return
-        message = self.store.message(message_id)
-        self._editing = message_id
-        self.input.setPlainText(message.content)
-        self.input.setFocus()
-        self.edit_banner.show()
+        """Edit a message of the user's: its text in the input, the message highlighted."""
+        if not self.session.generating:
+            self.editing.start(message_id)
 
     def _leave_edit_mode(self) -> None:
-        if self._editing is not None:
-            self._editing = None
-            self.edit_banner.hide()
-            self.input.clear()
+        self.editing.cancel()
 
     def load_model(self, ref: str) -> None:
         """Load a .gguf path or 'starter' with its remembered load settings, else the defaults,
@@ -225,7 +231,7 @@ class ChatPage(QWidget):
         self.offer.hide()
 
     def _on_loading_not_started(self) -> None:
-        self._show_current_model()
+        self.notices.show_current_model()
         self._update_offer()
 
     # ---- handlers ---------------------------------------------------------------------
@@ -247,7 +253,8 @@ class ChatPage(QWidget):
         self.conversations.refresh(current=conversation.id)
         self._update_stack()
 
-    def _on_conversations_new_requested(self) -> None:
+    def new_chat(self) -> None:
+        """Start a new conversation (New chat, Ctrl+N) and put the focus in its input."""
         self.settings_panel.flush()
         self._leave_edit_mode()
         self.session.new_conversation()
@@ -277,6 +284,8 @@ class ChatPage(QWidget):
             self.start_edit(message_id)
         elif action == REGENERATE:
             self.regenerate()
+        elif action == CONTINUE:
+            self.session.continue_reply()
 
     def _on_offer_clicked(self) -> None:
         self.load_model(STARTER)
@@ -330,32 +339,22 @@ class ChatPage(QWidget):
         if not self.notices.said_already(message):  # the reply's row says it too
             self.bridge.warning(f"The reply failed: {message}")
 
-    def _on_completion_chat_anyway_requested(self) -> None:
-        if self.engine.loaded is not None:
-            self._chat_anyway.add(self.engine.loaded.model_path)
-        self._update_mode()
+    def _on_escape(self) -> None:
+        """Esc stops the reply being written; else it leaves editing a message."""
+        if self.session.generating:
+            self.stop()
+        else:
+            self._leave_edit_mode()
 
     # ---- view state -------------------------------------------------------------------
-
-    def _show_current_model(self) -> None:
-        self.notices.show_current_model()
 
     @property
     def completion_mode(self) -> bool:
         """Whether the page shows the completion panel (a base model) instead of the chat."""
-        return self.modes.currentWidget() is self.completion
+        return self.chat_modes.completion_mode
 
     def _update_mode(self) -> None:
-        loaded = self.engine.loaded
-        base = (
-            loaded is not None
-            and bool(loaded.base_model)
-            and loaded.model_path not in self._chat_anyway
-        )
-        if base and loaded is not None:
-            self.completion.show_reason(loaded.base_model)
-        self.modes.setCurrentWidget(self.completion if base else self.chat_area)
-        self.status.show_text_continuation(base)
+        self.chat_modes.update()
 
     def _update_offer(self) -> None:
         nothing = (
@@ -366,6 +365,7 @@ class ChatPage(QWidget):
         )
         self.offer.show_starter(starter.is_available())
         self.offer.setVisible(nothing)
+        self._update_buttons()
 
     def _update_stack(self, *_args: QModelIndex | int) -> None:
         self.stack.setCurrentWidget(
@@ -376,8 +376,16 @@ class ChatPage(QWidget):
     def on_engine_busy(self, _busy: bool) -> None:
         self._update_buttons()
 
+    def _can_send(self) -> bool:
+        """A reply can start: a model is loaded, loading, or reloads when a message is sent."""
+        e = self.engine
+        return e.loaded is not None or e.last_options is not None or e.busy or self._resolving
+
     def _update_buttons(self) -> None:
         generating = self.session.generating
+        can_send = generating or self._can_send()
+        self.send_button.setEnabled(can_send)
+        self.send_button.setToolTip("" if can_send else NO_MODEL_TO_SEND)
         self.send_button.setText("Stop" if generating else "Send")
         self.send_button.setProperty("stop", generating)
         self.send_button.style().unpolish(self.send_button)

@@ -4,8 +4,15 @@ and why a continuation failed, in the panel where it happened."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtGui import QColor, QKeySequence, QShortcut, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QKeyEvent,
+    QKeySequence,
+    QShortcut,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFrame,
@@ -20,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.engine.messages import Finished
 from app.services.engine_client import EngineClient
+from app.ui.chat.base_model_note import FIRST_CHAT_MODEL, download_label
 from app.ui.chat.completion import DEFAULT_LENGTH, DEFAULT_REPEAT_PENALTY, CompletionSession
 from app.ui.plain_text import plain_label, plain_tooltip, typed_text
 
@@ -38,10 +46,12 @@ class CompletionPanel(QWidget):
     """Signals:
     find_chat_model_requested(): the user wants a chat model (the Models page's Discover).
     chat_anyway_requested(): the user wants the chat view with this model all the same.
+    download_requested(CuratedModel): download this small chat model now.
     """
 
     find_chat_model_requested = Signal()
     chat_anyway_requested = Signal()
+    download_requested = Signal(object)
 
     def __init__(self, engine: EngineClient, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -52,6 +62,8 @@ class CompletionPanel(QWidget):
         self.notice.setObjectName("baseModelNotice")
         self.notice_text = plain_label(QLabel(BASE_MODEL_LINE))
         self.notice_text.setWordWrap(True)
+        self.download_button = QPushButton(download_label())
+        self.download_button.setObjectName("downloadChatModelButton")
         self.find_button = QPushButton("Find a chat model")
         self.find_button.setObjectName("findChatModelButton")
         self.chat_anyway_button = QPushButton("Chat anyway")
@@ -59,6 +71,7 @@ class CompletionPanel(QWidget):
         notice_layout = QHBoxLayout(self.notice)
         notice_layout.setContentsMargins(14, 10, 14, 10)
         notice_layout.addWidget(self.notice_text, 1)
+        notice_layout.addWidget(self.download_button)
         notice_layout.addWidget(self.find_button)
         notice_layout.addWidget(self.chat_anyway_button)
 
@@ -102,14 +115,37 @@ class CompletionPanel(QWidget):
         layout.addLayout(controls)
 
         self.find_button.clicked.connect(self.find_chat_model_requested)
+        self.download_button.clicked.connect(lambda: self.download_requested.emit(FIRST_CHAT_MODEL))
         self.chat_anyway_button.clicked.connect(self.chat_anyway_requested)
         self.continue_button.clicked.connect(self._on_continue_clicked)
         QShortcut(QKeySequence("Ctrl+Return"), self.editor, self._on_continue_clicked)
+        self.editor.installEventFilter(self)  # Tab types a tab there: Ctrl+Tab and Esc leave
         s = self.session
         s.text_received.connect(self._on_session_text_received)
         s.generating_changed.connect(self._on_session_generating_changed)
         s.finished.connect(self._on_session_finished)
         s.failed.connect(self._on_session_failed)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.editor and isinstance(event, QKeyEvent):
+            ctrl = event.modifiers() & Qt.KeyboardModifier.ControlModifier
+            key = event.key()
+            if event.type() == QEvent.Type.ShortcutOverride and key == Qt.Key.Key_Escape:
+                event.accept()  # the editor's, not the page's Esc
+                return True
+            if event.type() == QEvent.Type.KeyPress:
+                if key == Qt.Key.Key_Escape:
+                    if self.session.generating:
+                        self.session.stop()
+                    else:
+                        self.focusNextChild()
+                    return True
+                if ctrl and key in (Qt.Key.Key_Tab, Qt.Key.Key_Backtab):
+                    shift = event.modifiers() & Qt.KeyboardModifier.ShiftModifier
+                    back = key == Qt.Key.Key_Backtab or bool(shift)
+                    self.focusPreviousChild() if back else self.focusNextChild()
+                    return True
+        return super().eventFilter(watched, event)
 
     def show_reason(self, reason: str) -> None:
         """Why the loaded model was taken for a base model (the notice's tooltip)."""

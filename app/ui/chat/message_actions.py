@@ -1,5 +1,6 @@
 """The buttons under each message: Copy and Edit under the user's, the version switcher
-("‹ 2 / 3 ›"), Copy and Regenerate under a reply. Always drawn, not only on hover, so a new
+("‹ 2 / 3 ›"), Copy and Regenerate under a reply (and Continue under one cut at its token
+limit). Always drawn, not only on hover, so a new
 user sees what a message offers; laid out from the row's rect alone (no widgets per row), so a
 conversation of 5,000 messages costs nothing more to lay out.
 """
@@ -11,13 +12,21 @@ from dataclasses import dataclass
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
 
-from app.chats.records import STREAMING, Message
+from app.chats.records import CUT, STREAMING, Message
 
 # What a button asks for (the page and the session handle them).
 COPY, EDIT, REGENERATE, PREVIOUS, NEXT = "copy", "edit", "regenerate", "previous", "next"
+CONTINUE = "continue"
 VERSION = "version"  # the "2 / 3" between the arrows: shown, not clicked
 
-_LABELS = {COPY: "Copy", EDIT: "Edit", REGENERATE: "Regenerate", PREVIOUS: "‹", NEXT: "›"}
+_LABELS = {
+    COPY: "Copy",
+    EDIT: "Edit",
+    REGENERATE: "Regenerate",
+    CONTINUE: "Continue",
+    PREVIOUS: "‹",
+    NEXT: "›",
+}
 BUTTON_TEXT = QColor("#2f6fdb")
 BUTTON_BORDER = QColor("#d6dbe3")
 DISABLED_TEXT = QColor("#b8bec8")
@@ -57,6 +66,8 @@ def lay_out_buttons(
             ]
         if not streaming:
             specs.append((COPY, _LABELS[COPY], True))
+            if is_last_reply and message.status == CUT:
+                specs.append((CONTINUE, _LABELS[CONTINUE], True))
             if is_last_reply:
                 specs.append((REGENERATE, _LABELS[REGENERATE], True))
     elif message.role == "user":

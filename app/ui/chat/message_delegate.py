@@ -33,6 +33,7 @@ from PySide6.QtGui import (
     QMouseEvent,
     QPainter,
     QPalette,
+    QPen,
     QTextDocument,
 )
 from PySide6.QtWidgets import (
@@ -42,9 +43,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.chats.records import DONE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from app.chats.records import FAILED, STREAMING, Message
 from app.ui.chat import code_blocks, message_actions
 from app.ui.chat.message_actions import (
+    CONTINUE,
     COPY,
     EDIT,
     NEXT,
@@ -56,6 +58,7 @@ from app.ui.chat.message_actions import (
     paint_buttons,
 )
 from app.ui.chat.message_document import ERROR, MessageDocuments, RenderedMessage
+from app.ui.chat.message_footer import paint_footer, paint_ring, short_model
 from app.ui.chat.message_model import (
     IsLastAssistantRole,
     MessageListModel,
@@ -77,9 +80,10 @@ USER_BORDER = QColor("#c7d7f7")
 ASSISTANT_BUBBLE = QColor("#ffffff")
 ASSISTANT_BORDER = QColor("#e3e6eb")
 TEXT = QColor("#1f2328")
+EDITING_BORDER = QColor("#2f6fdb")  # the accent: this message is in the input, being edited
 MUTED = QColor("#6b7280")
 
-__all__ = ["COPY", "EDIT", "REGENERATE", "MessageDelegate"]  # the page's action names
+__all__ = ["CONTINUE", "COPY", "EDIT", "REGENERATE", "MessageDelegate"]  # the page's action names
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,9 @@ class MessageDelegate(QStyledItemDelegate):
         self._viewport = view.viewport() if isinstance(view, QAbstractScrollArea) else None
         self._model: MessageListModel | None = None
         self.model_name = ""  # shown in assistant headers
+        self.editing_id: int | None = None  # the message being edited: drawn highlighted
+        # (message id, target) the keyboard is on, drawn with a ring (message_focus.py)
+        self.focus: tuple[int, str] | None = None
 
     def read_versions_from(self, model: MessageListModel) -> None:
         """Take row versions straight from `model`, the view's: a Python call where Qt's
@@ -247,7 +254,8 @@ class MessageDelegate(QStyledItemDelegate):
         painter.setFont(self._header_font)
         # The name sits on the view's background, not in a bubble: the theme's text colour.
         painter.setPen(option.palette.color(QPalette.ColorRole.WindowText))
-        name = "You" if message.role == "user" else "Assistant"
+        editing = message.id == self.editing_id
+        name = ("Editing: you" if editing else "You") if message.role == "user" else "Assistant"
         if message.role == "assistant" and message.model:
             name += "  "
         align = Qt.AlignmentFlag.AlignVCenter | (
@@ -261,12 +269,17 @@ class MessageDelegate(QStyledItemDelegate):
             painter.drawText(
                 lay.header.adjusted(offset, 0, 0, 0),
                 Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                _short_model(message.model),
+                short_model(message.model),
             )
         user = message.role == "user"
-        painter.setPen(USER_BORDER if user else ASSISTANT_BORDER)
+        border = (
+            QPen(EDITING_BORDER, 2.0)
+            if editing
+            else QPen(USER_BORDER if user else ASSISTANT_BORDER)
+        )
+        painter.setPen(border)
         painter.setBrush(USER_BUBBLE if user else ASSISTANT_BUBBLE)
-        painter.drawRoundedRect(lay.bubble.adjusted(0, 0, -1, -1), 10, 10)
+        painter.drawRoundedRect(lay.bubble.adjusted(1, 1, -1, -1), 10, 10)
         rendered = self._rendered(message, version, self._column(option.rect).width())
         doc = rendered.doc
         if rendered.code and not rendered.highlighted:
@@ -282,20 +295,22 @@ class MessageDelegate(QStyledItemDelegate):
         doc.documentLayout().draw(painter, context)
         painter.restore()
         paint_buttons(painter, lay.buttons, self._small_font)
-        footer = _footer_text(message)
-        if footer and message.role == "assistant":
-            painter.save()
-            painter.setFont(self._small_font)
-            painter.setPen(ERROR if message.status == FAILED else MUTED)
+        if self.focus is not None and self.focus[0] == message.id:
+            target = self.focus[1]
+            ring = (
+                lay.bubble
+                if not target
+                else self.code_copy_rect(option.rect, index, int(target[5:]))
+                if target.startswith("code:")
+                else next((b.rect for b in lay.buttons if b.name == target), None)
+            )
+            if ring is not None:
+                paint_ring(painter, ring, EDITING_BORDER)
+        if message.role == "assistant":
             left = lay.buttons[-1].rect.right() + 10 if lay.buttons else lay.footer.left() + 4
             stats = lay.footer.adjusted(left - lay.footer.left(), 0, 0, 0)
-            elided = QFontMetrics(self._small_font).elidedText(
-                footer, Qt.TextElideMode.ElideRight, stats.width()
-            )
-            painter.drawText(
-                stats, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, elided
-            )
-            painter.restore()
+            colour = ERROR if message.status == FAILED else MUTED
+            paint_footer(painter, stats, message, self._small_font, colour)
 
     def editorEvent(
         self,
@@ -329,25 +344,48 @@ class MessageDelegate(QStyledItemDelegate):
         x, y = pos.x() - lay.doc_origin.x(), pos.y() - lay.doc_origin.y()
         for n, code in enumerate(rendered.code):
             if code_blocks.copy_button(rendered.doc, code, self._small_font).contains(x, y):
-                QGuiApplication.clipboard().setText(code.code)
-                self._copied = (message.id, n)
-                if self._viewport is not None:
-                    self._viewport.update(rect)  # its button says "Copied"
-                self.code_copied.emit(code.code)
+                self._copy_code(message, code.code, n, rect)
                 return True
         return False
 
+    def _copy_code(self, message: Message, code: str, n: int, rect: QRect) -> None:
+        QGuiApplication.clipboard().setText(code)
+        self._copied = (message.id, n)
+        if self._viewport is not None:
+            self._viewport.update(rect)  # its button says "Copied"
+        self.code_copied.emit(code)
+
+    # ---- what the keyboard reaches (message_focus.py) --------------------------------------
+
+    def bubble_and_buttons(
+        self, rect: QRect, index: QModelIndex | QPersistentModelIndex
+    ) -> tuple[QRect, tuple[ActionButton, ...]]:
+        """Where the message's bubble is drawn (the row's coordinates), and its buttons."""
+        message: Message = index.data(MessageRole)
+        lay = self._layout(rect, message, index.data(VersionRole), index.data(IsLastAssistantRole))
+        return lay.bubble, lay.buttons
+
+    def code_count(self, rect: QRect, index: QModelIndex | QPersistentModelIndex) -> int:
+        """How many code blocks (each with its Copy button) the message shows."""
+        message: Message = index.data(MessageRole)
+        version: int = index.data(VersionRole)
+        return len(self._rendered(message, version, self._column(rect).width()).code)
+
+    def copy_code(self, rect: QRect, index: QModelIndex | QPersistentModelIndex, n: int) -> None:
+        """What the Copy button of code block `n` does."""
+        message: Message = index.data(MessageRole)
+        rendered = self._rendered(message, index.data(VersionRole), self._column(rect).width())
+        if n < len(rendered.code):
+            self._copy_code(message, rendered.code[n].code, n, rect)
+
     def button_rect(self, rect: QRect, index: QModelIndex, action: str) -> QRect | None:
         """Where a message's button is drawn, in the row's coordinates (tests click it)."""
-        lay = self._layout(
-            rect,
-            index.data(MessageRole),
-            index.data(VersionRole),
-            bool(index.data(IsLastAssistantRole)),
-        )
-        return next((b.rect for b in lay.buttons if b.name == action), None)
+        buttons = self.bubble_and_buttons(rect, index)[1]
+        return next((b.rect for b in buttons if b.name == action), None)
 
-    def code_copy_rect(self, rect: QRect, index: QModelIndex, block: int) -> QRect | None:
+    def code_copy_rect(
+        self, rect: QRect, index: QModelIndex | QPersistentModelIndex, block: int
+    ) -> QRect | None:
         """Where the Copy button of the message's code block number `block` is drawn."""
         message: Message = index.data(MessageRole)
         version: int = index.data(VersionRole)
@@ -357,27 +395,3 @@ class MessageDelegate(QStyledItemDelegate):
             return None
         button = code_blocks.copy_button(rendered.doc, rendered.code[block], self._small_font)
         return button.toRect().translated(lay.doc_origin)
-
-
-def _footer_text(message: Message) -> str:
-    parts = []
-    if message.generated_tokens:
-        parts.append(f"{message.generated_tokens} tokens")
-    if message.tokens_per_second:
-        parts.append(f"{message.tokens_per_second:.1f} tok/s")
-    if message.time_to_first_token_s:
-        parts.append(f"{message.time_to_first_token_s:.2f} s to first token")
-    status = {
-        STOPPED: "stopped",
-        FAILED: "failed",
-        INTERRUPTED: "interrupted",
-        STREAMING: "generating…",
-    }.get(message.status)
-    if status:
-        parts.append(status)
-    return "  ·  ".join(parts) if message.status != DONE or parts else ""
-
-
-def _short_model(path: str) -> str:
-    name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    return name.removesuffix(".gguf")

@@ -12,10 +12,11 @@ import logging
 from collections.abc import Sequence
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtGui import QFocusEvent, QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QWidget
 
 from app.ui.chat.message_delegate import MessageDelegate
+from app.ui.chat.message_focus import FocusStop, activate, focus_rect, focus_targets
 from app.ui.chat.message_model import MessageListModel
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,10 @@ class MessageView(QListView):
         self.verticalScrollBar().setSingleStep(24)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        # Tab reaches the messages and their buttons (message_focus.py); a click does not
+        # take the focus from the input.
+        self.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+        self.focus_stop: FocusStop | None = None  # where the keyboard is, while focused
         self.setResizeMode(QListView.ResizeMode.Adjust)
         self.setUniformItemSizes(False)
         self.setMouseTracking(True)
@@ -54,6 +58,11 @@ class MessageView(QListView):
         self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         model.rowsInserted.connect(self._on_rows_inserted)
         model.modelReset.connect(self._on_model_reset)
+
+    @property
+    def messages(self) -> MessageListModel:
+        """The conversation's messages the view shows."""
+        return self._model
 
     @property
     def opening(self) -> bool:
@@ -152,3 +161,90 @@ class MessageView(QListView):
                 self.viewport().update(self.visualRect(index))
         self._follow = follow
         self._scroll_down_later()
+
+    # ---- the keyboard (message_focus.py) ----------------------------------------------------
+
+    def _stops(self, row: int) -> list[FocusStop]:
+        index = self._model.index(row)
+        message_id = self._model.message_at(row).id
+        targets = focus_targets(self.delegate, self.visualRect(index), index)
+        return [(message_id, target) for target in targets]
+
+    def _row_of_stop(self) -> int | None:
+        if self.focus_stop is None:
+            return None
+        return self._model.row_of(self.focus_stop[0])
+
+    def _move_focus(self, forward: bool) -> bool:
+        """The next (or previous) stop; False when there is none this way (focus leaves)."""
+        rows = self._model.rowCount()
+        row = self._row_of_stop()
+        if row is None:
+            if not rows:
+                return False
+            row = 0 if forward else rows - 1
+            stops = self._stops(row)
+            return self._set_stop(stops[0] if forward else stops[-1])
+        stops = self._stops(row)
+        at = stops.index(self.focus_stop) if self.focus_stop in stops else 0
+        at += 1 if forward else -1
+        if 0 <= at < len(stops):
+            return self._set_stop(stops[at])
+        row += 1 if forward else -1
+        if not 0 <= row < rows:
+            return False
+        stops = self._stops(row)
+        return self._set_stop(stops[0] if forward else stops[-1])
+
+    def _set_stop(self, stop: FocusStop | None) -> bool:
+        self.focus_stop = stop
+        self.delegate.focus = stop if self.hasFocus() else None
+        row = self._row_of_stop()
+        if stop is not None and row is not None:
+            index = self._model.index(row)
+            self.scrollTo(index)
+            ring = focus_rect(self.delegate, self.visualRect(index), index, stop[1])
+            if ring is not None and not self.viewport().rect().contains(ring):
+                bar = self.verticalScrollBar()  # a tall message: bring its button into view
+                bar.setValue(bar.value() + ring.bottom() - self.viewport().height() + 12)
+        self.viewport().update()
+        return True
+
+    def focusNextPrevChild(self, next: bool) -> bool:  # noqa: A002 - Qt's name
+        if self.hasFocus() and self._move_focus(next):
+            return True
+        self._set_stop(None)
+        return super().focusNextPrevChild(next)
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        super().focusInEvent(event)
+        reason = event.reason()
+        if reason == Qt.FocusReason.TabFocusReason:
+            self.focus_stop = None
+            self._move_focus(True)
+        elif reason == Qt.FocusReason.BacktabFocusReason:
+            self.focus_stop = None
+            self._move_focus(False)
+        else:
+            self._set_stop(self.focus_stop)
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        self.delegate.focus = None
+        self.viewport().update()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key, row = event.key(), self._row_of_stop()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space) and row is not None:
+            assert self.focus_stop is not None
+            index = self._model.index(row)
+            activate(self.delegate, self.visualRect(index), index, self.focus_stop[1])
+            if self.focus_stop not in self._stops(row):  # that button went (Regenerate)
+                self._set_stop((self.focus_stop[0], ""))
+            return
+        if key in (Qt.Key.Key_Up, Qt.Key.Key_Down) and self._model.rowCount():
+            step = -1 if key == Qt.Key.Key_Up else 1
+            row = max(0, min(self._model.rowCount() - 1, (row if row is not None else -1) + step))
+            self._set_stop((self._model.message_at(row).id, ""))
+            return
+        super().keyPressEvent(event)

@@ -42,12 +42,13 @@ def lay_out(
     header: tuple[QWidget, QWidget],
     view: QWidget,
     composer: tuple[QWidget, QWidget, QWidget],
-    notices: tuple[QWidget, QWidget],
+    notices: tuple[QWidget, QWidget, QWidget],
     completion: QWidget,
     sides: tuple[QWidget, QWidget],
 ) -> PageLayout:
     """Put the page's widgets in place. `header`: picker, settings toggle; `composer`: input,
-    Send, Regenerate; `notices`: the no-model offer, the engine-stopped notice; `sides`: the
+    Send, Regenerate; `notices`: the no-model offer, the base-model note (above the input: it
+    stays while the chat is open), the engine-stopped notice; `sides`: the
     conversation list, the settings panel (hidden until asked for)."""
     top = _header(*header)
     empty_state = QLabel(EMPTY_STATE)
@@ -59,11 +60,11 @@ def lay_out(
     edit_banner = QLabel(EDITING)
     edit_banner.setObjectName("editBanner")
     edit_banner.hide()
-    chat_area = _chat_area(stack, notices[0], edit_banner, _composer(*composer))
+    chat_area = _chat_area(stack, notices[:2], edit_banner, _composer(*composer))
     modes = QStackedWidget()
     modes.addWidget(chat_area)
     modes.addWidget(completion)
-    center = _center(top, notices[1], modes)
+    center = _center(top, notices[2], modes)
 
     sides[1].hide()
     splitter = QSplitter()
@@ -104,11 +105,14 @@ def _composer(input_box: QWidget, send: QWidget, regenerate: QWidget) -> QFrame:
     return box
 
 
-def _chat_area(stack: QWidget, offer: QWidget, edit_banner: QWidget, composer: QWidget) -> QWidget:
-    """The conversation (or its empty state), and under it the offer, the banner and input."""
+def _chat_area(
+    stack: QWidget, offers: tuple[QWidget, QWidget], edit_banner: QWidget, composer: QWidget
+) -> QWidget:
+    """The conversation (or its empty state), and under it the offers, the banner and input."""
     bottom = QVBoxLayout()
     bottom.setContentsMargins(24, 6, 24, 14)
-    bottom.addWidget(offer)
+    for offer in offers:
+        bottom.addWidget(offer)
     bottom.addWidget(edit_banner)
     bottom.addWidget(composer)
     chat_area = QWidget()

@@ -10,7 +10,9 @@ from dataclasses import fields, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.chats.base_model_frame import STOPS, clean_reply, framed_prompt
 from app.chats.records import (
+    CUT,
     DONE,
     FAILED,
     INTERRUPTED,
@@ -26,6 +28,7 @@ from app.engine.messages import (
     ContextTrimmed,
     Finished,
     Generate,
+    Loaded,
     SamplingSettings,
     Token,
 )
@@ -80,6 +83,9 @@ class ChatSession(QObject):
         self._reply: StreamingReply | None = None
         self._reply_conversation: int | None = None
         self._request_id: str | None = None
+        self._framed = False  # the reply streaming is a base model's, in the Q&A frame
+        self._reply_prefix = ""  # a cut reply's text before the part now streaming
+        self._base_model = False  # the model replying is a base model (kept over a reload)
         # What the settings panel holds while no chat is open: the next new chat starts with it.
         self._new_chat_settings: tuple[str, dict] = ("", {})
         self._save_timer = QTimer(self)
@@ -90,6 +96,13 @@ class ChatSession(QObject):
     @property
     def generating(self) -> bool:
         return self._request_id is not None
+
+    @property
+    def frames_base_model(self) -> bool:
+        """Whether replies come from a base model, asked in a question-and-answer frame
+        (app/chats/base_model_frame.py) rather than through a chat template."""
+        loaded = self.engine.loaded
+        return bool(loaded.base_model) if loaded is not None else self._base_model
 
     # ---- conversations ---------------------------------------------------------------
 
@@ -203,6 +216,20 @@ class ChatSession(QObject):
         self._start_reply()
         return True
 
+    def continue_reply(self) -> bool:
+        """Go on with the last reply where its token limit cut it (the same message grows)."""
+        if self.generating or self.conversation is None:
+            return False
+        messages = self.store.messages(self.conversation.id)
+        if not messages or messages[-1].role != "assistant" or messages[-1].status != CUT:
+            return False
+        reply = messages[-1]
+        history = self._history()  # with the cut reply, before it is marked streaming
+        self.store.update_message(reply.id, reply.content, STREAMING)
+        self.model.update_message(replace(reply, status=STREAMING))
+        self._stream_into(reply.id, history, continuing=reply.content)
+        return True
+
     def stop(self) -> None:
         if self._request_id is not None:  # only this chat's reply: API requests run on
             self.engine.stop(self._request_id)
@@ -213,7 +240,7 @@ class ChatSession(QObject):
         if self.conversation.system_prompt.strip():
             history.append(ChatMessage("system", self.conversation.system_prompt.strip()))
         for m in self.store.messages(self.conversation.id):
-            if m.status in (DONE, STOPPED, INTERRUPTED) and m.content:
+            if m.status in (DONE, STOPPED, INTERRUPTED, CUT) and m.content:
                 history.append(ChatMessage(m.role, m.content))
         return tuple(history)
 
@@ -231,17 +258,42 @@ class ChatSession(QObject):
         self.model.append_message(placeholder)
         self._stream_into(placeholder.id)
 
-    def _stream_into(self, message_id: int) -> None:
-        """Generate a reply into the (empty, streaming) message row `message_id`."""
+    def _stream_into(
+        self, message_id: int, history: tuple[ChatMessage, ...] | None = None, continuing: str = ""
+    ) -> None:
+        """Generate a reply to `history` (default: the conversation's) into the streaming
+        message row `message_id`: empty, or holding `continuing`, a reply cut at its token limit
+        that this one goes on from (the last message of `history`)."""
         assert self.conversation is not None
-        history = self._history()
-        self._reply = StreamingReply(self.store, message_id, interval=SAVE_INTERVAL_S)
+        history = history if history is not None else self._history()
+        self._reply = StreamingReply(
+            self.store, message_id, text=continuing, interval=SAVE_INTERVAL_S
+        )
+        self._reply_prefix = continuing
         self._reply_conversation = self.conversation.id
         self._request_id = uuid.uuid4().hex
         self._save_timer.start()
         self.generating_changed.emit(True)
+        self.engine.generate(self._command(self._request_id, history, bool(continuing)))
+
+    def _command(
+        self, request_id: str, history: tuple[ChatMessage, ...], continuing: bool
+    ) -> Generate:
+        """The engine's command for a reply to `history` (whose last message is the reply to
+        go on from when `continuing`): through the chat template, or for a base model as the
+        next answer of a question-and-answer transcript, cut where the next question starts."""
+        assert self.conversation is not None
         sampling = sampling_from_dict(self.conversation.sampling)
-        self.engine.generate(Generate(self._request_id, sampling=sampling, messages=history))
+        self._framed = self.frames_base_model
+        if not self._framed:
+            return Generate(
+                request_id, sampling=sampling, messages=history, continue_reply=continuing
+            )
+        turns = [(m.role, m.content) for m in history if m.role != "system"]
+        partial = turns.pop()[1] if continuing else ""
+        prompt = framed_prompt(self.conversation.system_prompt, turns, partial)
+        framed = replace(sampling, stop=tuple(sampling.stop) + STOPS)
+        return Generate(request_id, sampling=framed, prompt=prompt)
 
     def _end_reply(self, status: str, finished: Finished | None = None, error: str = "") -> None:
         reply = self._reply
@@ -255,13 +307,17 @@ class ChatSession(QObject):
                 "tokens_per_second": finished.tokens_per_second,
                 "time_to_first_token_s": finished.time_to_first_token_s,
             }
-            if finished.text and len(finished.text) >= len(reply.text):
-                reply.text = finished.text  # the engine's text is authoritative
+            whole = self._reply_prefix + finished.text
+            if finished.text and len(whole) >= len(reply.text):
+                reply.text = whole  # the engine's text is authoritative
+        if self._framed:
+            reply.text = clean_reply(reply.text)
         try:
             self.model.update_message(reply.finish(status, **stats))
         except KeyError:  # its conversation was deleted while it streamed
             log.info("reply %s finished after its conversation was deleted", reply.message_id)
         self._reply = None
+        self._reply_prefix = ""
         self._reply_conversation = None
         self._request_id = None
         self._save_timer.stop()
@@ -282,6 +338,9 @@ class ChatSession(QObject):
         if self._reply is not None:
             self._reply.flush()
 
+    def on_engine_model_loaded(self, loaded: Loaded) -> None:
+        self._base_model = bool(loaded.base_model)
+
     def on_engine_context_trimmed(self, trimmed: ContextTrimmed) -> None:
         if trimmed.request_id == self._request_id:
             self.context_trimmed.emit(trimmed)
@@ -289,14 +348,16 @@ class ChatSession(QObject):
     def on_engine_token(self, token: Token) -> None:
         if token.request_id != self._request_id or self._reply is None:
             return
-        self._reply.append(token.text)
-        self.model.append_text(self._reply.message_id, token.text)
+        text = token.text.lstrip() if self._framed and not self._reply.text else token.text
+        self._reply.append(text)
+        self.model.append_text(self._reply.message_id, text)
         self.context_used.emit(token.n_past)
 
     def on_engine_reply_finished(self, finished: Finished) -> None:
         if finished.request_id != self._request_id:
             return
-        self._end_reply(STOPPED if finished.stop_reason == "cancelled" else DONE, finished)
+        status = {"cancelled": STOPPED, "length": CUT}.get(finished.stop_reason, DONE)
+        self._end_reply(status, finished)
         self.context_used.emit(finished.n_past)
         self.reply_stats.emit(finished)
 

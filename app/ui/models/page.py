@@ -26,7 +26,14 @@ from PySide6.QtWidgets import (
 from app.engine.messages import Loaded
 from app.kv.fit_estimator import FitEstimator
 from app.models.download_queue import DEFAULT_MAX_PARALLEL, QUEUE_FILE
-from app.models.hub import GgufEntry, clear_header_cache, list_gguf_files, search_models
+from app.models.hub import (
+    GgufEntry,
+    RepoFiles,
+    clear_header_cache,
+    list_gguf_files,
+    search_models,
+)
+from app.models.hub.curated_models import CuratedModel
 from app.models.library import LibraryModel, list_models
 from app.models.library_delete import delete_model
 from app.models.model_folders import ModelFolders
@@ -190,6 +197,31 @@ class ModelsPage(QWidget):
         chat model"): names, sizes, licences and fit for this machine, without the network."""
         self.tabs.setCurrentIndex(self.TAB_DISCOVER)
         self.search_view.show_recommended()
+
+    def download_recommended(self, model: CuratedModel) -> None:
+        """Download a recommended model's file with one click (the chat page's offer for a
+        base model): its repo's file list is read off the GUI thread, the file is queued, and
+        the Downloads tab shows it, with Load into chat when it is there."""
+        self.tabs.setCurrentIndex(self.TAB_DOWNLOADS)
+
+        def on_listed(files: RepoFiles) -> None:
+            entry = next((e for e in files.entries if e.first_file == model.file), None)
+            if entry is None:
+                self._on_recommended_failed(f"{model.file} is no longer in {model.repo_id}")
+                return
+            self.downloads_view.select(self.downloads.enqueue(entry, self.download_folder()))
+
+        self.runner.submit(
+            f"recommended:{model.repo_id}",
+            list_gguf_files,
+            model.repo_id,
+            on_done=on_listed,
+            on_error=lambda message, _error: self._on_recommended_failed(message),
+        )
+
+    def _on_recommended_failed(self, reason: str) -> None:
+        if self.bridge is not None:
+            self.bridge.warning(f"The download could not start: {reason.rstrip('.')}.")
 
     def shutdown(self) -> None:
         """Pause running downloads (kept on disk, continued at the next start) and wait.
