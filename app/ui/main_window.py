@@ -126,7 +126,8 @@ class MainWindow(QMainWindow):
         if self._closing:  # already logged by the bridge; a box now would keep the app alive
             return
         first_line = text.splitlines()[0] if text else ""
-        self.statusBar().showMessage(first_line, INFO_MS * 2)
+        # The box says it whole until dismissed; a status line would cut a long sentence off.
+        self.statusBar().clearMessage()
         box = QMessageBox(
             QMessageBox.Icon.Warning, "KV Studio", first_line, QMessageBox.StandardButton.Ok, self
         )

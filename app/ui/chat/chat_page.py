@@ -227,10 +227,12 @@ class ChatPage(QWidget):
         """Whether a load is being checked off the GUI thread (no second one starts)."""
         return self.loading.resolving
 
-    def _on_loading_checking_started(self, _ref: str) -> None:
+    def _on_loading_checking_started(self, ref: str) -> None:
         self.offer.hide()
+        self.status.show_checking("starter model" if ref == STARTER else ref)
 
     def _on_loading_not_started(self) -> None:
+        self.status.end_checking(self.engine.loaded)
         self.notices.show_current_model()
         self._update_offer()
 

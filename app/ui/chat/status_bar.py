@@ -89,6 +89,7 @@ class ChatStatus(QWidget):
         self._used = 0
         self._load_started = 0.0
         self._load_name = ""
+        self._verb = "Loading"
         self._elapsed_timer = QTimer(self, interval=250)
         self._elapsed_timer.timeout.connect(self._tick)
 
@@ -96,9 +97,19 @@ class ChatStatus(QWidget):
     def context_used(self) -> int:
         return self._used
 
+    def show_checking(self, ref: str) -> None:
+        """A load is being checked before the engine gets it (the starter is assembled on
+        first use, the memory it needs compared with what is free)."""
+        self._verb = "Checking"
+        self._start_busy(ref)
+
     def show_loading(self, options: LoadProfile) -> None:
+        self._verb = "Loading"
+        self._start_busy(options.model_path)
+
+    def _start_busy(self, path: str) -> None:
         self._load_started = time.monotonic()
-        self._load_name = safe_text(model_name(options.model_path), 80)
+        self._load_name = safe_text(model_name(path), 80)
         self.model_label.setText("")
         self.busy_bar.show()
         self.busy_label.show()
@@ -107,8 +118,15 @@ class ChatStatus(QWidget):
 
     def _tick(self) -> None:
         self.busy_label.setText(
-            f"Loading {self._load_name}… {time.monotonic() - self._load_started:.0f} s"
+            f"{self._verb} {self._load_name}… {time.monotonic() - self._load_started:.0f} s"
         )
+
+    def end_checking(self, loaded: Loaded | None) -> None:
+        """A checked load did not go to the engine: back to what is loaded, if anything."""
+        if loaded is not None:
+            self.show_loaded(loaded)
+        else:
+            self.show_unloaded()
 
     def hide_loading(self) -> None:
         self._elapsed_timer.stop()
