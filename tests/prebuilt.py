@@ -6,6 +6,7 @@ without the variable (pytest run on its own) the fixture builds it itself."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,25 @@ def run_isa_proof(report: Path, *args: str) -> str | None:
         check=False,
     )
     if result.returncode in (0, 1):
+        # Which instances this run compiled (the rest came from the object cache): the CLI's
+        # "compiled now: a, b" line, kept beside the report for compiled_in_this_run().
+        found = re.search(r"compiled now: ([^;)]*)", result.stdout)
+        names = found.group(1).split(", ") if found and found.group(1) != "none" else []
+        _compiled_list(report).write_text("\n".join(names), encoding="utf-8")
         return None
     lines = result.stderr.strip().splitlines() or [f"isa-proof exited with {result.returncode}"]
     return lines[-1]
+
+
+def _compiled_list(report: Path) -> Path:
+    return report.with_suffix(".compiled")
+
+
+def compiled_in_this_run(report: Path) -> set[str]:
+    """The instances `report`'s proof compiled itself rather than took from the object cache:
+    their counts already come from a fresh compile of these sources. Empty when unknown, so a
+    test that wants a fresh compile then makes one."""
+    listed = _compiled_list(report)
+    if not listed.is_file():
+        return set()
+    return {name for name in listed.read_text(encoding="utf-8").split("\n") if name}
