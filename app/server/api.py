@@ -1,5 +1,7 @@
-"""The OpenAI-compatible routes, each also without the /v1 prefix as llama-server serves them:
-GET /health, GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions, /v1/completions.
+"""The routes, each also without the /v1 prefix as llama-server serves them:
+GET /health, GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions, /v1/completions
+(OpenAI's), /v1/messages (Anthropic's Messages API) and /v1/responses (OpenAI's Responses API,
+its text subset). Each route's reply goes through its ReplyShape (reply_shape.py).
 
 An ASGI app (Starlette) over an EngineGateway; uvicorn serves it (server_runner.py).
 """
@@ -10,6 +12,8 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
+from typing import Literal
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -19,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from app.server.anthropic_request import parse_messages
+from app.server.anthropic_shapes import AnthropicShape, anthropic_error
 from app.server.gateway import EngineGateway, ModelInfo
 from app.server.generation_stream import GenerationStream
 from app.server.openai_request import (
@@ -30,9 +36,11 @@ from app.server.openai_request import (
 from app.server.openai_shapes import ChunkWriter, error_body, model_entry, models_list
 from app.server.options import ServerOptions
 from app.server.reply import Reply
-from app.server.reply_shape import OpenAiShape
+from app.server.reply_shape import OpenAiShape, ReplyShape
 from app.server.request_log import PROMPT_SHOWN_CHARS, RequestLog
 from app.server.request_record import RequestRecorder
+from app.server.responses_request import parse_response_request
+from app.server.responses_shapes import ResponsesShape
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +65,8 @@ def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestL
         ("/models/{model_id:path}", routes.model, "GET"),
         ("/chat/completions", routes.chat, "POST"),
         ("/completions", routes.completion, "POST"),
+        ("/messages", routes.messages, "POST"),
+        ("/responses", routes.responses, "POST"),
     ]
     return Starlette(
         routes=[
@@ -99,28 +109,35 @@ class _Routes:
         return JSONResponse(model_entry(model))
 
     async def chat(self, request: Request) -> Response:
-        return await self._generate(request, chat=True)
+        return await self._generate(request, "chat")
 
     async def completion(self, request: Request) -> Response:
-        return await self._generate(request, chat=False)
+        return await self._generate(request, "completion")
 
-    async def _generate(self, request: Request, chat: bool) -> Response:
+    async def messages(self, request: Request) -> Response:
+        return await self._generate(request, "messages")
+
+    async def responses(self, request: Request) -> Response:
+        return await self._generate(request, "responses")
+
+    async def _generate(self, request: Request, route: ApiRoute) -> Response:
         arrived = time.time()
-        request_id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
+        request_id = f"{_ID_PREFIXES[route]}-{uuid.uuid4().hex[:24]}"
         record = RequestRecorder(request, request_id, arrived, self.requests)
         try:
             body = await _read_json(request, self.options.max_body_bytes)
-            parse = parse_chat if chat else parse_completion
-            parsed = parse(body, request_id, self.options.max_tokens_limit)
-            model = self._model_for(chat)
+            parsed = _PARSERS[route](body, request_id, self.options.max_tokens_limit)
+            model = self._model_for(route != "completion")
         except ApiError as error:
             record.refused(error)
+            if route == "messages":
+                body = anthropic_error(error.status, error.message)
+                return JSONResponse(body, status_code=error.status)
             return _error_response(error)
         if self.options.log_prompts:
             record.prompt = _prompt_text(parsed)
         stream = GenerationStream(self.gateway, parsed.command)
-        writer = ChunkWriter(request_id, int(arrived), model.id, chat, parsed.include_usage)
-        return Reply(stream, parsed, OpenAiShape(parsed, writer, int(arrived)), record)
+        return Reply(stream, parsed, _shape(route, parsed, model.id, int(arrived)), record)
 
     def _model_for(self, chat: bool) -> ModelInfo:
         """The loaded model, if it can serve this request."""
@@ -169,6 +186,31 @@ def _too_large(size: int, limit: int) -> ApiError:
     )
 
 
+ApiRoute = Literal["chat", "completion", "messages", "responses"]
+_ID_PREFIXES: dict[ApiRoute, str] = {
+    "chat": "chatcmpl",
+    "completion": "cmpl",
+    "messages": "msg",
+    "responses": "resp",
+}
+_PARSERS: dict[ApiRoute, Callable[[object, str, int], ParsedRequest]] = {
+    "chat": parse_chat,
+    "completion": parse_completion,
+    "messages": parse_messages,
+    "responses": parse_response_request,
+}
+
+
+def _shape(route: ApiRoute, parsed: ParsedRequest, model: str, created: int) -> ReplyShape:
+    if route == "messages":
+        return AnthropicShape(parsed, model)
+    if route == "responses":
+        return ResponsesShape(parsed, model, created)
+    request_id, chat = parsed.command.request_id, route == "chat"
+    writer = ChunkWriter(request_id, created, model, chat, parsed.include_usage)
+    return OpenAiShape(parsed, writer, created)
+
+
 def _prompt_text(parsed: ParsedRequest) -> str:
     command = parsed.command
     text = command.messages[-1].content if command.messages else (command.prompt or "")
@@ -183,8 +225,8 @@ def _error_response(error: ApiError) -> Response:
 async def _http_error(_request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     words = {
-        404: "Unknown URL: this server has /health, /v1/models, /v1/chat/completions and "
-        "/v1/completions (each also without /v1).",
+        404: "Unknown URL: this server has /health, /v1/models, /v1/chat/completions, "
+        "/v1/completions, /v1/messages and /v1/responses (each also without /v1).",
         405: "That method is not allowed on this URL.",
     }
     message = words.get(status, str(getattr(exc, "detail", "")) or "Request failed.")

@@ -15,6 +15,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.server.allowed_hosts import host_refusal, origin_refusal
+from app.server.anthropic_shapes import anthropic_error
 from app.server.client_limits import ClientLimits
 from app.server.openai_request import ApiError
 from app.server.openai_shapes import error_body
@@ -57,7 +58,7 @@ class Guard:
                 )
         except ApiError as refusal:
             self._log(scope, arrived, refusal.status, refusal.message)
-            await _send_error(send, refusal)
+            await _send_error(send, refusal, scope.get("path", ""))
             return
         except ClientGoneError:
             self._log(scope, arrived, CLIENT_GONE, "the client went away before its whole body")
@@ -138,10 +139,11 @@ def _bearer(scope: Scope) -> str | None:
     return bearer if bearer is not None else other
 
 
-async def _send_error(send: Send, refusal: ApiError) -> None:
-    body = json.dumps(
-        error_body(refusal.message, refusal.kind, refusal.param, refusal.code)
-    ).encode()
+async def _send_error(send: Send, refusal: ApiError, path: str) -> None:
+    shaped: object = error_body(refusal.message, refusal.kind, refusal.param, refusal.code)
+    if path.rstrip("/").endswith("/messages"):  # Anthropic's clients read their own shape
+        shaped = anthropic_error(refusal.status, refusal.message)
+    body = json.dumps(shaped).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", b"%d" % len(body)),

@@ -82,7 +82,7 @@ class Reply(Response):
 
     async def _send_event(self, send: Send, event: object) -> None:
         if isinstance(event, PromptStarted):
-            await self._send(send, self.shape.opening(self.stream.dropped_messages))
+            await self._send(send, self.shape.opening(event, self.stream.dropped_messages))
         elif isinstance(event, Token):
             await self._send(send, self.shape.text(event))
         elif isinstance(event, Finished):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from app.engine.messages import Finished, Token
+from app.engine.messages import Finished, PromptStarted, Token
 from app.server.openai_request import ApiError, ParsedRequest
 from app.server.openai_shapes import (
     ChunkWriter,
@@ -28,7 +28,7 @@ class ReplyShape(Protocol):
         """The JSON body of a whole reply."""
         ...
 
-    def opening(self, dropped_messages: int) -> bytes:
+    def opening(self, started: PromptStarted, dropped_messages: int) -> bytes:
         """A stream's first events, when the engine begins on the prompt."""
         ...
 
@@ -68,7 +68,7 @@ class OpenAiShape:
             command.request_id, self.created, model, finished, dropped_messages, calls
         )
 
-    def opening(self, dropped_messages: int) -> bytes:
+    def opening(self, started: PromptStarted, dropped_messages: int) -> bytes:
         return self.writer.opening(dropped_messages)
 
     def text(self, token: Token) -> bytes:

@@ -23,13 +23,15 @@ def check_bounds(body: bytes, limits: ClientLimits) -> None:
     depth, characters = _measure(request, limits.max_json_depth)
     if depth > limits.max_json_depth:
         raise _too_deep(limits)
-    messages = request.get("messages") if isinstance(request, dict) else None
+    # the turns: `messages` (chat, Anthropic's messages) or `input` (Responses)
+    field = "input" if isinstance(request, dict) and "input" in request else "messages"
+    messages = request.get(field) if isinstance(request, dict) else None
     if isinstance(messages, list) and len(messages) > limits.max_messages:
         raise ApiError(
             400,
             f"This request has {len(messages):,} messages; this server takes at most "
             f"{limits.max_messages:,} messages in one request.",
-            param="messages",
+            param=field,
             code="array_above_max_length",
         )
     if characters > limits.max_text_chars:
