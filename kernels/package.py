@@ -256,11 +256,10 @@ def build_package(
     root: Path | None = None,
     jobs: int = os.cpu_count() or 2,
     note: str = "",
-    version: str = "",
     log: Log = print,
 ) -> Path:
     """Build (or relink from the cached build) and write <out>/<name>/ and its archive (not yet
-    signed: scripts/release.py signs it); returns the folder. `version`: the release it is for."""
+    signed: scripts/release.py signs it, with the release's version); returns the folder."""
     if root is not None and os.geteuid() != 0:
         raise PackageBuildError("building inside a Debian root needs root (chroot).")
     sdist = ensure_sdist(log)
@@ -316,7 +315,6 @@ def build_package(
         gpu_targets=targets,
         fa_pairs=fa_pairs(args),
         kernel=kernel_of(args),
-        version=version,
         files=files,
         instruction_counts=count_instructions(folder),
         build={
