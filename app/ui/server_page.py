@@ -83,6 +83,14 @@ class ServerPage(QWidget):
         key_row.addWidget(self.new_key_button)
         key_row.addStretch(1)
         self.log_prompts = QCheckBox("Show the start of each prompt in the log")
+        # kvstudio serve --allow-chat-on-base-model: off, a chat to a base model is a 400
+        # pointing to /v1/completions (app.server.api)
+        self.allow_chat_on_base_model = QCheckBox("Allow chat on a base model")
+        self.allow_chat_on_base_model.setToolTip(
+            "A base model (such as the starter) continues text rather than answering. Off, "
+            "chat requests to one are refused with a pointer to /v1/completions; on, they are "
+            "answered with a plain chat template, rambling as that may be."
+        )
         for field, width in ((self.address, 220), (self.port, 140)):
             field.setMaximumWidth(width)
         self.key.setMinimumWidth(320)
@@ -91,6 +99,7 @@ class ServerPage(QWidget):
         form.addRow("Port", self.port)
         form.addRow("API key", key_row)
         form.addRow("", self.log_prompts)
+        form.addRow("", self.allow_chat_on_base_model)
         return form
 
     def _build_start_row(self) -> QHBoxLayout:
@@ -162,6 +171,7 @@ class ServerPage(QWidget):
             port=self.port.value(),
             api_key=self.key.text().strip(),
             log_prompts=self.log_prompts.isChecked(),
+            allow_chat_on_base_model=self.allow_chat_on_base_model.isChecked(),
         )
 
     def start(self) -> bool:
@@ -191,7 +201,8 @@ class ServerPage(QWidget):
 
     def _show_running(self, base_url: str | None) -> None:
         running = base_url is not None
-        for field in (self.address, self.port, self.key, self.new_key_button, self.log_prompts):
+        switches = (self.log_prompts, self.allow_chat_on_base_model)
+        for field in (self.address, self.port, self.key, self.new_key_button, *switches):
             field.setEnabled(not running)
         self.start_button.setText("Stop server" if running else "Start server")
         self.state.setStyleSheet("")

@@ -112,3 +112,43 @@ def test_a_prompt_longer_than_the_context_is_a_400_from_the_app_s_server(qtbot, 
 
     with qtbot.waitSignal(page.service.stopped, timeout=HANG_GUARD_MS):
         page.start_button.click()
+
+
+def test_the_base_model_switch_lets_a_chat_through_as_the_command_line_option_does(
+    qtbot, loaded_chat_app
+):
+    """Off (the default), the app's server refuses a chat to the starter, a base model, with a
+    pointer to /v1/completions; the page's switch does what --allow-chat-on-base-model does."""
+    app = loaded_chat_app
+    page = app.window.findChild(ServerPage)
+    app.window.show_page("Server")
+    page.port.setValue(0)  # any free port
+    assert not page.allow_chat_on_base_model.isChecked()
+    answers: list[object] = []
+
+    def chat() -> None:
+        client = OpenAI(base_url=page.base_url.text(), api_key="none", max_retries=0, timeout=120)
+        ask = [{"role": "user", "content": "Hi"}]
+        try:
+            answers.append(client.chat.completions.create(model="any", messages=ask, max_tokens=2))
+        except BadRequestError as error:
+            answers.append(error)
+
+    for allowed in (False, True):
+        if allowed:
+            page.allow_chat_on_base_model.click()
+            assert page.options().allow_chat_on_base_model
+        with qtbot.waitSignal(page.service.started, timeout=HANG_GUARD_MS):
+            page.start_button.click()
+        assert not page.allow_chat_on_base_model.isEnabled()  # fixed while it runs
+        caller = threading.Thread(target=chat)
+        with qtbot.waitSignal(page.service.request_logged, timeout=REPLY_TIMEOUT_MS):
+            caller.start()
+        caller.join(30)
+        with qtbot.waitSignal(page.service.stopped, timeout=HANG_GUARD_MS):
+            page.start_button.click()
+    refused, answered = answers
+    assert isinstance(refused, BadRequestError) and refused.code == "model_not_chat"
+    assert "/v1/completions" in str(refused)
+    assert answered.choices[0].message.content is not None  # type: ignore[attr-defined]
+    assert answered.usage.completion_tokens > 0  # type: ignore[attr-defined]
