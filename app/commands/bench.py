@@ -19,6 +19,7 @@ from pathlib import Path
 from app.engine.advisor_measure import remember_comparison
 from app.engine.compare import parse_modes, run_compare
 from app.engine.compare_result import format_table, run_title
+from app.engine.compare_words import gain_sentence
 from app.kv.kv_types import COMPARE_MODES, FP16_KV_MODE
 from app.load.load_check import check_context_size
 from app.models.model_ref import resolve_model
@@ -166,6 +167,8 @@ def _from_results(args: argparse.Namespace) -> int:
             f"{args.results} is not a result saved by `kvstudio bench --json`."
         ) from None
     print(json.dumps(data, indent=2) if args.json else format_table(rows))
+    if not args.json and gain_sentence(rows):
+        print(gain_sentence(rows))
     if args.plot:
         _plot(rows, _title(data), args.plot)
     return 0
@@ -226,6 +229,8 @@ def run(args: argparse.Namespace) -> int:
             f"{'; Flash Attention GPU kernels: ' + result.fa_kernel if result.fa_kernel else ''}"
         )
         print(result.table())
+        if gain_sentence(result.rows()):
+            print(gain_sentence(result.rows()))  # what int8-K gains, in words
         for mode in result.modes:
             for warning in mode.warnings:
                 print(f"warning ({mode.mode.label}): {safe_text(warning, 300)}")

@@ -119,6 +119,7 @@ def run_bench(llm: Llama, command: Bench, cancel: CancelCheck | None = None) -> 
         repetitions=reps,
         prompt_total_seconds=sum(prompt_times),
         decode_total_seconds=sum(decode_times),
+        decode_seconds_each=tuple(decode_times),
         prompt_tokens_per_second=n_prompt / prompt_seconds,
         decode_tokens_per_second=n_gen / decode_seconds,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ class ModeResult:
     prompt_tokens_per_second: float | None = None
     decode_tokens_per_second: float | None = None
     fill_seconds: float | None = None
+    decode_spread_percent: float | None = None  # (slowest - fastest) / median repetition
     perplexity: float | None = None
     mean_kl_divergence: float | None = None  # vs f16/f16; 0 for f16/f16 itself
     top1_agreement: float | None = None
@@ -69,6 +71,9 @@ class ModeResult:
         self.prompt_tokens_per_second = done.prompt_tokens_per_second
         self.decode_tokens_per_second = done.decode_tokens_per_second
         self.fill_seconds = done.fill_seconds
+        each = done.decode_seconds_each
+        if len(each) >= 2:
+            self.decode_spread_percent = 100 * (max(each) - min(each)) / statistics.median(each)
 
     def apply_evaluated(self, evaluated: Evaluated) -> None:
         self.perplexity = evaluated.perplexity
@@ -101,9 +106,11 @@ class CompareRow(TypedDict):
     peak_saving_of_kv_saving_percent: float | None
     prompt_tokens_per_second: float | None
     decode_tokens_per_second: float | None
+    decode_spread_percent: float | None  # how much the speed run's repetitions varied
     perplexity: float | None
     mean_kl_divergence: float | None
     top1_agreement: float | None
+    scored_tokens: int  # the quality figures rest on this many tokens
     load_seconds: float
     cpu_load: float | None
     warnings: str  # joined with "; "
@@ -207,11 +214,13 @@ class CompareResult:
             "peak_saving_of_kv_saving_percent": None,
             "prompt_tokens_per_second": _round(mode.prompt_tokens_per_second, 1),
             "decode_tokens_per_second": _round(mode.decode_tokens_per_second, 2),
+            "decode_spread_percent": _round(mode.decode_spread_percent, 1),
             "perplexity": _round(mode.perplexity, 4),
             "mean_kl_divergence": _round(mode.mean_kl_divergence, 5),
             "top1_agreement": _round(
                 None if mode.top1_agreement is None else mode.top1_agreement * 100, 2
             ),
+            "scored_tokens": mode.scored_tokens,
             "load_seconds": round(mode.load_seconds, 2),
             "cpu_load": _round(mode.cpu_load, 2),
             "warnings": "; ".join(mode.warnings),

@@ -94,6 +94,11 @@ def test_real_run_json_record_csv_and_plot(tmp_path):
     again = kvstudio("bench", "--results", str(results), "--plot", str(plot))
     assert again.returncode == 0, again.stderr
     assert "q8_0/q8_0" in again.stdout and "KV alloc MiB" in again.stdout
+    # ...and ends with what int8-K gains, in words, from the saved figures.
+    gain = again.stdout.strip().splitlines()[-1]
+    saved_kv = rows["q8_0/f16"]["kv_saving_mib"]
+    assert gain.startswith(f"On this model int8-K saves {saved_kv:,.1f} MiB of KV cache (23%)")
+    assert rows["q8_0/f16"]["scored_tokens"] > 0 and "quality" in gain and "decode" in gain
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

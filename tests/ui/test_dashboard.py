@@ -242,14 +242,26 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     # recording in the stats line, over each mode's load and speed run in the table.
     page._redraw(force_text=True)
     peak_header = table.horizontalHeaderItem(2).text()
-    assert peak_header == "peak RSS MiB\n(load + speed)"
+    assert peak_header == "Peak RSS (MiB),\nload + speed"
     assert "engine RSS, psutil" in table.horizontalHeaderItem(2).toolTip()
     stats = page.stats_label.text()
     assert "(engine RSS, psutil, whole recording)" in stats, stats
+    assert "system RAM" in stats and "device" not in stats  # a CPU has RAM, not a device
     whole_peak = max(p.used_bytes for p in page.compare_recording.points) / 2**20
     assert f"peak <b>{whole_peak:,.0f} MiB</b>" in stats
     for r in range(3):
         assert float(table.item(r, 2).text().replace(",", "")) <= whole_peak + 0.05
+
+    # Headings in words, each abbreviation in its tooltip; the run ends with its gain in words,
+    # and one chunk of 256 tokens is too few for quality figures that mean anything: flagged.
+    assert table.horizontalHeaderItem(6).text() == "Reply speed\n(tokens/s)"
+    assert table.horizontalHeaderItem(6).toolTip().startswith("tg t/s")
+    gain = page.compare.gain
+    assert gain.isVisible() and gain.text().startswith("On this model int8-K saves ")
+    assert "quality: too few tokens scored to tell" in gain.text()
+    kl_column = [table.horizontalHeaderItem(c).toolTip()[:3] for c in range(10)].index("KLD")
+    assert table.item(1, kl_column).text().endswith(" *")
+    assert "tokens were scored" in table.item(1, kl_column).toolTip()
 
     csv_path = page.compare.export_csv(tmp_path / "c.csv")
     assert csv_path.read_text().count("\n") == 4
@@ -264,14 +276,14 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     assert page.source == "file" and page.compare.table.rowCount() == 3
     qtbot.waitUntil(lambda: page.memory_chart.point_count > 10, timeout=HANG_GUARD_MS)
     assert "Compare run" in page.probe_label.text()
-    assert page.compare.table.horizontalHeaderItem(2).text() == "peak RSS MiB\n(load + speed)"
+    assert page.compare.table.horizontalHeaderItem(2).text() == "Peak RSS (MiB),\nload + speed"
     # A run whose final sample came after its last engine exited (no process seen then)
     # still names the engine's RSS: its peaks were taken while an engine ran.
     saved = json.loads((tmp_path / "run.json").read_text())
     saved["samples"]["process_bytes"][-1] = None
     (tmp_path / "late.json").write_text(json.dumps(saved))
     page.open_recording(tmp_path / "late.json")
-    assert page.compare.table.horizontalHeaderItem(2).text() == "peak RSS MiB\n(load + speed)"
+    assert page.compare.table.horizontalHeaderItem(2).text() == "Peak RSS (MiB),\nload + speed"
     # The KV panel draws the opened run's modes (no model file needed), with the log's totals.
     assert len(page.kv_panel._run_curves) == 3
     assert "Allocated: f16/f16" in page.kv_panel.alloc_label.text()

@@ -24,10 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine.compare_result import COLUMNS, CompareResult
+from app.engine.compare_words import HEADINGS, few_tokens_note, gain_sentence, too_few_scored
 from app.ui.dashboard.bar_chart import CompareBarChart
 from app.ui.dashboard.compare_progress import CompareProgress
 
 PEAK_COLUMN = "peak_memory_mib"
+QUALITY_COLUMNS = ("perplexity", "mean_kl_divergence", "top1_agreement")
+FEW_TOKENS_MARK = " *"  # after a quality figure that rests on too few tokens
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +109,23 @@ class ComparePanel(QWidget):
         self.status.setStyleSheet("color: #6b7280;")
 
         self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels([_two_lines(label) for _, label, _ in COLUMNS])
+        for column, (key, short, _) in enumerate(COLUMNS):
+            words, abbreviation = HEADINGS.get(key, (short, short))
+            heading = QTableWidgetItem(_two_lines(words))
+            heading.setToolTip(abbreviation)
+            self.table.setHorizontalHeaderItem(column, heading)
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self._fit_table_height(3)
+        # The run's last word: what int8-K gains on this model (compare_words.gain_sentence).
+        self.gain = QLabel("")
+        self.gain.setObjectName("compareGain")
+        self.gain.setWordWrap(True)
+        self.gain.setTextFormat(Qt.TextFormat.PlainText)
+        self.gain.setStyleSheet("font-weight: 600;")
+        self.gain.hide()
         self.chart = CompareBarChart()
         self.csv_button = QPushButton("Export CSV...")
         self.png_button = QPushButton("Export PNG...")
@@ -143,6 +157,7 @@ class ComparePanel(QWidget):
         layout.addWidget(self.time_view)
         layout.addWidget(self.status)
         layout.addWidget(self.table)
+        layout.addWidget(self.gain)
         layout.addWidget(self.chart, 1)
         layout.addLayout(exports)
 
@@ -190,8 +205,10 @@ class ComparePanel(QWidget):
         psutil"): the memory chart's peak is over the whole recording, this one over each
         mode's load and speed run."""
         column = [key for key, _, _ in COLUMNS].index(PEAK_COLUMN)
-        item = QTableWidgetItem(f"peak {what} MiB\n(load + speed)")
-        item.setToolTip(f"The highest {words} while the mode loaded and ran its speed test")
+        item = QTableWidgetItem(f"Peak {what} (MiB),\nload + speed")
+        item.setToolTip(
+            f"peak MiB: the highest {words} while the mode loaded and ran its speed test"
+        )
         self.table.setHorizontalHeaderItem(column, item)
         self._fit_table_height(max(3, len(self.rows)))
 
@@ -210,17 +227,30 @@ class ComparePanel(QWidget):
                     if value is None
                     else (fmt.format(value) if not isinstance(value, str) else value)
                 )
-                item = QTableWidgetItem(text)
+                few = key in QUALITY_COLUMNS and value is not None and too_few_scored(row)
+                item = QTableWidgetItem(text + (FEW_TOKENS_MARK if few else ""))
                 align = Qt.AlignmentFlag.AlignVCenter | (
                     Qt.AlignmentFlag.AlignLeft if c == 0 else Qt.AlignmentFlag.AlignRight
                 )
                 item.setTextAlignment(align)
-                if row.get("warnings"):
+                if few:
+                    item.setToolTip(few_tokens_note(row))
+                elif row.get("warnings"):
                     item.setToolTip(str(row["warnings"]))
                 self.table.setItem(r, c, item)
+        self._show_gain(rows)
         self.chart.set_rows(rows, title)
         for button in (self.csv_button, self.png_button):
             button.setEnabled(bool(rows))
+
+    def _show_gain(self, rows: Sequence[Mapping[str, object]]) -> None:
+        """The sentence under the table; quality figures on too few tokens are said too."""
+        text = gain_sentence(rows)
+        flagged = next((row for row in rows if too_few_scored(row)), None)
+        if text and flagged is not None:
+            text += f" {FEW_TOKENS_MARK.strip()} {few_tokens_note(flagged)}"
+        self.gain.setText(text)
+        self.gain.setVisible(bool(text))
 
     def _fit_table_height(self, rows: int) -> None:
         header = self.table.horizontalHeader().sizeHint().height()

@@ -1,6 +1,6 @@
 """The row over the Dashboard's charts: which recording is shown (the live engine, the Compare
 run, or an opened file) and one line of that recording's memory: now, its peak and what
-measured it, and the whole device."""
+measured it, and the whole device (system RAM on a CPU)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ def memory_text(n: int | None) -> str:
     return fmt.size(n, 0, unit="MiB") if n < MIB_UP_TO else fmt.gib(n)
 
 
+def whole_name(probe_name: str) -> str:
+    """What the whole figure is: the machine's RAM where memory is read with psutil (the CPU
+    backend, or a GPU probe that fell back), else the GPU the probe reads."""
+    return "system RAM" if probe_name == "psutil" else "device"
+
+
 def stats_text(points: Sequence[MemoryPoint], live: bool, probe_name: str) -> str:
     """The line (rich text) for a recording's `points`; `live`: the points are still coming."""
     if not points:
@@ -32,7 +38,7 @@ def stats_text(points: Sequence[MemoryPoint], live: bool, probe_name: str) -> st
     now = points[-1]
     peak_point = max(points, key=lambda p: p.used_bytes)
     whole = (
-        f" &middot; device {memory_text(now.device_used_bytes)} used "
+        f" &middot; {whole_name(probe_name)} {memory_text(now.device_used_bytes)} used "
         f"of {memory_text(now.total_bytes)}"
         if now.total_bytes
         else ""
