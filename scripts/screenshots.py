@@ -29,6 +29,7 @@ SIZES = ((1280, 800), (1024, 640))
 REPO = "kvstudio/gemma-3-270m-GGUF"
 STARTER_FILE = "gemma-3-270m-Q4_K_M.gguf"
 PROMPT = "The three things to know about a KV cache are"
+QUESTION = "Which planet is the largest in our solar system?"  # the conversation's first chat
 STORY = "The lighthouse keeper climbed the stairs every evening at dusk. One night,"
 
 
@@ -63,13 +64,13 @@ def settle(app) -> None:
         app.processEvents()
 
 
-def save_page(app, window, title: str, out: Path, name: str = "") -> list[Path]:
+def save_page(app, window, title: str, out: Path, name: str = "", suffix: str = "") -> list[Path]:
     window.show_page(title)
     written = []
     for width, height in SIZES:
         window.resize(width, height)
         settle(app)
-        path = out / f"{name or title.lower()}-{width}x{height}.png"
+        path = out / f"{name or title.lower()}-{width}x{height}{suffix}.png"
         if not window.grab().save(str(path)):
             raise OSError(f"could not write {path}")
         written.append(path)
@@ -80,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per wait")
+    parser.add_argument(
+        "--theme", choices=("light", "dark"), default="light", help="dark: names end in -dark"
+    )
+    parser.add_argument("--chat-only", action="store_true", help="only the chat's two pages")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -109,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
         window, engine = parts.window, parts.engine
         theme = window.findChild(ThemeController)
         if theme is not None:
-            theme.apply()  # as open_app does: the stylesheet and palette the app shows
+            theme.choose(args.theme)  # applied as open_app applies the remembered one
+            theme.apply()
+        suffix = "-dark" if args.theme == "dark" else ""
         window.resize(*SIZES[0])
         window.show()
         written: list[Path] = []
@@ -148,12 +155,12 @@ def main(argv: list[str] | None = None) -> int:
                     args.timeout,
                     "the reply",
                 )
-            written += save_page(app, window, "Chat", args.out)
+            written += save_page(app, window, "Chat", args.out, suffix=suffix)
             if chat.completion_mode:  # and the same model in a conversation, as "Chat anyway"
                 replies.clear()
                 chat.completion.chat_anyway_button.click()
                 chat.settings_panel.max_tokens.setValue(48)  # a reply that fits the window
-                chat.input.setPlainText(PROMPT)
+                chat.input.setPlainText(QUESTION)
                 chat.send_button.click()
                 wait_for(
                     [engine.reply_finished, engine.reply_failed],
@@ -161,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
                     args.timeout,
                     "the chat reply",
                 )
-                written += save_page(app, window, "Chat", args.out, name="conversation")
+                written += save_page(
+                    app, window, "Chat", args.out, name="conversation", suffix=suffix
+                )
+            if args.chat_only:
+                return _report(written)
 
             models = window.findChild(ModelsPage)
             if models is None:
@@ -183,12 +194,16 @@ def main(argv: list[str] | None = None) -> int:
                 "the repo's files and their fit",
             )
             models.repo_view.select_entry(STARTER_FILE)
-            written += save_page(app, window, "Models", args.out)
-            written += save_page(app, window, "Dashboard", args.out)
-            written += save_page(app, window, "Settings", args.out)
+            written += save_page(app, window, "Models", args.out, suffix=suffix)
+            written += save_page(app, window, "Dashboard", args.out, suffix=suffix)
+            written += save_page(app, window, "Settings", args.out, suffix=suffix)
         finally:
             window.close()
             parts.close()
+    return _report(written)
+
+
+def _report(written: list[Path]) -> int:
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -55,6 +55,7 @@ def test_the_starter_answers_briefly_and_stops_by_itself(app) -> None:
     note = page.base_note
     assert note.isVisible() and "base model" in note.text.text()
     assert note.download_button.isVisible() and "Instruct" in note.download_button.text()
+    assert "question-and-answer" in page.status.template_label.text()  # not "gemma template"
 
     ended_by_itself = 0
     for question in QUESTIONS:

@@ -6,7 +6,7 @@ chat in a question-and-answer frame)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.models.hub.curated_models import CURATED_MODELS, CuratedModel
 from app.platform import units as fmt
@@ -51,10 +51,13 @@ class BaseModelNote(QFrame):
         )
         self.switch_button = QPushButton(switch_text)
         self.switch_button.setObjectName("switchModeButton")
-        layout = QHBoxLayout(self)
+        buttons = QHBoxLayout()  # under the text: at 1024 px the text keeps its width
+        buttons.addStretch(1)
+        buttons.addWidget(self.download_button)
+        buttons.addWidget(self.switch_button)
+        layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 10, 14, 10)
-        layout.addWidget(self.text, 1)
-        layout.addWidget(self.download_button)
-        layout.addWidget(self.switch_button)
+        layout.addWidget(self.text)
+        layout.addLayout(buttons)
         self.download_button.clicked.connect(lambda: self.download_requested.emit(FIRST_CHAT_MODEL))
         self.switch_button.clicked.connect(self.switch_requested)

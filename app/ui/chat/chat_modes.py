@@ -45,7 +45,7 @@ class ChatModes(QObject):
             self.completion.show_reason(loaded.base_model)
         self.modes.setCurrentWidget(self.completion if in_text_box else self.chat_area)
         self.base_note.setVisible(base and not in_text_box)
-        self.status.show_text_continuation(in_text_box)
+        self.status.show_base_model_mode("continuation" if in_text_box else "frame" if base else "")
 
     def _on_completion_chat_anyway_requested(self) -> None:
         if self.engine.loaded is not None:

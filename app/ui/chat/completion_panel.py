@@ -68,12 +68,14 @@ class CompletionPanel(QWidget):
         self.find_button.setObjectName("findChatModelButton")
         self.chat_anyway_button = QPushButton("Chat anyway")
         self.chat_anyway_button.setObjectName("chatAnywayButton")
-        notice_layout = QHBoxLayout(self.notice)
+        notice_buttons = QHBoxLayout()  # under the text: at 1024 px the text keeps its width
+        notice_buttons.addStretch(1)
+        for button in (self.download_button, self.find_button, self.chat_anyway_button):
+            notice_buttons.addWidget(button)
+        notice_layout = QVBoxLayout(self.notice)
         notice_layout.setContentsMargins(14, 10, 14, 10)
-        notice_layout.addWidget(self.notice_text, 1)
-        notice_layout.addWidget(self.download_button)
-        notice_layout.addWidget(self.find_button)
-        notice_layout.addWidget(self.chat_anyway_button)
+        notice_layout.addWidget(self.notice_text)
+        notice_layout.addLayout(notice_buttons)
 
         self.editor = QPlainTextEdit()
         self.editor.setObjectName("completionEditor")

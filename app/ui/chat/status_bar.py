@@ -23,6 +23,19 @@ _WARNING_TEXT: dict[KernelWarningKind, str] = {
 }
 
 
+_BASE_MODEL_MODES = {
+    "continuation": (
+        "text continuation, no template",
+        "The completion panel sends your text as it is: the model continues it.",
+    ),
+    "frame": (
+        "question-and-answer frame",
+        "A base model has no chat template: each reply is the next answer of a short "
+        "question-and-answer transcript, cut where the next question starts.",
+    ),
+}
+
+
 def kv_mode_label(mode: KvMode, flash_attn: bool = True) -> str:
     text = mode.words
     return text + (", Flash Attention" if flash_attn else ", no Flash Attention")
@@ -153,14 +166,13 @@ class ChatStatus(QWidget):
         self.speed_label.setText("")
         self.show_template(loaded.chat_format, loaded.chat_template_notice)
 
-    def show_text_continuation(self, on: bool) -> None:
-        """A base model in the completion panel uses no template; say so, not the chat one."""
-        self._continuation = on
-        if on:
-            self.template_label.setText("text continuation, no template")
-            self.template_label.setToolTip(
-                "The completion panel sends your text as it is: the model continues it."
-            )
+    def show_base_model_mode(self, mode: str) -> None:
+        """A base model uses no chat template: say what it uses instead ("continuation": the
+        completion panel; "frame": the chat's question-and-answer frame; "": a chat model)."""
+        self._continuation = bool(mode)
+        if mode:
+            self.template_label.setText(_BASE_MODEL_MODES[mode][0])
+            self.template_label.setToolTip(_BASE_MODEL_MODES[mode][1])
             self.template_label.show()
         elif self._template is not None:
             self.show_template(*self._template)
