@@ -42,8 +42,10 @@ from app.ui.dashboard.devices_panel import DevicesPanel
 from app.ui.dashboard.header import DashboardHeader, live_details, recording_details
 from app.ui.dashboard.kernel_banner import KernelBanner
 from app.ui.dashboard.kv_panel import KvPanel, kv_estimate, loaded_summary
+from app.ui.dashboard.lesson_panel import LessonPanel
 from app.ui.dashboard.memory_chart import MemoryChart
 from app.ui.dashboard.source_row import SourceRow
+from app.ui.theme import text_colour
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +122,6 @@ class DashboardPage(QWidget):
 
         content = QWidget()
         content.setObjectName("dashboardContent")
-        content.setStyleSheet("#dashboardContent { background: #ffffff; }")
         layout = QVBoxLayout(content)
         layout.setContentsMargins(18, 10, 18, 18)
         layout.setSpacing(6)
@@ -130,6 +131,9 @@ class DashboardPage(QWidget):
         layout.addLayout(self.charts, 3)
         layout.addWidget(self.devices_panel)
         layout.addWidget(self.kv_panel.info)
+        self.lesson = LessonPanel(self.client)  # why FA and int8-K matter, in this model's numbers
+        layout.addWidget(section_title("Why Flash Attention and the 8-bit K cache matter"))
+        layout.addWidget(self.lesson)
         layout.addWidget(self._rule())
         layout.addWidget(section_title("Compare KV modes - measured, one fresh engine per mode"))
         layout.addWidget(self.compare, 2)
@@ -326,7 +330,9 @@ class DashboardPage(QWidget):
             try:
                 self.open_recording(path)
             except AppError as error:
-                self.compare.set_status(f"<span style='color:#b91c1c'>{error}</span>")
+                self.compare.set_status(
+                    f"<span style='color:{text_colour('error')}'>{error}</span>"
+                )
 
     def _on_save_clicked(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
@@ -336,7 +342,9 @@ class DashboardPage(QWidget):
             try:
                 self.save_recording(path)
             except (AppError, OSError) as error:
-                self.compare.set_status(f"<span style='color:#b91c1c'>{error}</span>")
+                self.compare.set_status(
+                    f"<span style='color:{text_colour('error')}'>{error}</span>"
+                )
 
     def shutdown(self) -> None:
         """Stop sampling and any comparison (window closing)."""
