@@ -84,16 +84,16 @@ def missing_system_libraries(folder: Path) -> list[str]:
     alone does not say it: a frozen app's ctypes replaces it with "Failed to load dynlib/dll"."""
     if not sys.platform.startswith("linux") or shutil.which("ldd") is None:
         return []
-    missing: list[str] = []
+    missing: dict[str, str] = {}  # each missing library once, named by the first that needs it
     for library in sorted(folder.glob("lib*.so")):
         result = subprocess.run(
             ["ldd", str(library)], capture_output=True, text=True, env=system_env()
         )
         for line in result.stdout.splitlines():
             name, _, target = line.strip().partition(" => ")
-            if target.startswith("not found"):
-                missing.append(f"{library.name} needs {name}, which this system lacks")
-    return missing
+            if target.startswith("not found") and name not in missing:
+                missing[name] = f"{library.name} needs {name}, which this system lacks"
+    return list(missing.values())
 
 
 def _reason(error: Exception) -> str:

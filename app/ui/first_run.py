@@ -35,6 +35,7 @@ from app.models.hub.download_control import DownloadCancelled, DownloadControl
 from app.platform import units as fmt
 from app.services.tasks import TaskRunner
 from app.state.settings import SettingsFile
+from app.ui.package_offer import PackageOffer
 
 Detect = Callable[[], list[Gpu]]
 
@@ -87,11 +88,16 @@ class FirstRunDialog(QDialog):
         self.source.hide()
         self.about = about = QLabel(
             "KV Studio comes with the built-in CPU backend. A GPU backend is a separate package "
-            "(.tar.gz): every file is checked against the sha256 in its manifest and the package "
-            "is test-loaded before the engine uses it. Nothing is downloaded unless you install "
-            "from a URL."
+            "(.tar.gz), signed by the project: its signature and every file's sha256 are checked "
+            "before any of its code runs, then it is test-loaded before the engine uses it. "
+            "Nothing is read from the network unless you ask."
         )
         about.setWordWrap(True)
+        # the published packages, read only when the user presses its button (consent)
+        self.offer = PackageOffer(store, parent=self)
+        self.offer.installed.connect(self._on_installed)
+        self.offer.install_finished.connect(self._on_offer_finished)
+        self.offer.tasks.busy_changed.connect(self._on_busy_changed)
         self.file_button = QPushButton("Install backend from file…")
         self.url = QLineEdit()
         self.url.setPlaceholderText("https://…/kvstudio-backend-<name>-<version>-<platform>.tar.gz")
@@ -119,7 +125,7 @@ class FirstRunDialog(QDialog):
         layout.setContentsMargins(20, 20, 20, 20)
         layout.setSpacing(10)
         self.title = title
-        for widget in (title, self.gpus, self.advice, self.needs, self.source, about):
+        for widget in (title, self.gpus, self.advice, self.needs, self.source, about, self.offer):
             layout.addWidget(widget)
         layout.addWidget(self.file_button)
         layout.addLayout(url_row)
@@ -150,6 +156,7 @@ class FirstRunDialog(QDialog):
         self.advice.setText(self.recommendation.sentence)
         self.needs.setText(self.recommendation.needs or "")
         self.needs.setVisible(bool(self.recommendation.needs))
+        self.offer.set_recommendation(self.recommendation)
         package_needed = self.recommendation.backend != BUILT_IN
         if not package_needed:
             self._just_continue(shown_gpus=bool(gpus or problem))
@@ -165,7 +172,7 @@ class FirstRunDialog(QDialog):
         and Continue, nothing to install (the Backends page still can)."""
         self.title.setText("Welcome to KV Studio")
         self.gpus.setVisible(shown_gpus)
-        for widget in (self.about, self.file_button, self.url, self.url_button):
+        for widget in (self.about, self.offer, self.file_button, self.url, self.url_button):
             widget.hide()
         self.keep_button.setText("Continue")
         self.keep_button.setDefault(True)
@@ -241,6 +248,12 @@ class FirstRunDialog(QDialog):
         self.keep_button.setText("Done")
         self.backend_chosen.emit(backend.name)
 
+    def _on_offer_finished(self, text: str) -> None:
+        """An index read or an install from the index ended: the offer shows its sentence."""
+        self.message.setText("")
+        self.adjustSize()
+        self.install_finished.emit(text)
+
     def _on_install_failed(self, message: str, error: BaseException) -> None:
         if isinstance(error, DownloadCancelled):
             message = "The download was cancelled; nothing changed."
@@ -254,7 +267,8 @@ class FirstRunDialog(QDialog):
         self.adjustSize()
         self.install_finished.emit(text)
 
-    def _on_busy_changed(self, busy: bool) -> None:
+    def _on_busy_changed(self, _busy: bool) -> None:
+        busy = self.tasks.is_busy() or self.offer.tasks.is_busy()
         for button in (self.file_button, self.url_button, self.keep_button):
             button.setEnabled(not busy)
         self.url.setEnabled(not busy)
@@ -264,10 +278,11 @@ class FirstRunDialog(QDialog):
     def reject(self) -> None:
         """Escape or the close button. During an install the dialog waits for it to end (a
         download is cancelled; a check or test load finishes), so its answer is not lost."""
-        if not self.tasks.is_busy():
+        if not self.tasks.is_busy() and not self.offer.tasks.is_busy():
             super().reject()
             return
         self._close_when_idle = True
+        self.offer.cancel()
         if self._control is not None:
             self._control.cancel()
 
