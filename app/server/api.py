@@ -1,18 +1,20 @@
 """The routes, each also without the /v1 prefix as llama-server serves them:
 GET /health, GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions, /v1/completions
-(OpenAI's), /v1/messages (Anthropic's Messages API) and /v1/responses (OpenAI's Responses API,
-its text subset). Each route's reply goes through its ReplyShape (reply_shape.py).
+(OpenAI's), /v1/messages (Anthropic's Messages API), /v1/responses (OpenAI's Responses API,
+its text subset) and /v1/embeddings (embeddings_route.py). Each generating route's reply goes
+through its ReplyShape (reply_shape.py).
 
 An ASGI app (Starlette) over an EngineGateway; uvicorn serves it (server_runner.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Literal
 
 from starlette.applications import Starlette
@@ -25,6 +27,8 @@ from starlette.routing import Route
 
 from app.server.anthropic_request import parse_messages
 from app.server.anthropic_shapes import AnthropicShape, anthropic_error
+from app.server.embedder_process import Embedder
+from app.server.embeddings_route import embed, parse_embedding_request
 from app.server.gateway import EngineGateway, ModelInfo
 from app.server.generation_stream import GenerationStream
 from app.server.openai_request import (
@@ -49,6 +53,12 @@ def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestL
     """The ASGI app: CORS only for the listed origins (the Host, key and request limits are
     checked before, by server_runner's Guard)."""
     routes = _Routes(gateway, options, requests)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        routes.embedder.close()  # the server stops: so does its embedder process
+
     middleware = []
     if options.cors_origins:
         middleware.append(
@@ -67,6 +77,7 @@ def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestL
         ("/completions", routes.completion, "POST"),
         ("/messages", routes.messages, "POST"),
         ("/responses", routes.responses, "POST"),
+        ("/embeddings", routes.embeddings, "POST"),
     ]
     return Starlette(
         routes=[
@@ -75,6 +86,7 @@ def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestL
             for prefix in ("/v1", "")
         ],
         middleware=middleware,
+        lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
 
@@ -82,6 +94,7 @@ def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestL
 class _Routes:
     def __init__(self, gateway: EngineGateway, options: ServerOptions, requests: RequestLog):
         self.gateway, self.options, self.requests = gateway, options, requests
+        self.embedder = Embedder()  # its process starts at the first /v1/embeddings
 
     async def health(self, _request: Request) -> Response:
         """llama-server's /health: 200 while a model is loaded and its engine runs, else 503
@@ -119,6 +132,22 @@ class _Routes:
 
     async def responses(self, request: Request) -> Response:
         return await self._generate(request, "responses")
+
+    async def embeddings(self, request: Request) -> Response:
+        """Embeddings from the loaded model's file (embeddings_route.py); any model may."""
+        arrived = time.time()
+        request_id = f"embd-{uuid.uuid4().hex[:24]}"
+        record = RequestRecorder(request, request_id, arrived, self.requests)
+        try:
+            body = await _read_json(request, self.options.max_body_bytes)
+            inputs, encoding = parse_embedding_request(body)
+            model = self._model_for(chat=False)
+            reply, finished = await embed(self.embedder, model, inputs, encoding)
+        except ApiError as error:
+            record.refused(error)
+            return _error_response(error)
+        record.finished(finished)
+        return JSONResponse(reply)
 
     async def _generate(self, request: Request, route: ApiRoute) -> Response:
         arrived = time.time()
@@ -226,7 +255,8 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     words = {
         404: "Unknown URL: this server has /health, /v1/models, /v1/chat/completions, "
-        "/v1/completions, /v1/messages and /v1/responses (each also without /v1).",
+        "/v1/completions, /v1/messages, /v1/responses and /v1/embeddings (each also "
+        "without /v1).",
         405: "That method is not allowed on this URL.",
     }
     message = words.get(status, str(getattr(exc, "detail", "")) or "Request failed.")
