@@ -10,6 +10,7 @@ engine on it (reloading the model that was loaded).
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -27,13 +28,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.backends.manifest import built_in_kernel, kernel_text
+from app.backends.gpu_detect import detect_gpus
+from app.backends.manifest import SIGNATURE_NAME, built_in_kernel, kernel_text
+from app.backends.signing import UnsignedPackageError
 from app.backends.store import BUILT_IN, BackendStore, InstalledBackend, built_in_folder
 from app.engine.backend_probe import probe
 from app.engine.backend_verify import VerifyResult, verify
 from app.platform import units as fmt
 from app.platform.safe_text import safe_text
 from app.services.tasks import TaskRunner
+from app.ui.package_offer import PackageOffer, confirm_unsigned
 from app.ui.plain_text import plain_label
 
 # "FA kernel": the Flash Attention GPU kernels a build carries (kvstudio-fa.N with our patches).
@@ -65,6 +69,9 @@ def manifest_lines(backend: InstalledBackend) -> list[str]:
         "Flash Attention K-V pairs: "
         + (", ".join(manifest.fa_pairs) or "every pair (no GPU kernel list)"),
         "Flash Attention GPU kernels: " + kernel_text(manifest.kernel),
+        f"Version: {manifest.version or 'from before releases'}; "
+        + ("signed" if (backend.folder / SIGNATURE_NAME).is_file() else "not signed")
+        + " (the signature was checked when it was added)",
     ]
     for target, per in sorted(manifest.instruction_counts.items()):
         counts = ", ".join(f"{pair} {n}" for pair, n in sorted(per.items()))
@@ -113,12 +120,18 @@ class BackendsPage(QWidget):
         self.message.setTextFormat(Qt.TextFormat.PlainText)  # file names are not markup
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
+        # the published packages: the one that fits this GPU, a newer version of an installed
+        # one; read only when the user presses Look, installed only when they press Install
+        self.offer = PackageOffer(store, detect=detect_gpus, parent=self)
+        self.offer.installed.connect(self._on_offer_installed)
+        self.offer.install_finished.connect(self._on_offer_finished)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 16, 16, 16)
         layout.addWidget(title)
         layout.addWidget(self.in_use)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
+        layout.addWidget(self.offer)
         layout.addWidget(self.message)
         layout.addWidget(self.details, 1)
         self.add_button.clicked.connect(self._on_add_clicked)
@@ -203,18 +216,35 @@ class BackendsPage(QWidget):
         if path:
             self.add(Path(path))
 
-    def add(self, archive: Path) -> None:
-        self.message.setText(f"Checking {archive.name} (files and a test load)…")
+    def add(self, archive: Path, *, allow_unsigned: bool = False) -> None:
+        self.message.setText(f"Checking {archive.name} (signature, files and a test load)…")
+
+        def failed(message: str, error: BaseException) -> None:
+            # the GUI's --allow-unsigned: asked, for this one package
+            if isinstance(error, UnsignedPackageError) and confirm_unsigned(self, archive.name):
+                self.add(archive, allow_unsigned=True)
+                return
+            self._say(message)
+
         self.tasks.submit(
             "change",
-            self.store.add,
+            partial(self.store.add, allow_unsigned=allow_unsigned),
             archive,
             probe,
             on_done=lambda b: self._say(
                 f"Added the {b.name} backend. Select it and press Use to run the engine on it."
             ),
-            on_error=lambda message, _e: self._say(message),
+            on_error=failed,
         )
+
+    def _on_offer_installed(self, backend: InstalledBackend) -> None:
+        self.refresh()
+        self.backend_switched.emit(backend.name)
+
+    def _on_offer_finished(self, text: str) -> None:
+        self.message.setText("")
+        self.refresh()
+        self.task_finished.emit(text)
 
     def use(self, name: str) -> None:
         self.message.setText(f"Checking the {name} backend (files and a test load)…")

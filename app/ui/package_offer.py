@@ -9,10 +9,21 @@ checks and the test load run off the GUI thread (app.services.tasks.TaskRunner).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from collections.abc import Callable
 
-from app.backends.gpu_advice import BUILT_IN, Recommendation
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.backends.gpu_advice import BUILT_IN, Recommendation, recommend
+from app.backends.gpu_detect import Gpu
 from app.backends.index_install import fetch_index, install_entry
 from app.backends.package_archive import platform_tag
 from app.backends.package_index import IndexEntry, PackageIndex, update_for
@@ -23,6 +34,20 @@ from app.platform import units as fmt
 from app.services.tasks import TaskRunner
 
 LOOK_TEXT = "Look for packages online"
+Detect = Callable[[], list[Gpu]]
+
+
+def confirm_unsigned(parent: QWidget, archive: str) -> bool:
+    """Ask before installing a package without a signature (the GUI's --allow-unsigned)."""
+    answer = QMessageBox.warning(
+        parent,
+        "Install an unsigned package?",
+        f"{archive} is not signed, so nothing proves who built it or that it is unchanged. "
+        "Install it only if you built it yourself.",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
+    )
+    return answer == QMessageBox.StandardButton.Yes
 
 
 class _Progress(QObject):
@@ -41,11 +66,18 @@ class PackageOffer(QWidget):
     install_finished = Signal(str)
 
     def __init__(
-        self, store: BackendStore, probe_with: Probe = probe, parent: QWidget | None = None
+        self,
+        store: BackendStore,
+        probe_with: Probe = probe,
+        detect: Detect | None = None,
+        parent: QWidget | None = None,
     ) -> None:
+        """`detect`: find the GPUs when Look is pressed (the Backends page); the first-run
+        dialog has found them already and calls set_recommendation instead."""
         super().__init__(parent)
         self.store = store
         self.probe_with = probe_with
+        self.detect = detect
         self.recommendation: Recommendation | None = None
         self.offer: IndexEntry | None = None
         self.newer: IndexEntry | None = None
@@ -88,8 +120,14 @@ class PackageOffer(QWidget):
     def look(self) -> None:
         self.sentence.setText("Reading the package index…")
         self.tasks.submit(
-            "index", fetch_index, on_done=self._show_index, on_error=self._on_index_failed
+            "index", self._read_index, on_done=self._show_index, on_error=self._on_index_failed
         )
+
+    def _read_index(self) -> PackageIndex:
+        """On the worker thread: the GPUs (when this offer finds them itself), then the index."""
+        if self.detect is not None and self.recommendation is None:
+            self.recommendation = recommend(self.detect())
+        return fetch_index()
 
     def _on_index_failed(self, message: str, _error: BaseException) -> None:
         self._say(message)
