@@ -9,12 +9,11 @@ An ASGI app (Starlette) over an EngineGateway; uvicorn serves it (server_runner.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Literal
 
 from starlette.applications import Starlette
@@ -49,15 +48,15 @@ from app.server.responses_shapes import ResponsesShape
 log = logging.getLogger(__name__)
 
 
-def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestLog) -> Starlette:
+def build_app(
+    gateway: EngineGateway,
+    options: ServerOptions,
+    requests: RequestLog,
+    embedder: Embedder | None = None,
+) -> Starlette:
     """The ASGI app: CORS only for the listed origins (the Host, key and request limits are
     checked before, by server_runner's Guard)."""
-    routes = _Routes(gateway, options, requests)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        yield
-        routes.embedder.close()  # the server stops: so does its embedder process
+    routes = _Routes(gateway, options, requests, embedder or Embedder())
 
     middleware = []
     if options.cors_origins:
@@ -86,15 +85,20 @@ def build_app(gateway: EngineGateway, options: ServerOptions, requests: RequestL
             for prefix in ("/v1", "")
         ],
         middleware=middleware,
-        lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
 
 
 class _Routes:
-    def __init__(self, gateway: EngineGateway, options: ServerOptions, requests: RequestLog):
+    def __init__(
+        self,
+        gateway: EngineGateway,
+        options: ServerOptions,
+        requests: RequestLog,
+        embedder: Embedder,
+    ):
         self.gateway, self.options, self.requests = gateway, options, requests
-        self.embedder = Embedder()  # its process starts at the first /v1/embeddings
+        self.embedder = embedder  # its process starts at the first /v1/embeddings
 
     async def health(self, _request: Request) -> Response:
         """llama-server's /health: 200 while a model is loaded and its engine runs, else 503

@@ -16,6 +16,7 @@ from app.platform.errors import BadInputError
 from app.server.allowed_hosts import check_allowed_hosts
 from app.server.api import build_app
 from app.server.client_limits import ClientLimits
+from app.server.embedder_process import Embedder
 from app.server.gateway import EngineGateway
 from app.server.guard import Guard
 from app.server.http_protocol import guarded_h11
@@ -51,7 +52,9 @@ class LocalServer:
         self.options = ServerOptions(**{**options.__dict__, "port": port})
         limits = limits or ClientLimits()
         check_allowed_hosts(self.options.allowed_hosts)
-        app = build_app(gateway, self.options, self.requests)
+        # the /v1/embeddings process, stopped with the server (serve's finally)
+        self._embedder = Embedder()
+        app = build_app(gateway, self.options, self.requests, self._embedder)
         config = uvicorn.Config(
             Guard(app, self.options, limits, self.requests),
             http=guarded_h11(limits),  # h11 with a deadline for each request's head
@@ -79,6 +82,7 @@ class LocalServer:
             self._server.run(sockets=[self._socket])
         finally:
             self._socket.close()
+            self._embedder.close()
 
     def start(self) -> None:
         """Serve on a thread of its own."""
