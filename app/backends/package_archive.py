@@ -175,6 +175,8 @@ class _Reader:
         manifest = parse_manifest(manifest_bytes.decode("utf-8", errors="replace"))
         self._check_manifest(manifest, expected)
         total = sum(f.size for f in manifest.files.values())
+        if len(manifest.files) > MAX_ARCHIVE_FILES:
+            raise BadPackageError(f"{self.archive} is not one backend folder (too many files).")
         if total > MAX_UNPACKED_BYTES:
             raise BadPackageError(f"{self.archive} unpacks to more than a backend package can be.")
         self.folder.mkdir(parents=True)
