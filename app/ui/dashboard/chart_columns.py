@@ -13,7 +13,7 @@ SIDE_BY_SIDE_MIN_WIDTH = 760  # px of page: below it the two charts stack
 def section_title(title: str) -> QLabel:
     """A title over a part of the Dashboard (a chart, the Compare section)."""
     label = QLabel(title)
-    label.setStyleSheet("font-size: 15px; font-weight: 600; color: #111827; margin-top: 8px;")
+    label.setObjectName("sectionTitle")  # its look, light or dark: assets/style*.qss
     return label
 
 

@@ -28,6 +28,7 @@ from app.platform.safe_text import safe_text
 from app.services.compare_runner import CompareRunner
 from app.services.engine_client import EngineClient
 from app.ui.dashboard.compare_panel import ComparePanel, CompareRunSettings
+from app.ui.theme import text_colour
 
 log = logging.getLogger(__name__)
 NO_MODEL = "Load a model first: the comparison runs on the loaded model."
@@ -204,7 +205,8 @@ class CompareControl(QObject):
         self.panel.time_view.stop("Failed: nothing was measured to the end.")
         # the status is rich text; the message may quote the model file's name
         self.panel.set_status(
-            f"<span style='color:#b91c1c'>{html.escape(safe_text(message, 1000))}</span>"
+            f"<span style='color:{text_colour('error')}'>"
+            f"{html.escape(safe_text(message, 1000))}</span>"
         )
 
     def _on_runner_cancelled(self) -> None:

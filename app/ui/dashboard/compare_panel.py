@@ -106,7 +106,7 @@ class ComparePanel(QWidget):
             "speed at the depth, and quality against f16/f16 on Python's own help text."
         )
         self.status.setWordWrap(True)
-        self.status.setStyleSheet("color: #6b7280;")
+        self.status.setObjectName("dashboardNote")
 
         self.table = QTableWidget(0, len(COLUMNS))
         for column, (key, short, _) in enumerate(COLUMNS):

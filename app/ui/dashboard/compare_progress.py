@@ -33,7 +33,7 @@ class CompareProgress(QWidget):
         self.bar.setMaximumWidth(360)
         self.label = QLabel("")
         self.label.setWordWrap(True)
-        self.label.setStyleSheet("color: #374151;")
+        self.label.setObjectName("dashboardNote")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.bar, 1)

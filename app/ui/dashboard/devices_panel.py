@@ -45,7 +45,7 @@ class DevicesPanel(QWidget):
         self.setObjectName("devicesPanel")
         self.rows: list[DeviceRow] = []
         self.title = QLabel("Memory per device (the model is split across workers)")
-        self.title.setStyleSheet("font-size: 15px; font-weight: 600; color: #111827;")
+        self.title.setObjectName("sectionTitle")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("deviceMemory")
         self.table.setHorizontalHeaderLabels(list(COLUMNS))

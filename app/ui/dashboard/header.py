@@ -64,12 +64,11 @@ class DashboardHeader(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.title = QLabel("Memory")
-        self.title.setStyleSheet("font-size: 20px; font-weight: 600; color: #111827;")
+        self.title.setObjectName("dashboardTitle")  # its look: assets/style*.qss
         self.sentence = QLabel(NO_MODEL_SENTENCE)
         self.sentence.setObjectName("dashboardSentence")
         self.sentence.setWordWrap(True)
         self.sentence.setTextFormat(Qt.TextFormat.PlainText)  # file names may be in it one day
-        self.sentence.setStyleSheet("font-size: 14px; color: #111827;")
         self.details_button = QToolButton()
         self.details_button.setText("Details")
         self.details_button.setCheckable(True)
@@ -83,7 +82,7 @@ class DashboardHeader(QWidget):
         self.details = QLabel("")
         self.details.setWordWrap(True)
         self.details.setTextFormat(Qt.TextFormat.RichText)
-        self.details.setStyleSheet("color: #4b5563;")
+        self.details.setObjectName("dashboardNote")
         self.details.hide()
 
         top = QHBoxLayout()

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.engine.messages import Loaded
@@ -22,7 +22,9 @@ from app.kv.kv_types import FP16_KV_MODE
 from app.models.gguf_read import read_gguf_header
 from app.platform import units as fmt
 from app.ui.dashboard.bar_chart import MODE_COLORS
+from app.ui.dashboard.chart_theme import is_palette_change, paint_chart
 from app.ui.dashboard.memory_chart import AXIS_WIDTH, CHART_HINT_HEIGHT
+from app.ui.theme import text_colour
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,11 @@ class _KvPlot(pg.PlotWidget):
     def sizeHint(self) -> QSize:
         return QSize(400, CHART_HINT_HEIGHT)  # as the memory chart's: both fit 640 px tall
 
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if is_palette_change(event):  # a theme switch
+            paint_chart(self)
+
 
 class KvPanel(QWidget):
     """`set_loaded(loaded)` when a model loads, `set_tokens(n_past)` as the context fills."""
@@ -75,7 +82,7 @@ class KvPanel(QWidget):
         self.loaded: Loaded | None = None
         self.n_tokens = 0
         self._run_curves: list[pg.PlotDataItem] = []
-        self.plot = _KvPlot(background="w")
+        self.plot = _KvPlot(background=text_colour("chart"))
         self.plot.setMinimumHeight(160)
         item = self.plot.getPlotItem()
         # No grid: pyqtgraph draws it with the axes, so every change inside the plot would
@@ -88,7 +95,7 @@ class KvPanel(QWidget):
         item.getAxis("left").setWidth(AXIS_WIDTH)
         item.setMenuEnabled(False)
         self.plot.setMouseEnabled(x=False, y=False)
-        legend = item.addLegend(offset=(10, 5), labelTextColor="#1f2937")
+        legend = item.addLegend(offset=(10, 5), labelTextColor=text_colour("text"))
         # Width-1 solid pens: a wide or dashed pen makes each repaint tens of ms.
         self.fp16_curve = self.plot.plot(
             [], [], pen=pg.mkPen("#8a94a6", width=1), name=FP16_KV_MODE.label
@@ -102,6 +109,7 @@ class KvPanel(QWidget):
         # so repaint) the whole plot.
         item.getViewBox().disableAutoRange()
         self._legend = legend
+        paint_chart(self.plot)
 
         self.now_label = QLabel(
             "No model loaded: this chart follows the model loaded in the app "
@@ -114,7 +122,7 @@ class KvPanel(QWidget):
         self.alloc_label.setTextFormat(Qt.TextFormat.RichText)
         self.caches_label = QLabel("")
         self.caches_label.setWordWrap(True)
-        self.caches_label.setStyleSheet("color: #6b7280;")
+        self.caches_label.setObjectName("dashboardNote")
         # Fixed sizes: text changing twice a second must not re-lay out the page (each
         # relayout repaints the charts).
         for label, lines in ((self.now_label, 1), (self.alloc_label, 1), (self.caches_label, 2)):
@@ -132,6 +140,12 @@ class KvPanel(QWidget):
         layout.addWidget(self.plot)
 
     # ---- inputs -----------------------------------------------------------------------
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        settled = getattr(self, "loaded", None) is not None and not self._run_curves
+        if settled and is_palette_change(event):
+            self._update_labels()  # the saving's colour is the shown look's
 
     def set_loaded(self, loaded: Loaded | None) -> None:
         self.loaded = loaded
@@ -205,7 +219,8 @@ class KvPanel(QWidget):
             pct = row.get("kv_saving_percent")
             digits = 0 if row["kv_allocated_mib"] >= 100 else 1
             extra = (
-                f" (<b style='color:#16a085'>-{fmt.mib(saving, digits)}, -{pct:.1f}%</b>)"
+                f" (<b style='color:{text_colour('good')}'>"
+                f"-{fmt.mib(saving, digits)}, -{pct:.1f}%</b>)"
                 if saving
                 else ""
             )
@@ -274,12 +289,13 @@ class KvPanel(QWidget):
             self.now_label.setText(
                 f"<b>{self.n_tokens:,} tokens</b> in the context: KV in use "
                 f"<b>{_mib(usage.bytes)}</b> with {mode}, {_mib(usage.fp16_bytes)} at f16/f16 "
-                f"- saving <b style='color:#16a085'>{_mib(saving)} ({pct:.1f}%)</b>."
+                f"- saving <b style='color:{text_colour('good')}'>{_mib(saving)} ({pct:.1f}%)</b>."
             )
             self.alloc_label.setText(
                 f"Allocated for {summary.n_ctx:,} tokens: <b>{_mib(summary.allocated_bytes)}</b> "
                 f"with {mode} (llama.cpp's log) vs {_mib(summary.fp16_bytes)} at f16/f16 "
-                f"(computed) - <b style='color:#16a085'>{_mib(summary.saving_bytes or 0)} "
+                f"(computed) - <b style='color:{text_colour('good')}'>"
+                f"{_mib(summary.saving_bytes or 0)} "
                 f"({summary.saving_percent:.1f}%)</b> less."
             )
         else:

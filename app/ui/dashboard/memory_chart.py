@@ -10,11 +10,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, QSize
+from PySide6.QtCore import QEvent, QRectF, QSize
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QWidget
 
 from app.platform.recording import Marker, MemoryPoint
+from app.ui.dashboard.chart_theme import is_palette_change, paint_chart
+from app.ui.theme import text_colour
 
 MIB = 1024 * 1024
 AXIS_WIDTH = 64  # px: room for "100000" (MiB) and the axis title
@@ -31,6 +33,9 @@ MARKER_STYLE = {
     "end": ("#d1d5db", ""),
 }
 DRAWN_KINDS = ("mode", "load", "prompt", "generation", "quality")
+# A drawn kind's colour in the shown look (its label is text: 4.5:1 on the chart in each look).
+THEMED_KINDS = {"mode": "mode", "load": "load", "loaded": "load", "prompt": "prompt"}
+THEMED_KINDS |= {"generation": "generation", "quality": "quality"}
 RECENT_LINES = 12  # lines drawn with their labels; older ones stay as plain lines
 HISTORY_LINE_TOP_MIB = 1e7  # older lines run off the top of any y range the chart sets
 CHART_HINT_HEIGHT = 240  # px
@@ -53,7 +58,7 @@ class MemoryChart(pg.PlotWidget):
     """`set_points(points)` and `set_markers(markers)`; both are cheap when nothing changed."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent, background="w")
+        super().__init__(parent, background=text_colour("chart"))
         self.setMinimumHeight(220)
         item = self.getPlotItem()
         # No grid: pyqtgraph draws it with the axes, so each new sample would repaint
@@ -88,6 +93,16 @@ class MemoryChart(pg.PlotWidget):
         # The labels' room changes with the time axis and the chart's size: lay them out again.
         item.getViewBox().sigTransformChanged.connect(self._on_view_changed)
         item.getViewBox().sigResized.connect(self._on_view_changed)
+        paint_chart(self)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        built = hasattr(self, "_markers")  # Qt reports one while pyqtgraph builds the chart
+        if built and is_palette_change(event):  # a theme switch: the look's colours, markers
+            paint_chart(self)
+            markers, self._markers_key = list(self._markers), None
+            self._clear_markers()
+            self.set_markers(markers)
 
     def sizeHint(self) -> QSize:
         # Small, so that in the page's scroll area (sized to its preferred height) both
@@ -207,6 +222,8 @@ class MemoryChart(pg.PlotWidget):
 
     def _draw_marker(self, marker: Marker) -> None:
         color, text = MARKER_STYLE.get(marker.kind, ("#9ca3af", "{label}"))
+        if marker.kind in THEMED_KINDS:
+            color = text_colour(THEMED_KINDS[marker.kind])
         label = text.format(label=marker.label) if text else ""
         # Markers within 50 ms of the last line share it and its label (load + loaded, say),
         # which keeps a long session readable.

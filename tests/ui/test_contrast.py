@@ -1,0 +1,58 @@
+"""Every page of the real app, with the starter model loaded, is readable in the light and the
+dark look: each text's colour against the background really painted under it is at least 4.5:1
+(WCAG AA), for labels, buttons, inputs, spin boxes, tabs, table headers and cells, and the
+charts' numbers, axis titles, legends and marker labels (tests/ui/contrast.py measures)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from app.ui.theme import DARK, LIGHT, ThemeController
+from tests.ui.contrast import contrast_problems
+
+pytestmark = pytest.mark.slow  # the starter model loads once
+
+PAGES = ("Chat", "Models", "Dashboard", "Backends", "Server", "Settings")
+# app/ui/chat is another engineer's (#25 items 1, 3, 7); reported there: the empty chat's rich
+# text names the light look's colours (app/ui/chat/page_layout.py). Known, so listed by name;
+# any other problem fails.
+KNOWN = {
+    "dark Chat": [
+        "QLabel#emptyState 'Start a conversationMessages stay on thi' (its #1f2328 text): "
+        "1.1:1 (#1f2328 on #16181d)",
+        "QLabel#emptyState 'Start a conversationMessages stay on thi' (its #6b7280 text): "
+        "3.7:1 (#6b7280 on #16181d)",
+    ]
+}
+
+
+@pytest.fixture(autouse=True)
+def app_look_restored(qapp):
+    """The theme is app-wide: put back the stylesheet and palette other tests run with."""
+    sheet, palette = qapp.styleSheet(), qapp.palette()
+    yield
+    qapp.setStyleSheet(sheet)
+    qapp.setPalette(palette)
+
+
+def settle() -> None:
+    for _ in range(5):
+        QApplication.processEvents()
+
+
+def test_every_page_reads_at_aa_contrast_in_both_looks(qtbot, loaded_chat_app) -> None:
+    window = loaded_chat_app.window
+    window.resize(1280, 800)
+    theme = window.findChild(ThemeController)
+    found: dict[str, list[str]] = {}
+    for scheme in (LIGHT, DARK):
+        theme.choose(scheme)
+        for title in PAGES:
+            window.show_page(title)
+            settle()
+            known = KNOWN.get(f"{scheme} {title}", [])
+            problems = [p for p in contrast_problems(window) if p not in known]
+            if problems:
+                found[f"{scheme} {title}"] = problems
+    assert found == {}, "\n".join(f"{page}: {p}" for page, ps in found.items() for p in ps)
