@@ -1,13 +1,21 @@
-"""Add our perf cases to a llama.cpp source tree's test-backend-ops (issue 15; run by
+"""Add our cases to a llama.cpp source tree's test-backend-ops (issues 15 and 26; run by
 scripts/fa_kernel_tune.sh on a GPU machine, never on the sources the app builds from).
 
     python scripts/fa_tune_source.py LLAMA_CPP_DIR perf-cases
         adds Llama-3-8B decode and prompt shapes (128-wide heads, 32 query heads over 8 KV heads)
-        at several depths to test-backend-ops' perf list, for f16/f16, q8_0/f16 and q8_0/q8_0,
-        and decode at depth 32,768 with 64- and 256-wide heads
+        at several depths to test-backend-ops' perf list, for f16/f16, q8_0/f16 and q8_0/q8_0;
+        decode with 64-wide heads and with Gemma 3's 256-wide ones (16 query heads over 8 KV
+        heads as in Gemma 3 12B, 4 over 1 as in the starter) at depths 4k-128k
 
-The kernel edits of steps 1-3 (the `split` and `aligned-k` commands that were here) are now
-patches 0001 and 0002 of kernels/patches, applied by `python -m kernels.patch_set`.
+    python scripts/fa_tune_source.py LLAMA_CPP_DIR eval-cases
+        adds correctness cases for the pair users run: llama.cpp's own list checks an 8-bit K
+        only with V of the same type and, for one token, only with 64- and 72-wide heads, so
+        the kernels of patches 0003/0004 (128- and 256-wide heads, heads per block) were not in
+        it. K=q8_0 with V f16 or q8_0, heads of 64/128/256, GQA 1-8, batches of 1-32 tokens
+        (1 and 2 take the vector kernel, more the prompt kernels), KV lengths 113-32768, masks,
+        sinks, softcap, ALiBi
+
+Both are idempotent (a marker comment). The kernel edits live in kernels/patches.
 """
 
 from __future__ import annotations
@@ -16,38 +24,98 @@ import sys
 from pathlib import Path
 
 MARK = "// kvstudio-tune"
+EVAL_MARK = "// kvstudio-eval"
 DEPTHS = (4096, 16384, 32768, 131072)
 PAIRS = (("F16", "F16"), ("Q8_0", "F16"), ("Q8_0", "Q8_0"))
-OTHER_HEADS = (64, 256)  # Gemma 3 (the starter) has 256-wide heads; many small models 64
+# (head size, KV heads, Q heads per KV head, depth) of the decode shapes beside Llama-3-8B's.
+OTHER_DECODE = [(64, 8, 4, kv) for kv in (4096, 32768, 131072)]
+OTHER_DECODE += [(256, 8, 4, 32768)]  # the shape of runs 6-9
+OTHER_DECODE += [(256, 8, 2, kv) for kv in (4096, 32768, 131072)]  # Gemma 3 12B
+OTHER_DECODE += [(256, 1, 4, kv) for kv in (32768, 131072)]  # Gemma 3 270M/1B, the starter
+
+
+def _case(head: int, nh: int, nr2: int, kv: int, nb: int, k: str, v: str, extra: str = "") -> str:
+    rest = extra or "true, false, 0, 0, GGML_PREC_F32"
+    return (
+        f"    test_cases.emplace_back(new test_flash_attn_ext({head}, {head}, {nh}, {{{nr2}, 1}}, "
+        f"{kv}, {nb}, {rest}, GGML_TYPE_{k}, GGML_TYPE_{v}));"
+    )
+
+
+def _insert_after(path: Path, head: str, lines: list[str], mark: str) -> None:
+    text = path.read_text()
+    if mark in text:
+        return
+    if head not in text:
+        raise SystemExit(f"{path}: {head.splitlines()[0]} not found")
+    block = "\n".join(f"{line} {mark}" for line in lines)
+    path.write_text(text.replace(head, head + block + "\n", 1))
+
+
+def perf_cases() -> list[str]:
+    shapes = [(128, 8, 4, kv, nb) for kv in DEPTHS for nb in (1, 512)]
+    shapes += [(head, nh, nr2, kv, 1) for head, nh, nr2, kv in OTHER_DECODE]
+    return [_case(*shape, k, v) for shape in shapes for k, v in PAIRS]
+
+
+def eval_cases() -> list[str]:
+    cases = []
+    for head in (64, 128, 256):
+        for v in ("F16", "Q8_0"):
+            for nr2 in (1, 2, 4, 8):
+                for nb in (1, 2, 3, 8, 32):
+                    for kv in (512, 1024):
+                        for sinks in ("false", "true"):
+                            rest = f"true, {sinks}, 0, 0, GGML_PREC_F32"
+                            cases.append(_case(head, 2, nr2, kv, nb, "Q8_0", v, rest))
+                    # ALiBi (one head per block), and softcap where llama.cpp compiles it.
+                    cases.append(
+                        _case(
+                            head, 2, nr2, 512, nb, "Q8_0", v, "true, false, 8.0f, 0, GGML_PREC_F32"
+                        )
+                    )
+                    if head != 64:
+                        cases.append(
+                            _case(
+                                head,
+                                2,
+                                nr2,
+                                512,
+                                nb,
+                                "Q8_0",
+                                v,
+                                "true, false, 0, 10.0f, GGML_PREC_F32",
+                            )
+                        )
+                # A KV length that is not a multiple of 256 takes the other kernels.
+                cases.append(_case(head, 2, nr2, 113, 1, "Q8_0", v))
+            # 64-wide heads share a block only from 32768 cells of KV on (patch 0004).
+            for nr2 in (2, 4):
+                cases.append(_case(head, 2, nr2, 32768, 1, "Q8_0", v))
+    return cases
 
 
 def add_perf_cases(root: Path) -> None:
-    path = root / "tests" / "test-backend-ops.cpp"
-    text = path.read_text()
-    if MARK in text:
-        return
-    shapes = [(128, kv, nb) for kv in DEPTHS for nb in (1, 512)]
-    shapes += [(head, 32768, 1) for head in OTHER_HEADS]  # decode at 32k for the other heads
-    cases = [
-        f"    test_cases.emplace_back(new test_flash_attn_ext({head}, {head}, 8, {{4, 1}}, {kv}, "
-        f"{nb}, true, false, 0, 0, GGML_PREC_F32, GGML_TYPE_{k}, GGML_TYPE_{v})); {MARK}"
-        for head, kv, nb in shapes
-        for k, v in PAIRS
-    ]
     head = (
         "static std::vector<std::unique_ptr<test_case>> make_test_cases_perf() {\n"
         "    std::vector<std::unique_ptr<test_case>> test_cases;\n"
     )
-    if head not in text:
-        raise SystemExit(f"{path}: make_test_cases_perf() not found")
-    path.write_text(text.replace(head, head + "\n".join(cases) + "\n", 1))
+    _insert_after(root / "tests" / "test-backend-ops.cpp", head, perf_cases(), MARK)
+
+
+def add_eval_cases(root: Path) -> None:
+    head = (
+        "static std::vector<std::unique_ptr<test_case>> make_test_cases_eval() {\n"
+        "    std::vector<std::unique_ptr<test_case>> test_cases;\n"
+    )
+    _insert_after(root / "tests" / "test-backend-ops.cpp", head, eval_cases(), EVAL_MARK)
 
 
 def main(argv: list[str]) -> int:
-    root, command = Path(argv[0]), argv[1]
-    if command != "perf-cases":
+    commands = {"perf-cases": add_perf_cases, "eval-cases": add_eval_cases}
+    if len(argv) != 2 or argv[1] not in commands:
         raise SystemExit(__doc__)
-    add_perf_cases(root)
+    commands[argv[1]](Path(argv[0]))
     return 0
 
 
