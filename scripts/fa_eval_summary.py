@@ -79,7 +79,7 @@ def summarize(log: str) -> list[str]:
     for key in keys:
         row = [counts[(*key, s)] for s in ("OK", "FAIL", "not supported")]
         out.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(map(str, row)) + " |")
-    totals = Counter()
+    totals: Counter[str] = Counter()
     for (_, _, _, result), n in counts.items():
         totals[result] += n
     out.append("cases: " + ", ".join(f"{n} {s}" for s, n in sorted(totals.items())))
