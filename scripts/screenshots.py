@@ -77,6 +77,42 @@ def save_page(app, window, title: str, out: Path, name: str = "", suffix: str = 
     return written
 
 
+def run_compare(window, timeout_s: float) -> None:
+    """A small Compare on the loaded starter (2 chunks of 512 tokens: enough scored tokens for
+    its quality figures to mean something), waited for on the runner's own signals."""
+    from app.ui.dashboard.page import DashboardPage
+
+    page = window.findChild(DashboardPage)
+    runner = page.runner
+    done: list[object] = []
+    for signal in (runner.finished, runner.failed, runner.cancelled):
+        signal.connect(lambda *a: done.append(a))
+    page.start_compare(
+        n_ctx=2048, depth=0, quality_chunks=2, chunk_tokens=512, n_prompt=128, n_gen=16
+    )
+    signals = [runner.finished, runner.failed, runner.cancelled]
+    wait_for(signals, lambda: bool(done), timeout_s, "the comparison")
+
+
+def save_compare(app, window, out: Path, suffix: str) -> list[Path]:
+    """The Dashboard scrolled to the Compare section's table and sentence, at both sizes."""
+    from app.ui.dashboard.page import DashboardPage
+
+    page = window.findChild(DashboardPage)
+    written = []
+    for width, height in SIZES:
+        window.resize(width, height)
+        settle(app)
+        page.scroll_area.ensureWidgetVisible(page.compare.gain, 0, 40)
+        settle(app)
+        path = out / f"dashboard-compare{suffix}-{width}x{height}.png"
+        if not window.grab().save(str(path)):
+            raise OSError(f"could not write {path}")
+        written.append(path)
+    page.scroll_area.verticalScrollBar().setValue(0)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
@@ -85,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         "--theme", choices=("light", "dark"), default="light", help="dark: names end in -dark"
     )
     parser.add_argument("--chat-only", action="store_true", help="only the chat's two pages")
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="measure a small Compare run first: the Dashboard shows its table and sentence",
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -195,7 +236,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             models.repo_view.select_entry(STARTER_FILE)
             written += save_page(app, window, "Models", args.out, suffix=suffix)
+            if args.compare:
+                run_compare(window, args.timeout)
             written += save_page(app, window, "Dashboard", args.out, suffix=suffix)
+            if args.compare:  # and scrolled down to the measured table and its sentence
+                written += save_compare(app, window, args.out, suffix)
             written += save_page(app, window, "Settings", args.out, suffix=suffix)
         finally:
             window.close()
