@@ -97,11 +97,12 @@ def f16_only_data(cpu_package: Path, tmp: Path) -> Path:
     from app.backends.manifest import MANIFEST_NAME, parse_manifest
     from app.backends.store import BackendStore
     from app.engine.backend_probe import probe
-    from tests.backends.package_edits import copy_package, repack
+    from tests.backends.package_edits import copy_package, repack, sign
 
     folder = copy_package(cpu_package, tmp)
     manifest = parse_manifest((folder / MANIFEST_NAME).read_text())
     (folder / MANIFEST_NAME).write_text(replace(manifest, fa_pairs=("f16-f16",)).to_json())
+    sign(folder)  # a package built and signed that way
     data = tmp / "data"
     store = BackendStore(data)
     store.add(repack(folder, tmp / "kvstudio-backend-cpu-f16-only.tar.gz"), probe)

@@ -18,7 +18,8 @@ from app.backends.manifest import MANIFEST_NAME, kernel_of_folder, parse_manifes
 from app.engine.backend_probe import probe
 from app.services.engine_client import EngineClient
 from app.ui.dashboard.page import DashboardPage
-from tests.backends.package_edits import copy_package, repack
+from tests.backends.package_edits import copy_package, repack, sign
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 
@@ -30,6 +31,7 @@ def _package_saying(kernel: str, archive: Path, tmp_path: Path) -> Path:
     folder = copy_package(archive, tmp_path)
     manifest = parse_manifest((folder / MANIFEST_NAME).read_text())
     (folder / MANIFEST_NAME).write_text(replace(manifest, kernel=kernel).to_json())
+    sign(folder)  # a package built and signed that way
     return repack(folder, tmp_path / "cpu.tar.gz")
 
 
@@ -38,7 +40,7 @@ def _bench(model: Path, *options: str) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [sys.executable, "-m", "app", "bench", str(model), "--ctx", "512", "--depth", "0",
          "--modes", "f16/f16", "--chunks", "0", "--prompt-tokens", "32", "--gen-tokens", "4",
-         "--repetitions", "1", "--threads", "2", *options],
+         "--repetitions", "1", "--threads", str(ENGINE_THREADS), *options],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
