@@ -137,7 +137,9 @@ def show_scheme(app: QApplication, scheme: str) -> None:
     app.setPalette(dark_palette() if scheme == DARK else light_palette(app))
     sheet = STYLESHEETS[DARK if scheme == DARK else LIGHT]
     try:
-        app.setStyleSheet(sheet.read_text(encoding="utf-8"))
+        # Images in the sheet (the dark spin-box arrows) are named from the assets folder.
+        text = sheet.read_text(encoding="utf-8")
+        app.setStyleSheet(text.replace("url(ASSETS/", f"url({ASSETS.as_posix()}/"))
     except OSError as error:  # a damaged install still runs, in Qt's plain look
         log.warning("The %s stylesheet cannot be read (%s).", scheme, error.strerror or error)
         app.setStyleSheet("")

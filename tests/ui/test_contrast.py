@@ -6,6 +6,7 @@ charts' numbers, axis titles, legends and marker labels (tests/ui/contrast.py me
 from __future__ import annotations
 
 import pytest
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication
 
 from app.ui.theme import DARK, LIGHT, ThemeController
@@ -56,3 +57,33 @@ def test_every_page_reads_at_aa_contrast_in_both_looks(qtbot, loaded_chat_app) -
             if problems:
                 found[f"{scheme} {title}"] = problems
     assert found == {}, "\n".join(f"{page}: {p}" for page, ps in found.items() for p in ps)
+
+
+def test_dark_spin_box_arrows_stand_out(qtbot, qapp) -> None:
+    """Spin-box arrows are controls: WCAG asks 3:1 for them against what surrounds them. In
+    the dark look Fusion drew them in a shade of the window colour (about 1.3:1)."""
+    from PySide6.QtWidgets import QSpinBox, QStyle, QStyleOptionSpinBox
+
+    from app.ui.theme import show_scheme
+    from tests.ui.contrast import contrast, painted_background
+
+    show_scheme(qapp, DARK)
+    box = QSpinBox()
+    box.setRange(0, 10)
+    box.setValue(5)
+    box.resize(140, 30)
+    qtbot.addWidget(box)
+    box.show()
+    settle()
+    image = box.grab().toImage()
+    option = QStyleOptionSpinBox()
+    box.initStyleOption(option)
+    for part in (QStyle.SubControl.SC_SpinBoxUp, QStyle.SubControl.SC_SpinBoxDown):
+        rect = box.style().subControlRect(QStyle.ComplexControl.CC_SpinBox, option, part, box)
+        background = painted_background(image, rect)
+        strongest = max(
+            contrast(QColor(image.pixel(x, y)), background)
+            for x in range(rect.left(), rect.right() + 1)
+            for y in range(rect.top(), rect.bottom() + 1)
+        )
+        assert strongest >= 3.0, (part, strongest)
