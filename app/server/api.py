@@ -9,6 +9,7 @@ An ASGI app (Starlette) over an EngineGateway; uvicorn serves it (server_runner.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -159,7 +160,10 @@ class _Routes:
         record = RequestRecorder(request, request_id, arrived, self.requests)
         try:
             body = await _read_json(request, self.options.max_body_bytes)
-            parsed = _PARSERS[route](body, request_id, self.options.max_tokens_limit)
+            # off the event loop: turning tools' and response_format's schemas into grammars
+            # takes time in proportion to what a client sends, and other clients wait on the loop
+            parse, limit = _PARSERS[route], self.options.max_tokens_limit
+            parsed = await asyncio.to_thread(parse, body, request_id, limit)
             model = self._model_for(route != "completion")
         except ApiError as error:
             record.refused(error)

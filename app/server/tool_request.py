@@ -19,6 +19,9 @@ from app.engine.tool_messages import ToolCall, ToolSpec
 from app.server.request_fields import UnsupportedField, check_fields
 
 MAX_TOOLS = 128  # as OpenAI
+# The tools as JSON text: each schema becomes grammar, which takes time in proportion (about
+# 1 s for 170 KB on 2 cores), and the call's grammar may be at most 256 KiB anyway.
+MAX_TOOLS_CHARS = 256 * 1024
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TOOL_FIELDS = frozenset({"type", "function"})
 FUNCTION_FIELDS = frozenset({"name", "description", "parameters", "strict"})
@@ -109,6 +112,12 @@ def _tools(value: object) -> tuple[ToolSpec, ...]:
         raise ToolRequestError("'tools' must be an array of function tools.", "tools")
     if len(value) > MAX_TOOLS:
         raise ToolRequestError(f"'tools' may hold at most {MAX_TOOLS} functions.", "tools")
+    if len(json.dumps(value, ensure_ascii=False)) > MAX_TOOLS_CHARS:
+        raise ToolRequestError(
+            f"'tools' is over {MAX_TOOLS_CHARS // 1024} KiB of JSON, more than this server "
+            "turns into grammar for one request.",
+            "tools",
+        )
     specs: list[ToolSpec] = []
     for index, item in enumerate(value):
         at = f"tools[{index}]"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import math
+import multiprocessing
 import struct
 
 import httpx2
@@ -113,3 +114,19 @@ def test_a_model_llama_cpp_cannot_embed_with_is_refused_and_chat_goes_on(starter
             assert "chat and completions are not affected" in refused.value.message
         reply = client.completions.create(model="any", prompt="Once upon", max_tokens=2)
         assert reply.usage.completion_tokens == 2
+
+
+def test_the_embedder_process_starts_with_the_first_request_and_stops_with_the_server(
+    random_gguf,
+):
+    def embedders() -> set[int | None]:  # other servers' (this module's tiny_server) count too
+        children = multiprocessing.active_children()
+        return {p.pid for p in children if p.name == "kvstudio-embedder"}
+
+    before = embedders()
+    with serve(random_gguf, n_ctx=512) as served:
+        assert embedders() == before  # nothing until embeddings are asked for
+        _client(served.base_url).embeddings.create(model="any", input="Hello")
+        started = embedders() - before
+        assert len(started) == 1
+    assert not started & embedders()

@@ -111,7 +111,7 @@ def test_bad_requests_get_openai_shaped_errors_with_the_right_status(tiny_server
     big = json.dumps({"model": "any", "messages": HELLO, "pad": "x" * 100_000}).encode()
     status, body = _post(url, big)
     assert status == 413 and "at most 65,536" in body["error"]["message"]
-    status, body = _post(tiny_server.base_url + "/embeddings", b"{}")
+    status, body = _post(tiny_server.base_url + "/audio/speech", b"{}")
     assert status == 404 and "/v1/chat/completions" in body["error"]["message"]
 
 

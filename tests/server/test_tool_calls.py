@@ -190,6 +190,10 @@ NO_NAME = {"type": "function", "function": {"parameters": {"type": "object"}}}
 ARRAY_PARAMETERS = {"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}
 REMOTE_REF = {"$ref": "https://example.com/schema.json"}
 REMOTE = {"type": "function", "function": {"name": "f", "parameters": REMOTE_REF}}
+WORDY = [  # 300 KB of tools: over what the server turns into grammar for one request
+    {"type": "function", "function": {"name": f"f{i}", "description": "x" * 3000}}
+    for i in range(100)
+]
 
 
 @pytest.mark.parametrize(
@@ -199,6 +203,7 @@ REMOTE = {"type": "function", "function": {"name": "f", "parameters": REMOTE_REF
         (_with_tools(tools=[ARRAY_PARAMETERS]), "tools[0].function.parameters", "'object'"),
         (_with_tools(tools=[REMOTE]), "tools[0].function.parameters", "remote schema"),
         (_with_tools(tools=[WEATHER, WEATHER]), "tools[1].function.name", "repeats"),
+        (_with_tools(tools=WORDY), "tools", "KiB of JSON"),
         (
             _with_tools(tool_choice={"type": "function", "function": {"name": "fly"}}),
             "tool_choice.function.name",
