@@ -63,13 +63,13 @@ def test_the_patches_are_numbered_described_and_touch_only_the_fa_kernels() -> N
 def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
     before = _sources(llama_cpp)
     applied = patch_set.apply(llama_cpp)
-    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003"]
+    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003", "0004"]
     vec = (llama_cpp / CUDA / "fattn-vec.cuh").read_text()
     common = (llama_cpp / CUDA / "fattn-common.cuh").read_text()
     assert "constexpr int nthreads_KQ_q = (D/4 < 4 ? D/4 : 4);" in vec  # 0001
     assert "__funnelshift_r(words[l], words[l + 1], shift)" in common  # 0002
     assert "template<int D, int ncols1, int ncols2, ggml_type type_K" in vec  # 0003
-    assert "<D, 1, 4, type_K, type_V>" in vec
+    assert "D == 256 ? 2 : 4;" in vec and "<D, 1, heads_per_block, type_K, type_V>" in vec  # 0004
     changed = {name for name, data in _sources(llama_cpp).items() if data != before[name]}
     assert changed == {"fattn-vec.cuh", "fattn-common.cuh"}
 
@@ -141,7 +141,7 @@ def test_gpu_builds_carry_the_patches_and_cpu_builds_keep_their_sources(
     sha = sha256_of(sdist)
     # The CPU package keeps its source folder (and its cached build); a patched one is apart.
     assert source_key(sha, patched=False) == sha[:16]
-    assert source_key(sha, patched=True).startswith(f"{sha[:16]}-kvstudio-fa.3-")
+    assert source_key(sha, patched=True).startswith(f"{sha[:16]}-{patch_set.kernel_version()}-")
 
     src = package.unpack_llama_cpp(sdist, sha, tmp_path / "src", patched=True)
     assert "ncols2" in (src / CUDA / "fattn-vec.cuh").read_text()
