@@ -105,7 +105,7 @@ def save_compare(app, window, out: Path, suffix: str) -> list[Path]:
         settle(app)
         page.scroll_area.ensureWidgetVisible(page.compare.gain, 0, 40)
         settle(app)
-        path = out / f"dashboard-compare{suffix}-{width}x{height}.png"
+        path = out / f"dashboard-compare-{width}x{height}{suffix}.png"
         if not window.grab().save(str(path)):
             raise OSError(f"could not write {path}")
         written.append(path)
