@@ -13,6 +13,7 @@ from app.engine.messages import Failed, Finished, Generate, Load, Loaded, Sampli
 from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
 from tests.backends.package_edits import mapped_libllama
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +21,7 @@ GREEDY = SamplingSettings(temperature=0.0, max_tokens=6)
 
 
 def generate(proc: EngineProcess, model: Path) -> Finished:
-    proc.send(Load(LoadProfile(model_path=str(model), n_ctx=512, n_threads=2, seed=1)))
+    proc.send(Load(LoadProfile(model_path=str(model), n_ctx=512, n_threads=ENGINE_THREADS, seed=1)))
     event = proc.recv(timeout=180)
     while event is not None and not isinstance(event, (Loaded, Failed)):
         event = proc.recv(timeout=180)

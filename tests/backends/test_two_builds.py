@@ -16,6 +16,7 @@ from app.engine.messages import Failed, Finished, Generate, Load, Loaded, Sampli
 from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
 from tests.backends.package_edits import mapped_libllama
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +48,9 @@ def engine(
     store.use(request.param, probe)
     proc = EngineProcess(backends=store)
     try:
-        proc.send(Load(LoadProfile(str(starter_model_path), n_ctx=512, n_threads=2, seed=1)))
+        proc.send(
+            Load(LoadProfile(str(starter_model_path), n_ctx=512, n_threads=ENGINE_THREADS, seed=1))
+        )
         _next(proc, (Loaded,))
         assert proc.backend == request.param
         lib = str(mapped_libllama(proc.pid or 0))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_runner import kvstudio as run_kvstudio
+from tests.engine_threads import ENGINE_THREADS
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = (
@@ -28,7 +29,7 @@ SMALL = (
     "--chunk-tokens",
     "256",
     "--threads",
-    "2",
+    str(ENGINE_THREADS),
     "--repetitions",
     "1",
 )

@@ -17,6 +17,7 @@ import pytest
 from app.engine.process import EngineProcess
 from tests import abort_engine
 from tests.cli_runner import ROOT, kvstudio
+from tests.engine_threads import ENGINE_THREADS
 from tests.gguf_factory import write_tiny_gguf, write_unknown_arch_gguf
 
 AREA = "Kills and crashes"
@@ -109,7 +110,7 @@ def test_a_context_llama_cpp_cannot_allocate_is_reported_in_words(
 
     result = subprocess.run(
         [sys.executable, "-m", "app", "run", str(starter_model_path), "-p", "hi", "--json"]
-        + ["--ctx", "1000000", "--force", "--threads", "2"],
+        + ["--ctx", "1000000", "--force", "--threads", str(ENGINE_THREADS)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -23,6 +23,7 @@ from app.kv.kv_types import KvMode
 from app.load.profile import LoadProfile
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import InvalidGgufError
+from tests.engine_threads import ENGINE_THREADS
 from tests.gguf_factory import tiny_vocab, write_tiny_gguf
 from tests.hostile_gguf import ARRAY, STRING, UINT32, header_layout, set_value
 
@@ -108,7 +109,9 @@ def test_larger_alignments_and_real_tokenizers_still_load(tmp_path) -> None:
 
 
 def _profile(path: Path) -> LoadProfile:
-    return LoadProfile(model_path=str(path), n_ctx=256, kv=KvMode.of("f16", "f16"), n_threads=2)
+    return LoadProfile(
+        model_path=str(path), n_ctx=256, kv=KvMode.of("f16", "f16"), n_threads=ENGINE_THREADS
+    )
 
 
 def _answer(engine: EngineProcess, path: Path) -> Loaded | Failed:

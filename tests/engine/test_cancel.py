@@ -25,6 +25,7 @@ from app.engine.messages import Failed, Finished, Generate, Load, Loaded, Sampli
 from app.engine.process import EngineProcess
 from app.kv.kv_types import KvMode
 from app.load.profile import LoadProfile
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,7 @@ def _options(path: Any, **changes: Any) -> LoadProfile:
         model_path=str(path),
         n_ctx=N_CTX,
         kv=KvMode.parse("q8_0/f16"),
-        n_threads=2,
+        n_threads=ENGINE_THREADS,
         seed=1,
         **changes,
     )

@@ -21,6 +21,7 @@ from app.platform.errors import BadInputError
 from app.platform.probes import PsutilProbe
 from app.platform.recording import Recording
 from app.platform.units import llama_mib
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 N_CTX, DEPTH = 1024, 256
@@ -37,7 +38,7 @@ def compared(starter_model_path):
         n_gen=8,
         quality_chunks=2,
         chunk_tokens=256,
-        n_threads=2,
+        n_threads=ENGINE_THREADS,
         probe=PsutilProbe(),
         repetitions=1,
         progress_cb=lambda f, m: progress.append((f, m)),

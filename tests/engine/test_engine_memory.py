@@ -20,6 +20,7 @@ from app.engine.messages import (
 from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
 from app.models.random_model import write_model
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.skipif(
     not psutil.LINUX, reason="glibc's malloc_trim: other systems return memory their own way"
@@ -37,7 +38,7 @@ def _next(proc: EngineProcess, kind: type) -> object:
 
 def test_an_unloaded_model_leaves_the_engine_as_small_as_before_it_loaded(tmp_path):
     model = write_model(tmp_path / "tiny.gguf", 2, "small", None)
-    options = LoadProfile(model_path=str(model), n_ctx=2048, n_threads=2)
+    options = LoadProfile(model_path=str(model), n_ctx=2048, n_threads=ENGINE_THREADS)
     reply = Generate(
         "r", SamplingSettings(max_tokens=32, seed=1), (ChatMessage("user", "Hello there"),)
     )

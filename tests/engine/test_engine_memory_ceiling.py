@@ -12,10 +12,22 @@ import pytest
 from app.platform import units
 from app.platform.memory_ceiling import ENV, MIN_RESERVE, machine_memory
 from tests.cli_runner import assert_bad_input, kvstudio
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 
-_RUN = ("run", "starter", "-p", "Hello", "-n", "4", "--ctx", "2048", "--threads", "2")
+_RUN = (
+    "run",
+    "starter",
+    "-p",
+    "Hello",
+    "-n",
+    "4",
+    "--ctx",
+    "2048",
+    "--threads",
+    str(ENGINE_THREADS),
+)
 
 
 def test_a_load_past_the_ceiling_fails_in_one_sentence(starter_model_path) -> None:

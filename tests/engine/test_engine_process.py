@@ -25,6 +25,7 @@ from app.kv.kv_types import KvMode, kv_type
 from app.load.profile import LoadProfile
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import EngineCrashedError
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,9 @@ GREEDY = SamplingSettings(temperature=0.0, max_tokens=8)
 
 def _options(path: Path, kv: str = "q8_0/f16") -> LoadProfile:
     k, v = kv.split("/")
-    return LoadProfile(model_path=str(path), n_ctx=N_CTX, kv=KvMode.of(k, v), n_threads=2, seed=1)
+    return LoadProfile(
+        model_path=str(path), n_ctx=N_CTX, kv=KvMode.of(k, v), n_threads=ENGINE_THREADS, seed=1
+    )
 
 
 def _wait(

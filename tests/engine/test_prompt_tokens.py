@@ -18,6 +18,7 @@ from app.engine.messages import ChatMessage, Finished, Generate, SamplingSetting
 from app.engine.prompt_tokens import PromptTokenizer
 from app.kv.kv_types import KvMode
 from app.load.profile import LoadProfile
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ def model(starter_model_path) -> Iterator[Any]:
         model_path=str(starter_model_path),
         n_ctx=256,
         kv=KvMode.parse("f16/f16"),
-        n_threads=2,
+        n_threads=ENGINE_THREADS,
         seed=1,
         n_gpu_layers=0,
     )

@@ -15,6 +15,7 @@ from app.engine.loader import weights_repacked
 from app.engine.messages import Bench, Evaluate
 from app.engine.quality import default_reference_text, evaluate
 from app.platform.errors import BadInputError, EngineFailedError
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 CHUNK = 256
@@ -32,7 +33,7 @@ def _llm(path, k: str, v: str):
             flash_attn=True,
             type_k=types[k],
             type_v=types[v],
-            n_threads=2,
+            n_threads=ENGINE_THREADS,
             verbose=False,
         )
 

@@ -23,6 +23,7 @@ from app.engine.messages import (
 )
 from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
+from tests.engine_threads import ENGINE_THREADS
 from tests.gguf_factory import write_tiny_gguf
 
 AREA = "Templates and text from files"
@@ -60,7 +61,7 @@ def _until(proc: EngineProcess, kinds: tuple[type, ...]) -> tuple[list[object], 
 
 
 def _load(proc: EngineProcess, path: Path) -> Loaded:
-    proc.send(Load(LoadProfile(model_path=str(path), n_ctx=256, n_threads=2, seed=1)))
+    proc.send(Load(LoadProfile(model_path=str(path), n_ctx=256, n_threads=ENGINE_THREADS, seed=1)))
     _, event = _until(proc, (Loaded, Failed))
     assert isinstance(event, Loaded), event
     return event

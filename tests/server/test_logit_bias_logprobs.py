@@ -15,6 +15,7 @@ import pytest
 from openai import OpenAI
 
 from app.load.profile import LoadProfile
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ def model(starter_model_path) -> Iterator[llama_cpp.Llama]:
     from app.engine.loader import load_model
 
     options = LoadProfile(
-        model_path=str(starter_model_path), n_ctx=256, n_threads=2, n_gpu_layers=0
+        model_path=str(starter_model_path), n_ctx=256, n_threads=ENGINE_THREADS, n_gpu_layers=0
     )
     loaded = load_model(options, install())
     yield loaded.llm

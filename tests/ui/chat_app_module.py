@@ -12,6 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QTimer, SignalInstance
 
+from tests.engine_threads import ENGINE_THREADS
 from tests.ui.conftest import LOAD_TIMEOUT_MS
 
 
@@ -43,7 +44,7 @@ def starter_chat_app(folder: Path) -> Iterator:
     folder.mkdir(parents=True, exist_ok=True)
     before = os.environ.get("KVSTUDIO_DATA_DIR")
     os.environ["KVSTUDIO_DATA_DIR"] = str(folder)
-    SettingsFile(folder).update(n_ctx=2048, n_threads=2)
+    SettingsFile(folder).update(n_ctx=2048, n_threads=ENGINE_THREADS)
     parts = build_app(folder)
     try:
         parts.window.resize(1200, 800)

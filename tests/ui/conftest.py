@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine_threads import ENGINE_THREADS
 from tests.waits import HANG_GUARD_MS
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -50,7 +51,7 @@ def chat_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "kvstudio-data"
     folder.mkdir()
     monkeypatch.setenv("KVSTUDIO_DATA_DIR", str(folder))
-    SettingsFile(folder).update(n_ctx=2048, n_threads=2)  # small and quick on CI
+    SettingsFile(folder).update(n_ctx=2048, n_threads=ENGINE_THREADS)  # small, quick
     return folder
 
 

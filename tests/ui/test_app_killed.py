@@ -55,7 +55,7 @@ def _dead(process: psutil.Process) -> bool:
 def test_a_reply_streaming_when_the_app_is_killed_is_kept_as_interrupted(
     qtbot, chat_data_dir, reliability
 ):
-    folder = chat_data_dir  # n_ctx 2048, 2 threads; KVSTUDIO_DATA_DIR points here
+    folder = chat_data_dir  # n_ctx 2048, 1 thread; KVSTUDIO_DATA_DIR points here
     store = ChatStore(chat_db_path(folder))
     older = store.create_conversation(title="Older chat")
     for role, text in (("user", "Hello"), ("assistant", "Hi there")):

@@ -23,6 +23,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from app.engine.messages import ChatMessage, Finished, Generate, SamplingSettings
 from app.load.profile import LoadProfile
 from app.platform.errors import BadInputError
+from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
 LOAD_MS, REPLY_MS, COMPARE_MS = 120_000, 120_000, 400_000
@@ -47,7 +48,7 @@ def dashboard(qapp, starter_model_path):
 def test_memory_chart_updates_while_a_reply_streams(qtbot, dashboard):
     client, page, model = dashboard
     with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
-        client.load(LoadProfile(str(model), n_ctx=2048, n_threads=2))
+        client.load(LoadProfile(str(model), n_ctx=2048, n_threads=ENGINE_THREADS))
     assert "Allocated for 2,048 tokens" in page.kv_panel.alloc_label.text()
     assert "saving" in page.kv_panel.now_label.text()
 
@@ -121,7 +122,7 @@ def test_banner_shows_what_llama_cpp_logged_when_flash_attention_is_off(qtbot, d
     client, page, model = dashboard
     assert not page.banner.isVisible() and page.warnings == ()
     with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
-        client.load(LoadProfile(str(model), n_ctx=512, n_threads=2, flash_attn=False))
+        client.load(LoadProfile(str(model), n_ctx=512, n_threads=ENGINE_THREADS, flash_attn=False))
     # llama.cpp's own line ("llama_context: flash_attn = disabled"), through its log
     # callback, the loader, the engine process, the client and the page.
     assert [w.kind for w in page.warnings] == ["fa_disabled"]
@@ -132,7 +133,7 @@ def test_banner_shows_what_llama_cpp_logged_when_flash_attention_is_off(qtbot, d
     assert page.warnings[0].text in text
     # The next load starts clean: the warning was about the model it replaced.
     with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
-        client.load(LoadProfile(str(model), n_ctx=512, n_threads=2))
+        client.load(LoadProfile(str(model), n_ctx=512, n_threads=ENGINE_THREADS))
     assert not page.banner.isVisible() and page.warnings == () and client.kernel_warnings == ()
 
 
@@ -175,7 +176,7 @@ def test_banner_follows_a_kernel_warning_logged_after_the_load(qtbot, starter_mo
     try:
         page.show()
         with qtbot.waitSignal(client.model_loaded, timeout=LOAD_MS):
-            client.load(LoadProfile(str(starter_model_path), n_ctx=512, n_threads=2))
+            client.load(LoadProfile(str(starter_model_path), n_ctx=512, n_threads=ENGINE_THREADS))
         assert not page.banner.isVisible() and page.warnings == ()
         with qtbot.waitSignal(client.reply_finished, timeout=REPLY_MS):
             client.generate(Generate("first-use", SamplingSettings(max_tokens=2), prompt="Hello"))
@@ -209,7 +210,7 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
         depth=128, quality_chunks=1, chunk_tokens=256, n_prompt=128, n_gen=8, repetitions=1
     )
     with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS):
-        page.start_compare(n_ctx=1024, n_threads=2, **settings)
+        page.start_compare(n_ctx=1024, n_threads=ENGINE_THREADS, **settings)
         assert page.compare.cancel_button.isEnabled() and not page.compare.run_button.isEnabled()
         assert time_view.label.text().startswith("Started; estimated about ")
     # The bar moved at each step's end, with the time left, and only forwards.

@@ -14,6 +14,7 @@ pytest.importorskip("pytestqt")
 from app.kv.kv_summary import kv_mib  # noqa: E402
 from app.kv.kv_types import KvMode
 from app.load.profile import LoadProfile
+from tests.engine_threads import ENGINE_THREADS
 from tests.ui.conftest import LOAD_TIMEOUT_MS  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -58,7 +59,9 @@ def test_the_sentence_gives_the_kv_figures_llama_cpp_confirms(qtbot, loaded_chat
     assert more_tokens > 0 and more_tokens % 256 == 0
     # f16/f16 at the same context: llama.cpp allocates what the sentence says f16 takes.
     as_fp16 = _load(
-        qtbot, engine, LoadProfile(path, n_ctx=2048, n_threads=2, kv=KvMode.parse("f16/f16"))
+        qtbot,
+        engine,
+        LoadProfile(path, n_ctx=2048, n_threads=ENGINE_THREADS, kv=KvMode.parse("f16/f16")),
     )
     fp16_bytes = sum(c.total_bytes for c in as_fp16.kv_caches)
     assert kv_mib(fp16_bytes) == fp16
@@ -66,7 +69,9 @@ def test_the_sentence_gives_the_kv_figures_llama_cpp_confirms(qtbot, loaded_chat
     # "Room for N more tokens": llama.cpp fits 2,048 + N tokens of q8_0/f16 into the f16/f16
     # cache's bytes, and not 256 more.
     for extra, fits in ((more_tokens, True), (more_tokens + 256, False)):
-        bigger = _load(qtbot, engine, LoadProfile(path, n_ctx=2048 + extra, n_threads=2))
+        bigger = _load(
+            qtbot, engine, LoadProfile(path, n_ctx=2048 + extra, n_threads=ENGINE_THREADS)
+        )
         assert (sum(c.total_bytes for c in bigger.kv_caches) <= fp16_bytes) is fits, extra
 
     # How memory is measured, and what the probe cannot see, waits behind Details.

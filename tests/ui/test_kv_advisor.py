@@ -24,6 +24,7 @@ from app.models.random_model import write_model
 from app.platform.probes import FREE_MEMORY_ENV
 from app.state.settings import Settings
 from tests.cli_runner import assert_bad_input, kvstudio
+from tests.engine_threads import ENGINE_THREADS
 from tests.waits import HANG_GUARD_MS
 
 pytestmark = pytest.mark.slow
@@ -63,7 +64,7 @@ def measured(env, before, starter_model_path) -> dict[str, float]:
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
             patch.setenv(key, value)
-        result = measure_for_advice(starter_model_path, QUICK, n_threads=2)
+        result = measure_for_advice(starter_model_path, QUICK, n_threads=ENGINE_THREADS)
     return {m.mode.label: m.mean_kl_divergence for m in result.modes}
 
 
@@ -92,7 +93,17 @@ def test_a_stored_measurement_picks_a_quantized_mode_that_loads(env, before, mea
     assert row["decode_tokens_per_second"] > 0 and row["speed_source"] == "measured"
     # The context it says fits loads in the real engine, under the same cap.
     kv = f"{choice['type_k']}/{choice['type_v']}"
-    args = ("--ctx", str(choice["n_ctx"]), "--kv", kv, "--threads", "2", "-n", "2", "--json")
+    args = (
+        "--ctx",
+        str(choice["n_ctx"]),
+        "--kv",
+        kv,
+        "--threads",
+        str(ENGINE_THREADS),
+        "-n",
+        "2",
+        "--json",
+    )
     run = kvstudio("run", "starter", "-p", "Once upon", *args, env=env)
     assert run.returncode == 0, run.stderr
     loaded = json.loads(run.stdout)
@@ -202,7 +213,7 @@ def test_a_sibling_model_lends_its_measured_quality_as_an_estimate(tmp_path, mon
     monkeypatch.setenv("KVSTUDIO_DATA_DIR", str(tmp_path / "data"))
     first = write_model(tmp_path / "tiny-a.gguf", 2, "small", None, seed=1)
     second = write_model(tmp_path / "tiny-b.gguf", 2, "small", None, seed=2)
-    measure_for_advice(first, QUICK, n_threads=2)
+    measure_for_advice(first, QUICK, n_threads=ENGINE_THREADS)
     result = kvstudio(
         "advise", str(second), "--json", env={"KVSTUDIO_DATA_DIR": str(tmp_path / "data")}
     )

@@ -15,6 +15,7 @@ from app.services.engine_client import EngineClient
 from app.services.message_bridge import MessageBridge
 from app.state.settings import SettingsFile
 from app.ui.chat.chat_page import ChatPage
+from tests.engine_threads import ENGINE_THREADS
 
 
 def test_the_engine_turning_busy_after_the_page_is_gone_is_quiet(
@@ -30,7 +31,9 @@ def test_the_engine_turning_busy_after_the_page_is_gone_is_quiet(
         )
         page.show()
         shiboken6.delete(page)
-        options = LoadProfile(model_path=str(starter_model_path), n_ctx=512, n_threads=2)
+        options = LoadProfile(
+            model_path=str(starter_model_path), n_ctx=512, n_threads=ENGINE_THREADS
+        )
         # busy_changed(True) now, busy_changed(False) once loaded: pytest-qt fails the test on
         # an error raised in any slot meanwhile.
         with qtbot.waitSignal(client.model_loaded, timeout=120_000):
