@@ -22,6 +22,8 @@ os.environ.setdefault("KVSTUDIO_NO_KEYRING", "1")
 # with two busy loops took 36.7 s spinning and 10.4 s sleeping (quiet: 4.8 s and 5.0 s). The
 # tests and every engine or `kvstudio` process they start wait passively; benchmarks/ do not.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# And one thread per engine: four test processes share 2 cores (tests/engine_threads.py).
+os.environ.setdefault("KVSTUDIO_THREADS", "1")
 
 pytest_plugins = [
     "tests.clean_tree",

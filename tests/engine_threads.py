@@ -1,11 +1,11 @@
 """How many threads each test's engine gives llama.cpp: one.
 
-The suite runs four test processes on a 2-core machine, often beside other work. llama.cpp's
-CPU threads meet at a barrier after every operation and spin there while they wait, so an
-engine with 2 threads whose second thread is waiting for a core spends its first one spinning.
-Measured on this machine beside other load (the starter, 64 tokens decoded one by one): with
-2 threads 103 s and 27 s of CPU, with 1 thread 20 s and 3.4 s. With 4 test processes on 2
-cores, one thread each is all the machine has anyway.
+The suite runs four test processes on a 2-core machine, often beside other work, so the CPU time
+spent is what sets the suite's time. Two threads cost more of it for the same work: beside two
+busy loops, with OMP_WAIT_POLICY=passive as tests/conftest.py sets, the starter read 3 x 512
+prompt tokens in 8.5 s of CPU on one thread and 9.8 s on two, and decoded 64 tokens in 3.0 s
+and 3.65 s. Engines whose test does not choose get the same through KVSTUDIO_THREADS
+(app/engine/cpu_threads.py), set in tests/conftest.py.
 """
 
 ENGINE_THREADS = 1

@@ -21,6 +21,7 @@ from app.backends.manifest import kernel_of_folder
 from app.backends.store import built_in_folder
 from app.engine import devices, rpc_devices
 from app.engine.chat_template import ChatTemplate, choose_template
+from app.engine.cpu_threads import threads_for
 from app.engine.llama_log import LlamaLogRouter
 from app.engine.log_parse import parse_log
 from app.engine.messages import Loaded
@@ -94,6 +95,7 @@ def _load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
 
 def _new_llama(path: Path, options: LoadProfile) -> llama_cpp.Llama:
     """llama_cpp.Llama for `options` (loads the weights; raises what llama-cpp-python raises)."""
+    threads = threads_for(options.n_threads)
     return llama_cpp.Llama(
         model_path=str(path),
         n_ctx=options.n_ctx,
@@ -111,8 +113,8 @@ def _new_llama(path: Path, options: LoadProfile) -> llama_cpp.Llama:
         verbose=True,
         tensor_split=list(options.layer_split) if options.layer_split else None,
         # None: llama-cpp-python's defaults (half the cores to generate, all to batch).
-        n_threads=options.n_threads or None,
-        n_threads_batch=options.n_threads or None,
+        n_threads=threads,
+        n_threads_batch=threads,
     )
 
 

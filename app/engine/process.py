@@ -30,6 +30,7 @@ from typing import Literal, Self, overload
 from app.backends.store import BUILT_IN, BackendStore, library_env
 from app.engine.cancel import CancelFlag
 from app.engine.child_answer import spawn_environment
+from app.engine.cpu_threads import threads_for
 from app.engine.crash_report import crash_sentence
 from app.engine.messages import Finished, Load, Loaded, Shutdown
 from app.engine.worker import main
@@ -77,6 +78,7 @@ class EngineProcess:
             return
         self._cleanup()
         self.ceiling = engine_ceiling()  # a bad KVSTUDIO_ENGINE_MEMORY_LIMIT: a sentence here
+        threads_for(None)  # and a bad KVSTUDIO_THREADS
         command_out, command_in = self._ctx.Pipe(duplex=False)
         event_out, event_in = self._ctx.Pipe(duplex=False)
         fd, stderr_path = tempfile.mkstemp(prefix="kvstudio-engine-", suffix=".stderr")
