@@ -114,6 +114,21 @@ class FirstRunDialog(QDialog):
         self.keep_button = QPushButton("Keep the built-in CPU backend")
         self.keep_button.clicked.connect(self.accept)
 
+        self._lay_out(title, about, later)
+
+        self.file_button.clicked.connect(self._on_file_clicked)
+        self.url_button.clicked.connect(lambda: self.install_from_url(self.url.text()))
+        self.url.returnPressed.connect(self.url_button.click)
+        self.cancel_button.clicked.connect(self._on_cancel_clicked)
+        self.tasks.busy_changed.connect(self._on_busy_changed)
+        self.tasks.submit(
+            "detect",
+            detect,
+            on_done=self._show_detected,
+            on_error=lambda message, _e: self._show_detected([], message),
+        )
+
+    def _lay_out(self, title: QLabel, about: QLabel, later: QLabel) -> None:
         url_row = QHBoxLayout()
         url_row.addWidget(self.url, 1)
         url_row.addWidget(self.url_button)
@@ -134,18 +149,6 @@ class FirstRunDialog(QDialog):
         layout.addStretch(1)
         layout.addLayout(bottom)
         self.setMinimumWidth(680)
-
-        self.file_button.clicked.connect(self._on_file_clicked)
-        self.url_button.clicked.connect(lambda: self.install_from_url(self.url.text()))
-        self.url.returnPressed.connect(self.url_button.click)
-        self.cancel_button.clicked.connect(self._on_cancel_clicked)
-        self.tasks.busy_changed.connect(self._on_busy_changed)
-        self.tasks.submit(
-            "detect",
-            detect,
-            on_done=self._show_detected,
-            on_error=lambda message, _e: self._show_detected([], message),
-        )
 
     # ---- what was found ----------------------------------------------------------------------
 

@@ -108,16 +108,7 @@ class ComparePanel(QWidget):
         self.status.setWordWrap(True)
         self.status.setObjectName("dashboardNote")
 
-        self.table = QTableWidget(0, len(COLUMNS))
-        for column, (key, short, _) in enumerate(COLUMNS):
-            words, abbreviation = HEADINGS.get(key, (short, short))
-            heading = QTableWidgetItem(_two_lines(words))
-            heading.setToolTip(abbreviation)
-            self.table.setHorizontalHeaderItem(column, heading)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table = self._headed_table()
         self._fit_table_height(3)
         # The run's last word: what int8-K gains on this model (compare_words.gain_sentence).
         self.gain = QLabel("")
@@ -167,6 +158,21 @@ class ComparePanel(QWidget):
         self.png_button.clicked.connect(self._on_png_clicked)
         for box in (self.ctx_box, self.depth_box, self.chunks_box):
             box.valueChanged.connect(self._on_setting_changed)
+
+    @staticmethod
+    def _headed_table() -> QTableWidget:
+        """The results table, its headings in words with the abbreviation as the tooltip."""
+        table = QTableWidget(0, len(COLUMNS))
+        for column, (key, short, _) in enumerate(COLUMNS):
+            words, abbreviation = HEADINGS.get(key, (short, short))
+            heading = QTableWidgetItem(_two_lines(words))
+            heading.setToolTip(abbreviation)
+            table.setHorizontalHeaderItem(column, heading)
+        table.verticalHeader().setVisible(False)
+        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        return table
 
     # ---- state from the page ----------------------------------------------------------
 
