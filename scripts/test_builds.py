@@ -7,6 +7,11 @@ FOLDER (emptied first) receives the package's archive and the proofs' reports; p
 take them from there when the variable is set (tests/prebuilt.py), so nothing is built or
 disassembled twice in one run.
 
+The CPU package is built by the release's own build step, `scripts/release.py build cpu` (the
+command .github/workflows/release.yml runs per variant), so that step runs on every test run; it
+calls the same kernels.package.build_package as before, with the same cache, so nothing is
+compiled twice.
+
 `./quickstart.sh test` runs this between the install and pytest and prints how long each build
 took. On a fresh machine these are minutes of compiling (the CPU package's llama.cpp build about
 3.5 minutes on 2 quiet cores, the HIP and CUDA Flash Attention instances about 5), the same work
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +43,21 @@ def _timed(what: str, step: Callable[[], object]) -> None:
     print(f"Test build: {what} took {time.monotonic() - started:.0f} s", file=sys.stderr)
 
 
+def _release_build(variant: str, out: Path) -> None:
+    """`scripts/release.py build VARIANT --out OUT`, as the release workflow runs it; its build
+    log is kept out of the way and only its last lines are shown when it fails."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "release.py"), "build", variant, "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(" / ".join(tail) or f"release.py build exited {result.returncode}")
+
+
 def _isa_proof(report: Path, *args: str) -> None:
     from tests.prebuilt import run_isa_proof
 
@@ -46,8 +67,6 @@ def _isa_proof(report: Path, *args: str) -> None:
 
 
 def main() -> int:
-    from kernels.package import build_package
-    from kernels.variants import VARIANTS
     from tests.prebuilt import CPU_PACKAGE, CUDA_REPORT, ENV, HIP_REPORT
 
     if not os.environ.get(ENV):
@@ -57,7 +76,7 @@ def main() -> int:
     (out / CPU_PACKAGE).mkdir(parents=True)
     _timed(
         "the CPU backend package",
-        lambda: build_package(VARIANTS["cpu"], out / CPU_PACKAGE, log=lambda line: None),
+        lambda: _release_build("cpu", out / CPU_PACKAGE),
     )
     _timed("the HIP kernel proof", lambda: _isa_proof(out / HIP_REPORT))
     _timed("the CUDA kernel proof", lambda: _isa_proof(out / CUDA_REPORT, "--cuda"))
