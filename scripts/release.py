@@ -6,6 +6,12 @@ the CPU package through sign, index and an install from a local server).
     python scripts/release.py build cpu --out dist/backends [--root ROOT]
     python scripts/release.py sign dist/backends/*.tar.gz --version 0.2.0 --out dist/signed
     python scripts/release.py index dist/signed/*.tar.gz --base-url URL --out dist/backends.json
+    python scripts/release.py sums dist/signed/* dist/installers/* dist/backends.json --out dist
+    python scripts/release.py public-key
+
+`sums` writes SHA256SUMS (`sha256sum --check` reads it) for every asset of the release, and
+SHA256SUMS.sig, the release key's raw ed25519 signature over that file, which `openssl pkeyutl
+-verify` checks against the PEM that `public-key` prints (docs/packages.md shows both).
 
 `sign` writes the release's version into each manifest and signs it, reading the private key
 from --key (a PEM file) or from the KVSTUDIO_RELEASE_KEY variable (the PEM text: in CI, the
@@ -40,16 +46,21 @@ from app.backends.manifest import (  # noqa: E402
     parse_manifest,
 )
 from app.backends.package_index import IndexEntry, index_json  # noqa: E402
+from app.backends.release_keys import RELEASE_KEYS  # noqa: E402
 from app.backends.signing import (  # noqa: E402
     load_private_key,
+    parse_key_lines,
     parse_signature,
     private_key_pem,
     public_key_line,
+    public_key_pem,
     sign_manifest,
 )
 from app.platform.errors import BadInputError  # noqa: E402
 
 KEY_ENV = "KVSTUDIO_RELEASE_KEY"
+SUMS_NAME = "SHA256SUMS"
+SUMS_SIGNATURE_NAME = "SHA256SUMS.sig"
 
 
 def keygen(out: Path, name: str) -> str:
@@ -147,10 +158,6 @@ def index_entry(archive: Path, base_url: str) -> IndexEntry:
     signature = parse_signature(archive.name, signature_bytes)
     if not manifest.version:
         raise BadInputError(f"{archive.name} has no version; sign it with --version.")
-    digest = hashlib.sha256()
-    with archive.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
     return IndexEntry(
         variant=manifest.name,
         version=manifest.version,
@@ -158,12 +165,44 @@ def index_entry(archive: Path, base_url: str) -> IndexEntry:
         targets=manifest.gpu_targets,
         kernel=manifest.kernel,
         summary=manifest.summary,
-        sha256=digest.hexdigest(),
+        sha256=file_sha256(archive),
         size=archive.stat().st_size,
         key=signature.key_id,
         signature=base64.b64encode(signature.value).decode("ascii"),
         url=f"{base_url.rstrip('/')}/{archive.name}" if base_url else archive.name,
     )
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sums(files: list[Path], key: Ed25519PrivateKey, out: Path) -> Path:
+    """SHA256SUMS for `files` in `out` (one `<sha256>  <name>` line each, sorted by name), and
+    SHA256SUMS.sig beside it. The signature is over the file's bytes alone, so openssl checks it
+    as it is; it cannot pass for a manifest's, whose signed text starts with the manifest line."""
+    names: dict[str, Path] = {}
+    for path in files:
+        if not path.is_file():
+            raise BadInputError(f"{path} is not a file, so it cannot be listed in {SUMS_NAME}.")
+        if path.name in names or path.name in (SUMS_NAME, SUMS_SIGNATURE_NAME):
+            raise BadInputError(f"Two assets are named {path.name}; a release lists each once.")
+        names[path.name] = path
+    text = "".join(f"{file_sha256(names[name])}  {name}\n" for name in sorted(names))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / SUMS_NAME).write_text(text, encoding="utf-8")
+    (out / SUMS_SIGNATURE_NAME).write_bytes(key.sign(text.encode("utf-8")))
+    return out / SUMS_NAME
+
+
+def public_keys_text() -> str:
+    """Each key the app trusts as a PEM public key, under its name and id."""
+    keys = parse_key_lines(RELEASE_KEYS, "built in")
+    return "\n".join(f"# {k.name} (key id {k.key_id})\n{public_key_pem(k)}" for k in keys)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     index.add_argument("archives", type=Path, nargs="+")
     index.add_argument("--base-url", default="", help="where the archives are published")
     index.add_argument("--out", type=Path, required=True)
+    listing = sub.add_parser("sums", help=f"write {SUMS_NAME} and its signature for assets")
+    listing.add_argument("files", type=Path, nargs="+")
+    listing.add_argument("--key", type=Path, help=f"PEM file (default: ${KEY_ENV})")
+    listing.add_argument("--out", type=Path, required=True, help="the folder to write them in")
+    sub.add_parser("public-key", help="print the trusted release keys as PEM (for openssl)")
     args = parser.parse_args(argv)
     try:
         if args.step == "keygen":
@@ -196,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
             key = read_key(args.key)
             for archive in args.archives:
                 print(sign(archive, key, args.version, args.out))
+        elif args.step == "sums":
+            written = sums(args.files, read_key(args.key), args.out)
+            print(f"{written} and {SUMS_SIGNATURE_NAME}: {len(args.files)} files")
+        elif args.step == "public-key":
+            print(public_keys_text(), end="")
         else:
             entries = [index_entry(a, args.base_url) for a in args.archives]
             args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -102,6 +102,14 @@ def public_key_line(private_key: Ed25519PrivateKey, name: str) -> str:
     return f"ed25519 {encoded} {name}"
 
 
+def public_key_pem(key: TrustedKey) -> str:
+    """The key as a PEM public key, the form `openssl pkeyutl -verify` reads."""
+    public = Ed25519PublicKey.from_public_bytes(key.public)
+    return public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    ).decode("ascii")
+
+
 def private_key_pem(private_key: Ed25519PrivateKey) -> bytes:
     return private_key.private_bytes(
         serialization.Encoding.PEM,
