@@ -2,7 +2,8 @@
 
 Each look is a stylesheet and a matching palette: the stylesheet names the app's own widgets,
 the palette covers everything it does not (dialogs, menus, tooltips, spin boxes) and the
-`palette(...)` colours pages use in their own styles. "Follow the system" reads Qt's colour
+`palette(...)` colours pages use in their own styles. The colours no style sheet reaches
+(rich text, charts, the chat's painted messages) are in app/ui/theme_colours.py. "Follow the system" reads Qt's colour
 scheme (QStyleHints.colorScheme, Qt 6.5+) and follows its colorSchemeChanged signal.
 
     theme = ThemeController(settings)   # app/gui.py, once per window
@@ -21,10 +22,11 @@ from PySide6.QtWidgets import QApplication
 from app.platform.errors import BadInputError
 from app.state.settings import THEMES, SettingsFile
 from app.ui.main_window import ASSETS
+from app.ui.theme_colours import DARK, LIGHT, TEXT_COLOURS, scheme_of
 
 log = logging.getLogger(__name__)
 
-LIGHT, DARK, SYSTEM = "light", "dark", "system"
+SYSTEM = "system"
 # What the Settings page offers, in the user's words, in THEMES' order.
 THEME_LABELS = {LIGHT: "Light", DARK: "Dark", SYSTEM: "Follow the system"}
 STYLESHEETS = {LIGHT: ASSETS / "style.qss", DARK: ASSETS / "style-dark.qss"}
@@ -58,44 +60,13 @@ _DARK_DISABLED = "#6b7280"
 # is 3.5:1, under the 4.5:1 text needs (WCAG AA); on #2563eb it is 5.2:1.
 _LIGHT_HIGHLIGHT = "#2563eb"
 
-# Colours of words drawn where no style sheet reaches (rich text, charts), per look; each is
-# at least 4.5:1 on that look's page and chart backgrounds (tests/ui/test_contrast.py).
-TEXT_COLOURS = {
-    LIGHT: {
-        "text": "#1f2328",
-        "hint": "#4b5563",
-        "good": "#0f7a5f",
-        "error": "#b91c1c",
-        "load": "#8e44ad",
-        "prompt": "#b45309",
-        "generation": "#0f7a5f",
-        "quality": "#1d4ed8",
-        "mode": "#4b5563",
-        "axis": "#4b5563",
-        "chart": "#ffffff",
-    },
-    DARK: {
-        "text": "#e3e6eb",
-        "hint": "#9aa3b2",
-        "good": "#3ccf9f",
-        "error": "#f08a80",
-        "load": "#c39bd3",
-        "prompt": "#f5a25d",
-        "generation": "#3ccf9f",
-        "quality": "#7aa7f5",
-        "mode": "#aeb6c2",
-        "axis": "#aeb6c2",
-        "chart": "#1f2229",
-    },
-}
-
 
 def shown_scheme() -> str:
     """The look on screen now, read from the app's palette (light when there is no app)."""
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         return LIGHT
-    return DARK if app.palette().color(QPalette.ColorRole.Window).lightness() < 128 else LIGHT
+    return scheme_of(app.palette())
 
 
 def text_colour(name: str) -> str:

@@ -67,7 +67,7 @@ def painted_background(image: QImage, rect: QRect) -> QColor:
     return QColor(counts.most_common(1)[0][0])
 
 
-def _painted_text(image: QImage, rect: QRect, background: QColor) -> QColor:
+def painted_text(image: QImage, rect: QRect, background: QColor) -> QColor:
     """The colour inside `rect` that differs most from `background` (a glyph's solid core)."""
     ratio = image.devicePixelRatio()
     best, best_ratio = background, 1.0
@@ -136,7 +136,7 @@ def contrast_problems(root: QWidget, minimum: float = AA) -> list[str]:
         if isinstance(widget, QPushButton) and widget.isDefault():
             # Drawn from the style sheet's QPushButton:default rule, which Qt does not put in
             # the palette: the painted text is the pixel that stands out most inside it.
-            foreground = _painted_text(image, rect.adjusted(4, 4, -4, -4), background)
+            foreground = painted_text(image, rect.adjusted(4, 4, -4, -4), background)
         check(what, foreground, background)
         if isinstance(widget, QLabel):
             for colour in _HTML_COLOUR.findall(text):

@@ -15,17 +15,6 @@ from tests.ui.contrast import contrast_problems
 pytestmark = pytest.mark.slow  # the starter model loads once
 
 PAGES = ("Chat", "Models", "Dashboard", "Backends", "Server", "Settings")
-# app/ui/chat is another engineer's (#25 items 1, 3, 7); reported there: the empty chat's rich
-# text names the light look's colours (app/ui/chat/page_layout.py). Known, so listed by name;
-# any other problem fails.
-KNOWN = {
-    "dark Chat": [
-        "QLabel#emptyState 'Start a conversationMessages stay on thi' (its #1f2328 text): "
-        "1.1:1 (#1f2328 on #16181d)",
-        "QLabel#emptyState 'Start a conversationMessages stay on thi' (its #6b7280 text): "
-        "3.7:1 (#6b7280 on #16181d)",
-    ]
-}
 
 
 @pytest.fixture(autouse=True)
@@ -52,8 +41,7 @@ def test_every_page_reads_at_aa_contrast_in_both_looks(qtbot, loaded_chat_app) -
         for title in PAGES:
             window.show_page(title)
             settle()
-            known = KNOWN.get(f"{scheme} {title}", [])
-            problems = [p for p in contrast_problems(window) if p not in known]
+            problems = contrast_problems(window)
             if problems:
                 found[f"{scheme} {title}"] = problems
     assert found == {}, "\n".join(f"{page}: {p}" for page, ps in found.items() for p in ps)

@@ -32,15 +32,13 @@ from PySide6.QtGui import (
     QTextFormat,
 )
 
+from app.ui.chat.chat_colours import ChatColours
+
 log = logging.getLogger(__name__)
 
 STRIP_H = 24  # the band above the code with its language and Copy button
 CODE_PAD = 8
-CODE_BG = QColor("#f6f8fa")
-CODE_BORDER = QColor("#d9dee5")
-STRIP_TEXT = QColor("#57606a")
 COPY_LABEL, COPIED_LABEL = "Copy", "Copied"
-_STYLE = get_style_by_name("default")
 
 
 @dataclass(frozen=True)
@@ -152,36 +150,39 @@ def paint_frames(
     doc: QTextDocument,
     blocks: tuple[CodeBlock, ...],
     font: QFont,
+    colours: ChatColours,
     copied: int | None = None,
 ) -> None:
-    """Draw each block's frame and band (under the document's text); `copied`: the index of
-    a block just copied, whose button says so."""
+    """Draw each block's frame and band (under the document's text) in the look's
+    `colours`; `copied`: the index of a block just copied, whose button says so."""
     painter.save()
     painter.setFont(font)
     for n, code in enumerate(blocks):
         frame = code_frame(doc, code)
-        painter.setPen(CODE_BORDER)
-        painter.setBrush(CODE_BG)
+        painter.setPen(colours.code_border)
+        painter.setBrush(colours.code)
         painter.drawRoundedRect(frame.adjusted(0.5, 0.5, -0.5, -0.5), 6, 6)
         painter.drawLine(
             QPointF(frame.left() + 1, frame.top() + STRIP_H),
             QPointF(frame.right() - 1, frame.top() + STRIP_H),
         )
-        painter.setPen(STRIP_TEXT)
+        painter.setPen(colours.muted)
         band = QRectF(frame.left() + CODE_PAD, frame.top(), frame.width() / 2, STRIP_H)
         painter.drawText(band, Qt.AlignmentFlag.AlignVCenter, code.language or "code")
         button = copy_button(doc, code, font)
-        painter.setBrush(QColor("#ffffff"))
-        painter.setPen(CODE_BORDER)
+        painter.setBrush(colours.button)
+        painter.setPen(colours.code_border)
         painter.drawRoundedRect(button, 4, 4)
-        painter.setPen(STRIP_TEXT)
+        painter.setPen(colours.muted)
         label = COPIED_LABEL if n == copied else COPY_LABEL
         painter.drawText(button, Qt.AlignmentFlag.AlignCenter, label)
     painter.restore()
 
 
-def highlight(doc: QTextDocument, blocks: tuple[CodeBlock, ...]) -> None:
-    """Colour each block's code by its language (unknown or none: left plain)."""
+def highlight(doc: QTextDocument, blocks: tuple[CodeBlock, ...], style: str) -> None:
+    """Colour each block's code by its language in the pygments `style` (a light style on the
+    light look's code background, a dark one on the dark look's); unknown or no language: left
+    in the text's colour."""
     for code in blocks:
         lexer = _lexer(code.language.lower())
         if lexer is None:
@@ -198,7 +199,7 @@ def highlight(doc: QTextDocument, blocks: tuple[CodeBlock, ...]) -> None:
         cursor = QTextCursor(doc)
         offset = 0
         for token, value in lexer.get_tokens(text):
-            fmt = _format(token)
+            fmt = _format(style, token)
             end = min(offset + len(value), len(text))
             if fmt is not None and end > offset:
                 cursor.setPosition(start + offset)
@@ -218,9 +219,9 @@ def _lexer(language: str) -> Lexer | None:
         return None
 
 
-@lru_cache(maxsize=512)
-def _format(token: _TokenType) -> QTextCharFormat | None:
-    color = _STYLE.style_for_token(token)["color"]
+@lru_cache(maxsize=1024)
+def _format(style: str, token: _TokenType) -> QTextCharFormat | None:
+    color = get_style_by_name(style).style_for_token(token)["color"]
     if not color:
         return None
     fmt = QTextCharFormat()

@@ -12,6 +12,7 @@ from PySide6.QtGui import (
     QShortcut,
     QTextCharFormat,
     QTextCursor,
+    QTextFormat,
 )
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
@@ -30,6 +31,7 @@ from app.services.engine_client import EngineClient
 from app.ui.chat.base_model_note import FIRST_CHAT_MODEL, download_label
 from app.ui.chat.completion import DEFAULT_LENGTH, DEFAULT_REPEAT_PENALTY, CompletionSession
 from app.ui.plain_text import plain_label, plain_tooltip, typed_text
+from app.ui.theme_colours import TEXT_COLOURS, scheme_of
 
 BASE_MODEL_LINE = (
     "This is a base model: it continues your text rather than answering. "
@@ -39,7 +41,9 @@ PLACEHOLDER = (
     "Write the beginning of a text (a story, a letter, a list) and press Continue: "
     "the model writes what comes next, here."
 )
-GENERATED = QColor("#1d4ed8")  # the model's words, told apart from the user's
+# The model's words are told apart from the user's by colour (the look's "quality" blue), and
+# marked with this property so a theme switch can colour them again.
+GENERATED = QTextFormat.Property.UserProperty + 1
 
 
 class CompletionPanel(QWidget):
@@ -179,10 +183,39 @@ class CompletionPanel(QWidget):
         cursor = self.editor.textCursor()
         cursor.movePosition(QTextCursor.MoveOperation.End)
         generated = QTextCharFormat()
-        generated.setForeground(GENERATED)
+        generated.setForeground(QColor(TEXT_COLOURS[scheme_of(self.palette())]["quality"]))
+        generated.setProperty(GENERATED, True)
         cursor.insertText(text, generated)  # plain text, never markup
         self.editor.setTextCursor(cursor)
         self.editor.ensureCursorVisible()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._colour_generated_text()
+
+    def _colour_generated_text(self) -> None:
+        """Give the model's words so far the shown look's colour (after a theme switch)."""
+        colour = QColor(TEXT_COLOURS[scheme_of(self.palette())]["quality"])
+        document = self.editor.document()
+        spans = []  # found first, coloured after: colouring splits and merges fragments
+        block = document.begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                fmt = fragment.charFormat()
+                if fmt.boolProperty(GENERATED) and fmt.foreground().color() != colour:
+                    spans.append((fragment.position(), fragment.length()))
+                it += 1
+            block = block.next()
+        recoloured = QTextCharFormat()
+        recoloured.setForeground(colour)
+        for start, length in spans:
+            cursor = QTextCursor(document)
+            cursor.setPosition(start)
+            cursor.setPosition(start + length, QTextCursor.MoveMode.KeepAnchor)
+            cursor.mergeCharFormat(recoloured)
 
     def _on_session_generating_changed(self, generating: bool) -> None:
         self.editor.setReadOnly(generating)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QRect, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter
+from PySide6.QtGui import QFont, QFontMetrics, QPainter
 
 from app.chats.records import CUT, STREAMING, Message
+from app.ui.chat.chat_colours import ChatColours
 
 # What a button asks for (the page and the session handle them).
 COPY, EDIT, REGENERATE, PREVIOUS, NEXT = "copy", "edit", "regenerate", "previous", "next"
@@ -27,10 +28,6 @@ _LABELS = {
     PREVIOUS: "‹",
     NEXT: "›",
 }
-BUTTON_TEXT = QColor("#2f6fdb")
-BUTTON_BORDER = QColor("#d6dbe3")
-DISABLED_TEXT = QColor("#b8bec8")
-VERSION_TEXT = QColor("#57606a")
 GAP = 6
 
 
@@ -87,17 +84,20 @@ def lay_out_buttons(
     return tuple(buttons)
 
 
-def paint_buttons(painter: QPainter, buttons: tuple[ActionButton, ...], font: QFont) -> None:
+def paint_buttons(
+    painter: QPainter, buttons: tuple[ActionButton, ...], font: QFont, colours: ChatColours
+) -> None:
+    """Draw `buttons` in the look's `colours` (the version number on the view itself)."""
     painter.save()
     painter.setFont(font)
     for button in buttons:
         if button.name != VERSION:
-            painter.setPen(BUTTON_BORDER)
-            painter.setBrush(QColor("#ffffff"))
+            painter.setPen(colours.button_border)
+            painter.setBrush(colours.button)
             painter.drawRoundedRect(button.rect.adjusted(0, 0, -1, -1), 5, 5)
-            painter.setPen(BUTTON_TEXT if button.enabled else DISABLED_TEXT)
+            painter.setPen(colours.button_text if button.enabled else colours.disabled)
         else:
-            painter.setPen(VERSION_TEXT)
+            painter.setPen(colours.muted)
         painter.drawText(button.rect, Qt.AlignmentFlag.AlignCenter, button.label)
     painter.restore()
 

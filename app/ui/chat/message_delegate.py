@@ -21,12 +21,10 @@ from PySide6.QtCore import (
     QPoint,
     QRect,
     QSize,
-    Qt,
     Signal,
 )
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
-    QColor,
     QFont,
     QFontMetrics,
     QGuiApplication,
@@ -45,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from app.chats.records import FAILED, STREAMING, Message
 from app.ui.chat import code_blocks, message_actions
+from app.ui.chat.chat_colours import chat_colours
 from app.ui.chat.message_actions import (
     CONTINUE,
     COPY,
@@ -57,8 +56,8 @@ from app.ui.chat.message_actions import (
     lay_out_buttons,
     paint_buttons,
 )
-from app.ui.chat.message_document import ERROR, MessageDocuments, RenderedMessage
-from app.ui.chat.message_footer import paint_footer, paint_ring, short_model
+from app.ui.chat.message_document import MessageDocuments, RenderedMessage
+from app.ui.chat.message_footer import paint_footer, paint_header, paint_ring
 from app.ui.chat.message_model import (
     IsLastAssistantRole,
     MessageListModel,
@@ -74,14 +73,6 @@ MAX_COLUMN = 820  # readable line length on wide windows
 ROW_GAP = 10
 PAD_H, PAD_V = 14, 10
 USER_MAX_FRACTION = 0.8
-
-USER_BUBBLE = QColor("#dce7fd")
-USER_BORDER = QColor("#c7d7f7")
-ASSISTANT_BUBBLE = QColor("#ffffff")
-ASSISTANT_BORDER = QColor("#e3e6eb")
-TEXT = QColor("#1f2328")
-EDITING_BORDER = QColor("#2f6fdb")  # the accent: this message is in the input, being edited
-MUTED = QColor("#6b7280")
 
 __all__ = ["CONTINUE", "COPY", "EDIT", "REGENERATE", "MessageDelegate"]  # the page's action names
 
@@ -249,52 +240,41 @@ class MessageDelegate(QStyledItemDelegate):
         version: int = index.data(VersionRole)
         is_last = bool(index.data(IsLastAssistantRole))
         lay = self._layout(option.rect, message, version, is_last)
+        # The look's colours; documents coloured for the other look are written again.
+        self._documents.follow(chat_colours(option.palette))
+        colours = self._documents.colours
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setFont(self._header_font)
-        # The name sits on the view's background, not in a bubble: the theme's text colour.
-        painter.setPen(option.palette.color(QPalette.ColorRole.WindowText))
         editing = message.id == self.editing_id
-        name = ("Editing: you" if editing else "You") if message.role == "user" else "Assistant"
-        if message.role == "assistant" and message.model:
-            name += "  "
-        align = Qt.AlignmentFlag.AlignVCenter | (
-            Qt.AlignmentFlag.AlignRight if message.role == "user" else Qt.AlignmentFlag.AlignLeft
+        paint_header(
+            painter, lay.header, message, editing, (self._header_font, self._small_font), colours
         )
-        painter.drawText(lay.header, align, name)
-        if message.role == "assistant" and message.model:
-            painter.setFont(self._small_font)
-            painter.setPen(MUTED)
-            offset = QFontMetrics(self._header_font).horizontalAdvance(name)
-            painter.drawText(
-                lay.header.adjusted(offset, 0, 0, 0),
-                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                short_model(message.model),
-            )
-        user = message.role == "user"
         border = (
-            QPen(EDITING_BORDER, 2.0)
+            QPen(colours.accent, 2.0)
             if editing
-            else QPen(USER_BORDER if user else ASSISTANT_BORDER)
+            else QPen(colours.user_border if message.role == "user" else colours.reply_border)
         )
         painter.setPen(border)
-        painter.setBrush(USER_BUBBLE if user else ASSISTANT_BUBBLE)
+        painter.setBrush(colours.user_bubble if message.role == "user" else colours.reply_bubble)
         painter.drawRoundedRect(lay.bubble.adjusted(1, 1, -1, -1), 10, 10)
         rendered = self._rendered(message, version, self._column(option.rect).width())
         doc = rendered.doc
         if rendered.code and not rendered.highlighted:
-            code_blocks.highlight(doc, rendered.code)  # colours only: the height is unchanged
+            # colours only: the height is unchanged
+            code_blocks.highlight(doc, rendered.code, colours.code_style)
             rendered.highlighted = True
         painter.translate(float(lay.doc_origin.x()), float(lay.doc_origin.y()))
         painter.setClipRect(QRect(0, 0, lay.bubble.width() - 2 * PAD_H, lay.bubble.height()))
         copied = self._copied[1] if self._copied and self._copied[0] == message.id else None
-        code_blocks.paint_frames(painter, doc, rendered.code, self._small_font, copied)
+        code_blocks.paint_frames(painter, doc, rendered.code, self._small_font, colours, copied)
         context = QAbstractTextDocumentLayout.PaintContext()
         placeholder = not message.content and message.status == STREAMING
-        context.palette.setColor(QPalette.ColorRole.Text, MUTED if placeholder else TEXT)
+        context.palette.setColor(
+            QPalette.ColorRole.Text, colours.muted if placeholder else colours.text
+        )
         doc.documentLayout().draw(painter, context)
         painter.restore()
-        paint_buttons(painter, lay.buttons, self._small_font)
+        paint_buttons(painter, lay.buttons, self._small_font, colours)
         if self.focus is not None and self.focus[0] == message.id:
             target = self.focus[1]
             ring = (
@@ -305,11 +285,11 @@ class MessageDelegate(QStyledItemDelegate):
                 else next((b.rect for b in lay.buttons if b.name == target), None)
             )
             if ring is not None:
-                paint_ring(painter, ring, EDITING_BORDER)
+                paint_ring(painter, ring, colours.accent)
         if message.role == "assistant":
             left = lay.buttons[-1].rect.right() + 10 if lay.buttons else lay.footer.left() + 4
             stats = lay.footer.adjusted(left - lay.footer.left(), 0, 0, 0)
-            colour = ERROR if message.status == FAILED else MUTED
+            colour = colours.error if message.status == FAILED else colours.muted
             paint_footer(painter, stats, message, self._small_font, colour)
 
     def editorEvent(
@@ -364,6 +344,11 @@ class MessageDelegate(QStyledItemDelegate):
         message: Message = index.data(MessageRole)
         lay = self._layout(rect, message, index.data(VersionRole), index.data(IsLastAssistantRole))
         return lay.bubble, lay.buttons
+
+    def document(self, rect: QRect, index: QModelIndex | QPersistentModelIndex) -> QTextDocument:
+        """The text painted in the message's bubble, as laid out (tests read its colours)."""
+        message: Message = index.data(MessageRole)
+        return self._document(message, index.data(VersionRole), self._column(rect).width())
 
     def code_count(self, rect: QRect, index: QModelIndex | QPersistentModelIndex) -> int:
         """How many code blocks (each with its Copy button) the message shows."""

@@ -11,10 +11,11 @@ from PySide6.QtGui import QColor, QFont, QTextCharFormat, QTextCursor, QTextDocu
 
 from app.chats.records import FAILED, STREAMING, Message
 from app.ui.chat import code_blocks
+from app.ui.chat.chat_colours import ChatColours, colours_for
 from app.ui.chat.code_blocks import CodeBlock
+from app.ui.theme_colours import LIGHT
 
 DOC_CACHE_SIZE = 300
-ERROR = QColor("#b42318")
 
 
 @dataclass
@@ -35,6 +36,7 @@ class MessageDocuments:
     def __init__(self, font: QFont) -> None:
         self._font = font
         self._docs: OrderedDict[int, RenderedMessage] = OrderedDict()  # message id -> document
+        self._colours = colours_for(LIGHT)  # the look documents are written and coloured for
         self.built: dict[int, int] = {}  # message id -> documents built (for tests and stats)
 
     def __len__(self) -> int:
@@ -49,7 +51,7 @@ class MessageDocuments:
         if cached is not None and (cached.version, cached.column_width) == (version, column_width):
             self._docs.move_to_end(message.id)
             return cached
-        doc, code = _document(message, self._font, text_width)
+        doc, code = _document(message, self._font, text_width, self._colours.error)
         rendered = RenderedMessage(version, column_width, doc, code)
         self._docs[message.id] = rendered  # replaces an older version's
         self._docs.move_to_end(message.id)
@@ -64,9 +66,21 @@ class MessageDocuments:
     def clear(self) -> None:
         self._docs.clear()
 
+    @property
+    def colours(self) -> ChatColours:
+        return self._colours
+
+    def follow(self, colours: ChatColours) -> None:
+        """Write and colour documents in the look of `colours` from now on: those of another
+        look (their failure text, their code's colours) are dropped, to be written again;
+        the sizes measured stay, as only colours change."""
+        if colours.scheme != self._colours.scheme:
+            self._colours = colours
+            self._docs.clear()
+
 
 def _document(
-    message: Message, font: QFont, max_width: int
+    message: Message, font: QFont, max_width: int, error: QColor
 ) -> tuple[QTextDocument, tuple[CodeBlock, ...]]:
     doc = QTextDocument()
     code: tuple[CodeBlock, ...] = ()
@@ -81,7 +95,7 @@ def _document(
         doc.setMarkdown(hard_line_breaks(text), QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
         code = code_blocks.frame_code_blocks(doc, text)
     if message.status == FAILED and message.error:
-        _add_failure(doc, message.error)
+        _add_failure(doc, message.error, error)
     doc.setTextWidth(max_width)
     if message.role == "user":  # shrink the bubble to the text
         doc.setTextWidth(min(max_width, max(24.0, doc.idealWidth() + 1)))
@@ -102,7 +116,7 @@ def hard_line_breaks(text: str) -> str:
     return "\n".join(lines)
 
 
-def _add_failure(doc: QTextDocument, reason: str) -> None:
+def _add_failure(doc: QTextDocument, reason: str, colour: QColor) -> None:
     """Why the reply failed, after any text it had: plain text (it may quote a file's own
     words) in the error colour."""
     cursor = QTextCursor(doc)
@@ -110,5 +124,5 @@ def _add_failure(doc: QTextDocument, reason: str) -> None:
     if not doc.isEmpty():
         cursor.insertBlock()
     failed = QTextCharFormat()
-    failed.setForeground(ERROR)
+    failed.setForeground(colour)
     cursor.insertText(f"⚠ The reply failed: {reason}", failed)

@@ -1,5 +1,6 @@
-"""The words under a reply (its numbers and what became of it), the model's short name in its
-header, and the keyboard's focus ring: small pieces of the delegate's painting."""
+"""The words under a reply (its numbers and what became of it), a message's header (who wrote
+it, the model's short name), and the keyboard's focus ring: small pieces of the delegate's
+painting."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 
 from app.chats.records import CUT, DONE, FAILED, INTERRUPTED, STOPPED, STREAMING, Message
+from app.ui.chat.chat_colours import ChatColours
 
 
 def footer_text(message: Message) -> str:
@@ -48,6 +50,37 @@ def paint_footer(
     elided = QFontMetrics(font).elidedText(footer, Qt.TextElideMode.ElideRight, rect.width())
     painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, elided)
     painter.restore()
+
+
+def paint_header(
+    painter: QPainter,
+    rect: QRect,
+    message: Message,
+    editing: bool,
+    fonts: tuple[QFont, QFont],
+    colours: ChatColours,
+) -> None:
+    """ "You" or "Assistant" (and the model's short name) above the bubble, on the view;
+    `fonts`: the header's and the small one."""
+    header_font, small_font = fonts
+    painter.setFont(header_font)
+    painter.setPen(colours.text)
+    name = ("Editing: you" if editing else "You") if message.role == "user" else "Assistant"
+    if message.role == "assistant" and message.model:
+        name += "  "
+    align = Qt.AlignmentFlag.AlignVCenter | (
+        Qt.AlignmentFlag.AlignRight if message.role == "user" else Qt.AlignmentFlag.AlignLeft
+    )
+    painter.drawText(rect, align, name)
+    if message.role == "assistant" and message.model:
+        painter.setFont(small_font)
+        painter.setPen(colours.muted)
+        offset = QFontMetrics(header_font).horizontalAdvance(name)
+        painter.drawText(
+            rect.adjusted(offset, 0, 0, 0),
+            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+            short_model(message.model),
+        )
 
 
 def paint_ring(painter: QPainter, rect: QRect, colour: QColor) -> None:

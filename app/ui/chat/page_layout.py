@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -17,11 +17,36 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-EMPTY_STATE = (
-    "<div style='font-size:17pt; font-weight:600; color:#1f2328'>Start a conversation</div>"
-    "<div style='color:#6b7280; margin-top:6px'>Messages stay on this computer, "
-    "saved as they stream.</div>"
-)
+from app.ui.theme_colours import TEXT_COLOURS, scheme_of
+
+
+def empty_state_html(scheme: str) -> str:
+    """The empty chat's words in the colours of the look `scheme` ("light" or "dark")."""
+    words = TEXT_COLOURS[scheme]
+    return (
+        f"<div style='font-size:17pt; font-weight:600; color:{words['text']}'>"
+        "Start a conversation</div>"
+        f"<div style='color:{words['hint']}; margin-top:6px'>Messages stay on this computer, "
+        "saved as they stream.</div>"
+    )
+
+
+class EmptyState(QLabel):
+    """What the chat shows before its first message; rich text names its colours, so they
+    are written again for the look whenever the palette changes (a theme switch)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("emptyState")
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setText(empty_state_html(scheme_of(self.palette())))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self.setText(empty_state_html(scheme_of(self.palette())))
+
+
 EDITING = "Editing a message: Enter resends it (later messages are replaced), Esc cancels."
 
 
@@ -51,9 +76,7 @@ def lay_out(
     stays while the chat is open), the engine-stopped notice; `sides`: the
     conversation list, the settings panel (hidden until asked for)."""
     top = _header(*header)
-    empty_state = QLabel(EMPTY_STATE)
-    empty_state.setAlignment(Qt.AlignmentFlag.AlignCenter)
-    empty_state.setObjectName("emptyState")
+    empty_state = EmptyState()
     stack = QStackedWidget()
     stack.addWidget(empty_state)
     stack.addWidget(view)
