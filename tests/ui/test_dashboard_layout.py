@@ -1,6 +1,7 @@
 """The Dashboard in the real app at the smallest supported window (1024x640) and a common
 desktop (1920x1080): nothing squeezed, and without scrolling the sentence about the model,
-both charts' plot areas and the Compare button are on screen (issue 12, point 4)."""
+both charts' plot areas and the Compare button are on screen (issue 12, point 4); the
+lesson (issue 28) comes after Compare, whole on screen once scrolled to."""
 
 from __future__ import annotations
 
@@ -56,6 +57,14 @@ def test_dashboard_fits_with_the_starter_loaded(loaded_chat_app, size) -> None:
     memory_top = page.memory_chart.mapTo(page.content, page.memory_chart.rect().topLeft())
     kv_top = page.kv_panel.plot.mapTo(page.content, page.kv_panel.plot.rect().topLeft())
     assert abs(memory_top.y() - kv_top.y()) < 5 and kv_top.x() > memory_top.x()
+    # The lesson comes after Compare; scrolled to, its sentences and chart are whole on screen.
+    lesson, run = page.lesson, page.compare.run_button
+    lesson_top = lesson.mapTo(page.content, lesson.rect().topLeft()).y()
+    assert run.mapTo(page.content, run.rect().bottomLeft()).y() < lesson_top
+    page.scroll_area.ensureWidgetVisible(lesson, 0, 0)
+    for part in (lesson.text, lesson.chart):
+        assert part.isVisible() and _visible_height(page, part, part.rect()) == part.height()
+    page.scroll_area.verticalScrollBar().setValue(0)
 
 
 def test_dashboard_without_a_model_says_what_to_do_and_fits(chat_app) -> None:

@@ -91,7 +91,12 @@ class LessonChart(QWidget):
             )
             # Log scale from 1 KiB: a tile and a whole matrix on one axis.
             width = span * max(0.02, (math.log10(max(n_bytes, 1)) - 3) / max(top - 3, 1e-9))
-            painter.fillRect(QRectF(label_width, y + row * 0.2, width, row * 0.6), QColor(colour))
+            if n_bytes == 0:  # nothing read yet: no bar, only its "0 B"
+                width = 0.0
+            else:
+                painter.fillRect(
+                    QRectF(label_width, y + row * 0.2, width, row * 0.6), QColor(colour)
+                )
             painter.drawText(
                 QRectF(label_width + width + 6, y, value_width, row),
                 int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),

@@ -1,7 +1,8 @@
 """The Dashboard page: one sentence about the loaded model's KV cache (details behind a
 toggle), live memory of the engine with load / prompt / generation markers beside the KV
 cache as the context fills (loaded K/V types next to f16/f16), a warning when the int8-K
-kernel is not what runs, and the measured Compare run with its estimated time.
+kernel is not what runs, the measured Compare run with its estimated time, and below it
+the lesson (why Flash Attention and the 8-bit K cache matter, in this model's numbers).
 
 Sampling runs on a thread (app.services.memory_sampler); this page redraws from its ring
 buffer on a 10 Hz QTimer, so neither sampling nor streaming tokens can stall the GUI.
@@ -131,12 +132,14 @@ class DashboardPage(QWidget):
         layout.addLayout(self.charts, 3)
         layout.addWidget(self.devices_panel)
         layout.addWidget(self.kv_panel.info)
-        self.lesson = LessonPanel(self.client)  # why FA and int8-K matter, in this model's numbers
-        layout.addWidget(section_title("Why Flash Attention and the 8-bit K cache matter"))
-        layout.addWidget(self.lesson)
         layout.addWidget(self._rule())
         layout.addWidget(section_title("Compare KV modes - measured, one fresh engine per mode"))
         layout.addWidget(self.compare, 2)
+        # Last, below the fold at 1024x640: Run comparison stays on screen on arrival.
+        self.lesson = LessonPanel(self.client)  # why FA and int8-K matter, in this model's numbers
+        layout.addWidget(self._rule())
+        layout.addWidget(section_title("Why Flash Attention and the 8-bit K cache matter"))
+        layout.addWidget(self.lesson)
         self.content = content
 
         self.scroll_area = QScrollArea()
