@@ -18,8 +18,15 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from app.backends.install import ProgressFn, archive_name, check_url
+from app.backends.install import (
+    ProgressFn,
+    archive_name,
+    check_url,
+    fetch_package,
+    untrusted_certificate,
+)
 from app.backends.package_archive import ExpectedPackage
 from app.backends.package_index import (
     INDEX_NAME,
@@ -32,7 +39,7 @@ from app.backends.signing import SignatureError, trusted_keys
 from app.backends.store import BackendStore, InstalledBackend, Probe
 from app.models.hub.download_control import DownloadCancelled, DownloadControl
 from app.models.hub.partial_file import FetchTarget
-from app.models.hub.transfer import check_free_space, fetch
+from app.models.hub.transfer import check_free_space
 from app.platform.errors import AppError, ChecksumMismatchError, DownloadError
 
 log = logging.getLogger(__name__)
@@ -77,6 +84,10 @@ def fetch_index(url: str | None = None) -> PackageIndex:
             "install a package from a file instead."
         ) from None
     except (httpx2.TransportError, httpx2.TimeoutException) as error:
+        server = f"The package index's server {urlsplit(url).hostname or url}"
+        untrusted = untrusted_certificate(server, error)
+        if untrusted is not None:
+            raise untrusted from None
         raise DownloadError(
             f"Could not read the package index at {url[:100]} ({type(error).__name__}); check "
             "the network connection."
@@ -115,7 +126,7 @@ def install_entry(
     )
     progress = (lambda done: on_progress(done, entry.size)) if on_progress else None
     try:
-        fetch(target, token=None, control=control or DownloadControl(), on_progress=progress)
+        fetch_package(target, control or DownloadControl(), progress)
         target.incomplete.rename(archive)
         expected = ExpectedPackage(entry.variant, entry.version)
         added = store.add(archive, probe, expected=expected)

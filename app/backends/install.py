@@ -2,13 +2,15 @@
 
     install_file(store, archive, probe)                         # a .tar.gz on disk
     install_url(store, url, probe, control=..., on_progress=...) # downloaded first, then the same
+    with downloaded_package(store, url) as archive: ...         # `kvstudio backend add URL`
 
 Both go through BackendStore.add (every file checked against the manifest's sha256, a test load
 in a child process) and then BackendStore.use (which hashes and loads it again before it becomes
 the choice): any failure raises one sentence and leaves the previous backend chosen. A URL is
 fetched only here, only when the user asked, with the Hub downloader's own transfer code
 (resumable, cancellable, no Hugging Face token sent), into a hidden folder under the backends
-folder that is removed afterwards.
+folder that is removed afterwards. A certificate this computer does not trust is named as one,
+as the Hub's downloads do (untrusted_certificate), not as a network fault.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from app.backends.store import BackendStore, InstalledBackend, Probe
+from app.models.hub.api_get import certificate_problem
 from app.models.hub.download_control import DownloadControl
 from app.models.hub.partial_file import FetchTarget
 from app.models.hub.transfer import check_free_space, fetch
@@ -77,6 +81,20 @@ def install_url(
 ) -> InstalledBackend:
     """Download the package at `url`, then install_file it. `control.cancel()` stops the
     download (it raises app.models.hub.download_control.DownloadCancelled) and nothing changes."""
+    with downloaded_package(store, url, control=control, on_progress=on_progress) as archive:
+        return install_file(store, archive, probe)
+
+
+@contextmanager
+def downloaded_package(
+    store: BackendStore,
+    url: str,
+    *,
+    control: DownloadControl | None = None,
+    on_progress: ProgressFn | None = None,
+) -> Iterator[Path]:
+    """The package at `url`, downloaded into a hidden folder of the backends folder that is
+    removed when the block ends (`kvstudio backend add URL` adds it from there)."""
     url = check_url(url)
     control = control or DownloadControl()
     name = archive_name(url)
@@ -97,11 +115,39 @@ def install_url(
             send_auth=False,
         )
         progress = (lambda done: on_progress(done, total)) if on_progress else None
-        fetch(target, token=None, control=control, on_progress=progress)
+        fetch_package(target, control, progress)
         target.incomplete.rename(archive)
-        return install_file(store, archive, probe)
+        yield archive
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def untrusted_certificate(host: str, error: BaseException) -> DownloadError | None:
+    """The sentence for `error` when it (or what it wraps) is a certificate this computer does
+    not trust; None for any other failure. Behind a network that inspects HTTPS with its own
+    certificate the fix is adding that certificate, not checking the connection."""
+    why = certificate_problem(error)
+    if why is None:
+        return None
+    return DownloadError(
+        f"{host} sent a certificate this computer does not trust ({why}); if your network "
+        "inspects HTTPS with its own certificate, add it to the system's certificate store, "
+        "then try again."
+    )
+
+
+def fetch_package(
+    target: FetchTarget, control: DownloadControl, on_progress: Callable[[int], None] | None
+) -> None:
+    """The Hub downloader's fetch, with a certificate failure named for the package's host (the
+    downloader's own sentence names Hugging Face)."""
+    try:
+        fetch(target, token=None, control=control, on_progress=on_progress)
+    except DownloadError as error:
+        named = untrusted_certificate(urlsplit(target.url).hostname or target.url, error)
+        if named is not None:
+            raise named from error
+        raise
 
 
 def _size_and_location(url: str, name: str) -> tuple[str, int]:
@@ -125,6 +171,8 @@ def _size_and_location(url: str, name: str) -> tuple[str, int]:
             "install the package from a file instead."
         ) from None
     except (httpx2.TransportError, httpx2.TimeoutException) as error:
+        if (untrusted := untrusted_certificate(host, error)) is not None:
+            raise untrusted from None
         raise DownloadError(
             f"Could not reach {host} ({type(error).__name__}); check the address and the "
             "network connection."

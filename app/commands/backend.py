@@ -1,11 +1,13 @@
-"""`kvstudio backend ls | use NAME | add ARCHIVE | verify [NAME] | rm NAME`: the llama.cpp builds.
+"""`kvstudio backend ls | use NAME | add FILE|URL | verify [NAME] | rm NAME`: llama.cpp builds.
 
 A backend package (built with `python -m kernels package VARIANT`) holds llama.cpp's libraries
 for one variant; the engine runs the one chosen here, the GUI's Backends panel shows the same.
 A package must be signed with a key the app trusts (app/backends/signing.py); one that is not,
 or does not match its signed manifest, or does not load, is refused and the previous backend
 stays in use (exit 2). `add --allow-unsigned` takes an unsigned package (one you built), with a
-warning; a wrongly signed one is refused all the same.
+warning; a wrongly signed one is refused all the same. `add https://…` downloads the archive first
+(app/backends/install.py: https only, or http from this machine) into a hidden folder that is
+removed afterwards.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.backends.install import downloaded_package
 from app.backends.manifest import built_in_kernel
-from app.backends.store import BackendStore, built_in_folder
+from app.backends.store import BackendStore, InstalledBackend, built_in_folder
 from app.commands import print_error
 from app.engine.backend_probe import probe
 from app.engine.backend_verify import verify
@@ -40,8 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("ls", help="the installed backends; * marks the one the engine runs")
     use = sub.add_parser("use", help="run the engine on this backend (checked and loaded first)")
     use.add_argument("name")
-    add = sub.add_parser("add", help="install a backend package archive (.tar.gz)")
-    add.add_argument("archive", type=Path)
+    add = sub.add_parser(
+        "add", help="install a backend package archive (.tar.gz, or its https:// address)"
+    )
+    add.add_argument("archive")
     add.add_argument("--use", action="store_true", help="and switch to it")
     add.add_argument(
         "--allow-unsigned",
@@ -69,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.action == "add":
             if args.allow_unsigned:
                 print(UNSIGNED_WARNING, file=sys.stderr)
-            backend = store.add(args.archive, probe, allow_unsigned=args.allow_unsigned)
+            backend = _add(store, args.archive, allow_unsigned=args.allow_unsigned)
             if args.use:
                 store.use(backend.name, probe)
                 print(f"Added the {backend.name} backend; the engine now runs it.")
@@ -88,6 +93,14 @@ def run(args: argparse.Namespace) -> int:
         print_error(error)
         return 2
     return 0
+
+
+def _add(store: BackendStore, archive: str, *, allow_unsigned: bool) -> InstalledBackend:
+    """The package in the file `archive`, or at the address, added (not yet chosen)."""
+    if not archive.startswith(("https://", "http://")):
+        return store.add(Path(archive), probe, allow_unsigned=allow_unsigned)
+    with downloaded_package(store, archive) as downloaded:
+        return store.add(downloaded, probe, allow_unsigned=allow_unsigned)
 
 
 def _list(store: BackendStore) -> None:

@@ -1,7 +1,7 @@
 """A folder served over HTTP on 127.0.0.1 the way GitHub serves release assets: GET and HEAD,
 `Range: bytes=N-` answered with 206 and Content-Range, Content-Length always. A fault knob cuts a
 file's body once after n bytes (the downloader must resume from there), and every request is
-logged with its Range, so a test can see the resume happen.
+logged with its Range, so a test can see the resume happen. `tls=` serves it over HTTPS.
 
     with ReleaseServer(folder) as server:
         server.cut_after["kvstudio-backend-cpu-....tar.gz"] = [1_000_000]
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import ssl
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,20 +23,31 @@ from typing import Self
 class ReleaseServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, tls: ssl.SSLContext | None = None) -> None:
         self.folder = folder
+        self.scheme = "https" if tls is not None else "http"
         self.cut_after: dict[str, list[int]] = {}
         self.log: list[tuple[str, str, str]] = []  # (method, file name, Range header or "")
         self._thread: threading.Thread | None = None
         super().__init__(("127.0.0.1", 0), _Handler)
+        if tls is not None:
+            # The handshake runs on the handler's thread (first read), not in accept().
+            self.socket = tls.wrap_socket(
+                self.socket, server_side=True, do_handshake_on_connect=False
+            )
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.server_address[1]}"
 
     def gets(self, name: str) -> list[str]:
         """The Range header of each GET of `name`, in order ("" for the whole file)."""
         return [r for method, n, r in self.log if method == "GET" and n == name]
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], ssl.SSLError | ConnectionError):
+            return  # a client that refuses the certificate ends the handshake: expected
+        super().handle_error(request, client_address)
 
     def __enter__(self) -> Self:
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
