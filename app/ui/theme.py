@@ -3,8 +3,9 @@
 Each look is a stylesheet and a matching palette: the stylesheet names the app's own widgets,
 the palette covers everything it does not (dialogs, menus, tooltips, spin boxes) and the
 `palette(...)` colours pages use in their own styles. The colours no style sheet reaches
-(rich text, charts, the chat's painted messages) are in app/ui/theme_colours.py. "Follow the system" reads Qt's colour
-scheme (QStyleHints.colorScheme, Qt 6.5+) and follows its colorSchemeChanged signal.
+(rich text, charts, the chat's painted messages) are in app/ui/theme_colours.py. "Follow the
+system" reads Qt's colour scheme (QStyleHints.colorScheme, Qt 6.5+) and follows its
+colorSchemeChanged signal.
 
     theme = ThemeController(settings)   # app/gui.py, once per window
     theme.apply()                       # at start: the remembered choice

@@ -23,8 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.engine.messages import Loaded
+from app.engine.messages import Finished, Loaded
 from app.kv.fit_estimator import FitEstimator
+from app.load.fit_speed import kv_bytes_in_use, measured_bandwidth
 from app.models.download_queue import DEFAULT_MAX_PARALLEL, QUEUE_FILE
 from app.models.hub import (
     GgufEntry,
@@ -99,6 +100,7 @@ class ModelsPage(QWidget):
         super().__init__(parent)
         self.bridge = bridge
         self._shut_down = False
+        self._loaded: Loaded | None = None  # the engine's model: its decodes measure bandwidth
         self._last_destination: Path | None = None
         self.runner = TaskRunner(self)
         self.folders = ModelFolders(data_dir)
@@ -251,9 +253,28 @@ class ModelsPage(QWidget):
 
     def on_engine_model_loaded(self, loaded: Loaded) -> None:
         self.library_view.set_loaded_path(Path(loaded.model_path))
+        self._loaded = loaded
+
+    def on_engine_reply_finished(self, finished: Finished) -> None:
+        """A real decode: its speed times the bytes it read per token is this machine's
+        bandwidth, which the fit badges' speeds rest on from now on."""
+        loaded = self._loaded
+        if loaded is None or finished.generated_tokens < 2:
+            return
+        try:
+            weights = Path(loaded.model_path).stat().st_size
+        except OSError:
+            return
+        kv = kv_bytes_in_use(((c.total_bytes, c.cells) for c in loaded.kv_caches), finished.n_past)
+        on_gpu = loaded.options.n_gpu_layers != 0 and self.fit_estimator.budget().on_gpu
+        name = Path(loaded.model_path).name.removesuffix(".gguf")
+        bandwidth = measured_bandwidth(finished.tokens_per_second, weights, kv, on_gpu, name)
+        if bandwidth is not None:
+            self.repo_view.set_measured_bandwidth(bandwidth)
 
     def on_engine_model_unloaded(self) -> None:
         self.library_view.set_loaded_path(None)
+        self._loaded = None  # the bandwidth it measured stays: the machine is the same
 
     def _fill_destinations(self, current: Path | None) -> None:
         combo = self.repo_view.destination_combo

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.kv.fit import MARGIN, UNSUPPORTED, FitEstimate
 from app.kv.fit_estimator import FitEstimator
+from app.load.fit_speed import Bandwidth, bandwidth_for, recommended_file
 from app.models.hub import GgufEntry, RepoFiles
 from app.platform import units as fmt
 from app.platform.errors import GatedRepoError
@@ -67,6 +68,8 @@ class RepoView(QWidget):
         self._runner = runner
         self._repo_id: str | None = None
         self._fits: dict[str, FitEstimate] = {}
+        # What a real decode of the loaded model showed (ModelsPage sets it): speeds rest on it.
+        self.measured_bandwidth: Bandwidth | None = None
 
         self._build_header(default_context)
         self._build_gate()
@@ -280,15 +283,31 @@ class RepoView(QWidget):
         if repo_id != self._repo_id or first_file not in self._entries:
             return
         self._fits[first_file] = fit
-        self.model.show_fit(first_file, fit)
+        bandwidth = bandwidth_for(fit, self.measured_bandwidth)
+        self.model.show_fit(first_file, fit, bandwidth=bandwidth)
+        self._mark_recommended()
         self.budget_label.setText(
             f"Estimates for {fit.n_ctx:,} tokens of context against {fmt.size(fit.budget.bytes)} "
             f"{budget_text(fit.budget)} (fits: within {100 - round(MARGIN * 100)}% of it; "
-            "tight: up to all of it)."
+            f"tight: up to all of it). Speeds at {bandwidth.describe()}."
         )
         current = self._current_entry()
         if current is not None and current.first_file == first_file:
             self._show_detail(current)
+
+    def set_measured_bandwidth(self, bandwidth: Bandwidth | None) -> None:
+        """Speeds from now on rest on `bandwidth` (a real decode's); the shown ones again."""
+        self.measured_bandwidth = bandwidth
+        for first_file, fit in list(self._fits.items()):
+            self._on_fit_done(self._repo_id, first_file, fit)
+
+    def _mark_recommended(self) -> None:
+        candidates = [
+            (name, self._entries[name][0].total_size, fit)
+            for name, fit in self._fits.items()
+            if name in self._entries
+        ]
+        self.model.mark_recommended(recommended_file(candidates, self.measured_bandwidth))
 
     def _on_fit_failed(
         self, repo_id: str | None, first_file: str, message: str, error: BaseException

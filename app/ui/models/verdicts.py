@@ -6,6 +6,7 @@ from PySide6.QtGui import QBrush, QColor, QStandardItem
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QTableWidgetItem
 
 from app.kv.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED, ModeFit
+from app.load.fit_speed import SpeedEstimate
 from app.platform import units as fmt
 from app.platform.probes import FreeMemory
 
@@ -32,12 +33,17 @@ class VerdictDelegate(QStyledItemDelegate):
         option.state &= ~QStyle.StateFlag.State_Selected
 
 
-def verdict_text(fit: ModeFit) -> str:
-    return (
+def verdict_text(fit: ModeFit, speed: SpeedEstimate | None = None) -> str:
+    """'fits · max 32K · about 40 tokens/s', or for a file that fits but decodes under
+    SLOW_TOKENS_PER_SECOND 'fits, slow: about 3.1 tokens/s'."""
+    if speed is not None and speed.slow:
+        return f"{fit.verdict}, slow: {speed.describe()}"
+    text = (
         f"{fit.verdict} · max {fmt.tokens_short(fit.largest_n_ctx)}"
         if fit.largest_n_ctx
         else fit.verdict
     )
+    return f"{text} · {speed.describe()}" if speed is not None else text
 
 
 def budget_text(budget: FreeMemory) -> str:

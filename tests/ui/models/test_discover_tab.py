@@ -221,8 +221,9 @@ def write_shaped_gguf(
     from gguf.constants import GGML_QUANT_SIZES
     from gguf.constants import GGMLQuantizationType as T
 
-    big = {"Q4_K_M": T.Q4_K, "Q8_0": T.Q8_0, "F16": T.F16}[ftype]
+    big = {"Q2_K": T.Q2_K, "Q4_K_M": T.Q4_K, "Q8_0": T.Q8_0, "F16": T.F16}[ftype]
     file_type = {
+        "Q2_K": gguf.LlamaFileType.MOSTLY_Q2_K,
         "Q4_K_M": gguf.LlamaFileType.MOSTLY_Q4_K_M,
         "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
         "F16": gguf.LlamaFileType.MOSTLY_F16,
@@ -261,7 +262,7 @@ def write_shaped_gguf(
         tensor(f"blk.{i}.ffn_up.weight", (n_ff, n_embd), big)
         tensor(f"blk.{i}.ffn_down.weight", (n_embd, n_ff), big)
     tensor("output_norm.weight", (n_embd,), T.F32)
-    tensor("output.weight", (n_vocab, n_embd), T.Q6_K if ftype == "Q4_K_M" else big)
+    tensor("output.weight", (n_vocab, n_embd), T.Q6_K if ftype in ("Q2_K", "Q4_K_M") else big)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()

@@ -1,0 +1,136 @@
+"""Fit badges that mean something: beside "fits", the decode speed this machine would give
+(memory bandwidth / bytes read per token); a file that fits but decodes under 5 tokens/s is
+marked slow; the largest quantization that fits and is not slow is "Recommended here"; and a
+real decode of the loaded model (the starter, through the real engine) replaces the default
+bandwidth with the measured one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from app.load.fit_speed import (
+    DEFAULT_BANDWIDTH,
+    SLOW_TOKENS_PER_SECOND,
+    default_bandwidth,
+    estimate_speed,
+    kv_bytes_in_use,
+)
+from app.ui.models.repo_files_model import RECOMMENDED
+from tests.ui.models.page_driver import GIB, Q8, WAIT, Budget, open_repo, shut, wait_fits
+from tests.ui.models.test_discover_tab import write_shaped_gguf
+
+SHAPES = "demo/Llama-3.1-8B-shapes-GGUF"
+
+
+def _cells(page, first_file: str) -> list[str]:
+    return [item.text() for item in page.repo_view.model.mode_items(first_file)]
+
+
+def _name(page, first_file: str) -> str:
+    return page.repo_view.model.entries[first_file][1].text()
+
+
+@pytest.fixture(scope="module")
+def shaped_files(tmp_path_factory) -> dict[str, Path]:
+    """Zero-weight GGUFs with Llama-3.1-8B shapes (real headers, sparse files): Q2_K about
+    2.9 GB, Q4_K_M 4.9 GB, Q8_0 8.5 GB."""
+    folder = tmp_path_factory.mktemp("shaped")
+    files = {}
+    for ftype in ("Q2_K", "Q4_K_M", "Q8_0"):
+        (path,) = write_shaped_gguf(folder / f"Llama-3.1-8B-shapes-{ftype}.gguf", ftype)
+        files[path.name] = path
+    return files
+
+
+def _open_shapes(qtbot, env, hub, shaped_files, monkeypatch, cap: str):
+    from app.platform.probes import read_free_memory
+    from app.ui.models.page import ModelsPage
+
+    monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", cap)
+    fake_sha = {name: f"{i + 1:064x}" for i, name in enumerate(shaped_files)}  # never fetched
+    hub.add_repo(
+        SHAPES, shaped_files, sha256=fake_sha, last_modified=datetime(2025, 9, 2, tzinfo=UTC)
+    )
+    page = ModelsPage(env / "data", budget_fn=lambda: read_free_memory(gpu=False))
+    qtbot.addWidget(page)
+    page.resize(1400, 700)
+    page.show()
+    open_repo(qtbot, page, SHAPES)
+    wait_fits(qtbot, page)
+    return page
+
+
+def test_slow_files_are_marked_and_the_largest_fast_fit_is_recommended(
+    qtbot, env, hub, shaped_files, monkeypatch
+) -> None:
+    page = _open_shapes(qtbot, env, hub, shaped_files, monkeypatch, "7GiB")
+    q2, q4, q8 = (f"Llama-3.1-8B-shapes-{t}.gguf" for t in ("Q2_K", "Q4_K_M", "Q8_0"))
+    # Nothing decoded here yet: speeds rest on the stated system-RAM default.
+    assert "20.0 GB/s, the usual system RAM figure" in page.repo_view.budget_label.text()
+    fit = page.repo_view.fit_for(q4)
+    assert [m.verdict for m in fit.modes] == ["fits"] * 3
+    speed = estimate_speed(fit.weights_bytes, fit.modes[0].kv_bytes, default_bandwidth(False))
+    assert speed.tokens_per_second < SLOW_TOKENS_PER_SECOND  # 4.9 GB per token at 20 GB/s
+    assert _cells(page, q4)[0] == f"fits, slow: {speed.describe()}"
+    assert all(", slow: about " in cell for cell in _cells(page, q4))
+    fast = _cells(page, q2)
+    assert all(cell.startswith("fits · max ") and " tokens/s" in cell for cell in fast), fast
+    assert _cells(page, q8) == ["does not fit"] * 3
+    # The rule: the largest file that fits and is not slow.
+    assert _name(page, q2).endswith(RECOMMENDED)
+    assert not _name(page, q4).endswith(RECOMMENDED) and not _name(page, q8).endswith(RECOMMENDED)
+
+    # With room for every file, Q8_0 fits too, but at about 2 tokens/s: Q2_K stays the pick.
+    monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "40GiB")
+    page.fit_estimator.refresh_budget()
+    page.repo_view.context_spin.setValue(4096 + 256)  # re-estimates every file
+    qtbot.waitUntil(lambda: _cells(page, q8)[0].startswith("fits, slow: "), timeout=WAIT)
+    qtbot.waitUntil(lambda: page.repo_view.fit_for(q2).n_ctx == 4096 + 256, timeout=WAIT)
+    assert _name(page, q2).endswith(RECOMMENDED)
+    assert page.repo_view.model.recommended == q2
+    shut(page)
+
+
+@pytest.mark.slow
+def test_a_real_decode_replaces_the_default_bandwidth(qtbot, env, starter_model_path) -> None:
+    from app.engine.messages import Generate, SamplingSettings
+    from app.load.profile import LoadProfile
+    from app.services.engine_client import EngineClient
+    from app.ui.models.page import ModelsPage
+    from tests.engine_threads import ENGINE_THREADS
+
+    engine = EngineClient()
+    page = ModelsPage(env / "data", budget_fn=Budget(8 * GIB), engine=engine)
+    qtbot.addWidget(page)
+    page.resize(1280, 700)
+    page.show()
+    open_repo(qtbot, page)
+    wait_fits(qtbot, page)
+    before = _cells(page, Q8)
+    fit = page.repo_view.fit_for(Q8)
+    default = estimate_speed(fit.weights_bytes, fit.modes[0].kv_bytes, default_bandwidth(False))
+    assert before[0].endswith(default.describe())
+    assert page.repo_view.measured_bandwidth is None
+
+    with qtbot.waitSignal(engine.model_loaded, timeout=120_000) as loaded:
+        engine.load(LoadProfile(str(starter_model_path), n_ctx=512, n_threads=ENGINE_THREADS))
+    request = Generate("speed-1", SamplingSettings(max_tokens=8, seed=1), prompt="The sea is")
+    with qtbot.waitSignal(engine.reply_finished, timeout=120_000) as finished:
+        engine.generate(request)
+    done = finished.args[0]
+    assert done.generated_tokens >= 2 and done.tokens_per_second > 0
+
+    measured = page.repo_view.measured_bandwidth
+    assert measured is not None and starter_model_path.stem in measured.measured
+    caches = ((c.total_bytes, c.cells) for c in loaded.args[0].kv_caches)
+    read = starter_model_path.stat().st_size + kv_bytes_in_use(caches, done.n_past)
+    assert measured.bytes_per_second == pytest.approx(done.tokens_per_second * read)
+    assert measured.bytes_per_second != DEFAULT_BANDWIDTH[False]
+    after = estimate_speed(fit.weights_bytes, fit.modes[0].kv_bytes, measured)
+    assert _cells(page, Q8)[0].endswith(after.describe())
+    assert "measured from" in page.repo_view.budget_label.text()
+    shut(page)
+    engine.shutdown()
