@@ -1,13 +1,18 @@
-"""The release steps for backend packages, one subcommand each; .github/workflows/release.yml
-runs exactly these, per variant, and they run here too (tests/packaging/test_release.py takes
-the CPU package through sign, index and an install from a local server).
+"""The release steps (the tag, backend packages, the signed SHA256SUMS), one subcommand each;
+.github/workflows/release.yml runs exactly these, and they run here too
+(tests/packaging/test_release.py takes the CPU package through sign, index, sums and an install
+from a local server; scripts/test_builds.py runs `build cpu` before every test run).
 
+    python scripts/release.py check-tag v0.2.0
     python scripts/release.py keygen --out KEY.pem --name kvstudio-release-2
     python scripts/release.py build cpu --out dist/backends [--root ROOT]
     python scripts/release.py sign dist/backends/*.tar.gz --version 0.2.0 --out dist/signed
     python scripts/release.py index dist/signed/*.tar.gz --base-url URL --out dist/backends.json
     python scripts/release.py sums dist/signed/* dist/installers/* dist/backends.json --out dist
     python scripts/release.py public-key
+
+`check-tag` refuses a tag that is not `v` and the app's version (app/__init__.py), which names
+the installers: a release's packages and installers carry one version.
 
 `sums` writes SHA256SUMS (`sha256sum --check` reads it) for every asset of the release, and
 SHA256SUMS.sig, the release key's raw ed25519 signature over that file, which `openssl pkeyutl
@@ -37,6 +42,7 @@ if str(ROOT) not in sys.path:
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
+from app import __version__  # noqa: E402
 from app.backends.manifest import (  # noqa: E402
     MANIFEST_NAME,
     SIGNATURE_NAME,
@@ -61,6 +67,16 @@ from app.platform.errors import BadInputError  # noqa: E402
 KEY_ENV = "KVSTUDIO_RELEASE_KEY"
 SUMS_NAME = "SHA256SUMS"
 SUMS_SIGNATURE_NAME = "SHA256SUMS.sig"
+
+
+def check_tag(tag: str) -> str:
+    """The version the tag releases, when it is the app's own; one sentence otherwise."""
+    if tag != f"v{__version__}":
+        raise BadInputError(
+            f"The tag {tag[:40]} does not match the app's version {__version__} "
+            f"(app/__init__.py); tag v{__version__} or raise the version first."
+        )
+    return __version__
 
 
 def keygen(out: Path, name: str) -> str:
@@ -208,6 +224,8 @@ def public_keys_text() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="release.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="step", required=True)
+    tag = sub.add_parser("check-tag", help="refuse a tag that is not v<the app's version>")
+    tag.add_argument("tag")
     gen = sub.add_parser("keygen", help="make a signing key; prints the line for release_keys.py")
     gen.add_argument("--out", type=Path, required=True)
     gen.add_argument("--name", required=True)
@@ -232,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("public-key", help="print the trusted release keys as PEM (for openssl)")
     args = parser.parse_args(argv)
     try:
-        if args.step == "keygen":
+        if args.step == "check-tag":
+            print(f"{args.tag} releases version {check_tag(args.tag)}.")
+        elif args.step == "keygen":
             print(keygen(args.out, args.name))
         elif args.step == "build":
             print(build(args.variant, args.out, args.root, args.jobs))

@@ -172,7 +172,7 @@ def test_the_release_workflow_runs_these_steps_for_every_variant():
     assert sorted(variants) == sorted(VARIANTS)
     runs = [run for job in workflow["jobs"].values() for run in runs_of(job)]
     steps = [r.split("scripts/release.py ")[1].split()[0] for r in runs if "release.py" in r]
-    assert steps == ["build", "sign", "index", "sums"]
+    assert steps == ["check-tag", "build", "sign", "index", "sums"]
     secret = {"KVSTUDIO_RELEASE_KEY": "${{ secrets.KVSTUDIO_RELEASE_KEY }}"}
     for job, step in (("package", "release.py sign"), ("publish", "release.py sums")):
         (found,) = [s for s in workflow["jobs"][job]["steps"] if step in s.get("run", "")]
@@ -328,3 +328,16 @@ def test_a_published_package_signed_again_with_a_new_key_trusts_only_the_new_one
     monkeypatch.setenv(DEV_KEYS_ENV, str(old_keys))
     with pytest.raises(SignatureError, match="which this app does not trust"):
         check_signature("cpu.tar.gz", manifest, signature)
+
+
+def test_a_tag_other_than_the_apps_version_is_refused():
+    from app import __version__
+
+    matching = release("check-tag", f"v{__version__}")
+    assert (
+        matching.returncode == 0
+        and matching.stdout == f"v{__version__} releases version {__version__}.\n"
+    )
+    other = release("check-tag", "v99.0.0")
+    assert other.returncode == 2 and other.stderr.count("\n") == 1, other.stderr
+    assert f"does not match the app's version {__version__}" in other.stderr
