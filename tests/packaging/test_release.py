@@ -180,12 +180,14 @@ def test_the_release_workflow_runs_these_steps_for_every_variant():
 
 
 def test_the_release_publishes_the_installers_ci_builds_with_their_sums():
-    """The installer jobs run the scripts CI runs here, upload what those scripts name, and the
+    """The installer jobs run the build CI runs here, upload what it names, and the
     last job lists every uploaded installer and package in SHA256SUMS before publishing."""
     from app import __version__
 
     jobs = release_workflow()["jobs"]
-    assert any("packaging/check_linux.py --out dist" in r for r in runs_of(jobs["linux-app"]))
+    linux = runs_of(jobs["linux-app"])
+    assert any("packaging/build.py --platform linux --out dist" in r for r in linux)
+    assert any("dist/KVStudio.AppDir/AppRun selftest" in r for r in linux)
     windows = runs_of(jobs["windows-app"])
     assert any("packaging/build.py --platform windows --out dist" in r for r in windows)
     base = linux_artifacts.base_name(__version__)
