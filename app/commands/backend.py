@@ -7,7 +7,7 @@ or does not match its signed manifest, or does not load, is refused and the prev
 stays in use (exit 2). `add --allow-unsigned` takes an unsigned package (one you built), with a
 warning; a wrongly signed one is refused all the same. `add https://…` downloads the archive first
 (app/backends/install.py: https only, or http from this machine) into a hidden folder that is
-removed afterwards.
+removed afterwards, its progress on one self-rewriting line when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.backends.install import downloaded_package
+from app.backends.install import archive_name, downloaded_package
 from app.backends.manifest import built_in_kernel
 from app.backends.store import BackendStore, InstalledBackend, built_in_folder
 from app.commands import print_error
@@ -27,6 +27,7 @@ from app.platform.errors import AppError
 from app.platform.paths import data_dir
 from app.platform.safe_text import safe_text
 from app.platform.text_table import aligned_rows
+from app.platform.units import size
 
 if TYPE_CHECKING:
     from app.backends.store import BackendStore
@@ -99,8 +100,32 @@ def _add(store: BackendStore, archive: str, *, allow_unsigned: bool) -> Installe
     """The package in the file `archive`, or at the address, added (not yet chosen)."""
     if not archive.startswith(("https://", "http://")):
         return store.add(Path(archive), probe, allow_unsigned=allow_unsigned)
-    with downloaded_package(store, archive) as downloaded:
-        return store.add(downloaded, probe, allow_unsigned=allow_unsigned)
+    line = _ProgressLine(archive_name(archive)) if sys.stderr.isatty() else None
+    try:
+        with downloaded_package(store, archive, on_progress=line) as downloaded:
+            return store.add(downloaded, probe, allow_unsigned=allow_unsigned)
+    finally:
+        if line is not None:
+            line.end()
+
+
+class _ProgressLine:
+    """`NAME: 42% of 66.0 MiB` on stderr, rewritten in place as the download grows (a terminal
+    only: a script reading stderr gets the one-sentence result alone)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        text = f"{self.name}: {percent}% of {size(total)}"
+        print(f"\r{text}\033[K", end="", file=sys.stderr, flush=True)
+        self.drawn = True
+
+    def end(self) -> None:
+        if self.drawn:
+            print(file=sys.stderr)  # what comes next starts on a line of its own
 
 
 def _list(store: BackendStore) -> None:
