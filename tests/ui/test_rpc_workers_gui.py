@@ -49,6 +49,7 @@ def _open_dialog(qtbot, app):
     if dialog.facts is None:
         with qtbot.waitSignal(dialog.model_read, timeout=LOAD_TIMEOUT_MS):
             pass
+    dialog.workers_box.section.toggle.click()  # the user opens Workers (closed unless used)
     return dialog
 
 

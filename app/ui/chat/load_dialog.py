@@ -44,6 +44,7 @@ from app.services.tasks import TaskRunner
 from app.state.settings import Settings
 from app.ui.chat.kv_choice import KvChoice
 from app.ui.chat.load_fit import FitLine
+from app.ui.chat.load_words import DIALOG_ADVICE, load_word
 from app.ui.chat.model_picker import STARTER
 from app.ui.chat.status_bar import model_name
 from app.ui.chat.workers_box import WorkersBox
@@ -55,7 +56,6 @@ log = logging.getLogger(__name__)
 # running GPU backend: int8 K and V (in llama.cpp's default pair list), or plain f16.
 ALTERNATIVE_PAIRS = (INT8_KV_MODE, FP16_KV_MODE)
 NO_GPU = "CPU only: no GPU layers"
-ADVICE = "lower the context length, or press Load and choose Load anyway"
 MAX_CONTEXT = 1_048_576
 _WARNING_STYLE = (
     "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
@@ -116,10 +116,11 @@ class LoadDialog(QDialog):
         )
         hint.setWordWrap(True)
         hint.setObjectName("hint")
-        self.workers_box = WorkersBox(folder, local_workers, ADVICE)
+        word = load_word(ref, loaded_path)  # "Reload" for the model loaded now
+        self.workers_box = WorkersBox(folder, local_workers, DIALOG_ADVICE.format(word))
         self.workers_box.workers_changed.connect(self._on_setting_changed)
         self.workers_box.checked.connect(self._on_workers_checked)
-        self._build_buttons(reload=loaded_path is not None and self._is_loaded(ref))
+        self._build_buttons(word)
         self._lay_out(form, offers, fit_row, hint)
 
         self._show_choice(default_choice(settings, ""))  # until the model is read
@@ -211,12 +212,10 @@ class LoadDialog(QDialog):
         fit_row.addStretch(1)
         return fit_row
 
-    def _build_buttons(self, reload: bool) -> None:
+    def _build_buttons(self, word: str) -> None:
         """Load (Reload for the loaded model), disabled until the model is read, and Cancel."""
         self.buttons = QDialogButtonBox()
-        self.load_button = self.buttons.addButton(
-            "Reload" if reload else "Load", QDialogButtonBox.ButtonRole.AcceptRole
-        )
+        self.load_button = self.buttons.addButton(word, QDialogButtonBox.ButtonRole.AcceptRole)
         self.load_button.setObjectName("loadButton")
         self.load_button.setDefault(True)
         self.load_button.setEnabled(False)  # until the model is read: the choice's key
@@ -259,8 +258,9 @@ class LoadDialog(QDialog):
         self._show_choice(
             remembered or default_choice(self._settings, facts.model_path, header.context_length)
         )
-        if self._is_loaded(facts.model_path):
+        if self._is_loaded(facts.model_path):  # a ref that names the loaded model's file
             self.load_button.setText("Reload")
+            self.workers_box.advice = DIALOG_ADVICE.format("Reload")
         self.model_read.emit()
         self._estimate()
         self.kv_choice.ask_advisor(self._runner, facts.model_path, self.gpu_layers.value())
@@ -296,7 +296,7 @@ class LoadDialog(QDialog):
         if split:  # this machine's fit alone says nothing: the workers' table does
             self.workers_box.recheck(choice)
         self.fit_label.setVisible(not split)
-        fit = live_fit(self.facts, choice, ADVICE)
+        fit = live_fit(self.facts, choice, DIALOG_ADVICE.format(self.load_button.text()))
         self.fit = fit
         verdict = fit.mode_fit.verdict if fit.mode_fit else NO_FIT
         if fit.refusal is not None:

@@ -25,9 +25,8 @@ from app.services.local_workers import LocalWorkers
 from app.services.message_bridge import MessageBridge
 from app.state.settings import Settings, SettingsFile
 from app.ui.chat.load_dialog import LoadDialog
+from app.ui.chat.load_words import LOAD_ANYWAY_ADVICE, load_word
 from app.ui.chat.model_picker import STARTER, ModelPicker
-
-LOAD_ANYWAY_ADVICE = "lower the context length in Load options, or choose Load anyway"
 
 
 class ModelLoading(QObject):
@@ -87,24 +86,28 @@ class ModelLoading(QObject):
         self._pending_ref = ref
         self._picker.show_model("starter model" if ref == STARTER else ref, loading=True)
         self.checking_started.emit(ref)
+        loaded = self.engine.loaded.model_path if self.engine.loaded else None
         threading.Thread(
             target=self._resolve,
-            args=(ref, profile, self.settings.settings),
+            args=(ref, profile, self.settings.settings, loaded),
             daemon=True,
             name="resolve-model",
         ).start()
 
-    def _resolve(self, ref: str, profile: LoadProfile | None, s: Settings) -> None:
+    def _resolve(
+        self, ref: str, profile: LoadProfile | None, s: Settings, loaded: str | None
+    ) -> None:
         error: Exception | None = None
         try:
             if profile is None:
                 # The model's remembered load settings (the load dialog's), else the defaults.
                 profile = choice_for(self.settings.folder, s, resolve_model(ref))
+            advice = LOAD_ANYWAY_ADVICE.format(load_word(profile.model_path, loaded))
             if profile.rpc_workers:  # every worker answers, runs the K/V pair, fits
                 folder = backend_with_rpc(self.settings.folder, "the Backends page")
-                check_rpc_load(profile, folder, advice=LOAD_ANYWAY_ADVICE)
+                check_rpc_load(profile, folder, advice=advice)
             else:
-                check_model_load(Path(profile.model_path), profile, advice=LOAD_ANYWAY_ADVICE)
+                check_model_load(Path(profile.model_path), profile, advice=advice)
         except Exception as exc:  # noqa: BLE001 - reported to the user on the GUI thread
             error = exc
         self._model_resolved.emit(ref, profile, error)
@@ -125,7 +128,8 @@ class ModelLoading(QObject):
         self.engine.load(options)
 
     def _offer_load_anyway(self, sentence: str, options: LoadProfile) -> None:
-        """The refusal in a message box: Load anyway sends the load, Cancel drops it."""
+        """The refusal in a message box: Load anyway (Reload anyway for the model loaded now)
+        sends the load, Cancel drops it."""
         if self.load_refusal is not None:
             self.load_refusal.close()
         box = QMessageBox(
@@ -136,7 +140,9 @@ class ModelLoading(QObject):
             self._page,
         )
         box.setTextFormat(Qt.TextFormat.PlainText)  # the sentence names the model's file
-        anyway = box.addButton("Load anyway", QMessageBox.ButtonRole.AcceptRole)
+        loaded = self.engine.loaded.model_path if self.engine.loaded else None
+        word = load_word(options.model_path, loaded)
+        anyway = box.addButton(f"{word} anyway", QMessageBox.ButtonRole.AcceptRole)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
 
         def on_finished(_result: int) -> None:

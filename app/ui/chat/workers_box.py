@@ -1,9 +1,8 @@
-"""The load dialog's "Workers (other machines)" section: the llama.cpp RPC workers a model is
-split across (addresses the user types, or a worker started on this computer), what a worker
-on a network address exposes, and the fit on every device from check_rpc_load, redone off the
-GUI thread whenever the workers or the load settings change (the latest request wins).
-
-Worker addresses come only from here (typed, or started here) and the model's remembered load
+"""The load dialog's "Workers (other machines)" section, closed unless workers are set or the
+user opens it: the llama.cpp RPC workers a model is split across (typed, or a worker started on
+this computer), what a worker on a network address exposes, and the fit on every device from
+check_rpc_load, redone off the GUI thread whenever the workers or the load settings change (the
+latest request wins). Worker addresses come only from here and the model's remembered load
 choice, never from a model or any downloaded file (docs/several-machines.md, Security)."""
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ from app.platform.errors import BadInputError
 from app.platform.units import llama_mib
 from app.services.local_workers import LocalWorkers
 from app.services.tasks import TaskRunner
+from app.ui.chat.collapsible import Collapsible
 from app.ui.plain_text import plain_label
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class WorkersBox(QWidget):
     ) -> None:
         super().__init__(parent)
         self.setObjectName("workersBox")
-        self._folder, self._local, self._advice = data_folder, local_workers, advice
+        self._folder, self._local, self.advice = data_folder, local_workers, advice
         self.result: WorkersCheck | None = None
         self.checking = False
         self._asked = 0  # the newest check asked for: older ones skip their work
@@ -159,8 +159,6 @@ class WorkersBox(QWidget):
         self.sentence.hide()
 
     def _lay_out(self) -> None:
-        title = QLabel("Workers (other machines)")
-        title.setStyleSheet("font-weight: 600;")
         about = QLabel(
             "Split the model across computers running 'kvstudio worker' (llama.cpp RPC). "
             "Their devices take layers first; this machine's CPU keeps the rest."
@@ -174,9 +172,11 @@ class WorkersBox(QWidget):
         split_row = QHBoxLayout()
         split_row.addWidget(self.split_label)
         split_row.addWidget(self.split, 1)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 6, 0, 0)
-        layout.addWidget(title)
+        layout = QVBoxLayout()  # closed until workers are set or the user opens it
+        self.section = Collapsible("Workers (other machines)", layout)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 6, 0, 0)
+        outer.addWidget(self.section)
         layout.addWidget(about)
         layout.addWidget(self.list)
         layout.addLayout(entry)
@@ -200,6 +200,7 @@ class WorkersBox(QWidget):
         self._split, self._split_error = split, False
         self.split.setText(",".join(f"{share:g}" for share in split))
         self._show_workers()
+        self.section.toggle.setChecked(self.section.opened or bool(workers))  # shown when set
 
     @property
     def layer_split(self) -> tuple[float, ...]:
@@ -316,7 +317,7 @@ class WorkersBox(QWidget):
     def _check_if_latest(self, asked: int, options: LoadProfile) -> WorkersCheck | None:
         if asked != self._asked:  # superseded while queued: skip the child process
             return None
-        return check_workers(options, self._folder, BACKENDS_ADVICE, self._advice)
+        return check_workers(options, self._folder, BACKENDS_ADVICE, self.advice)
 
     def _on_checked(self, result: WorkersCheck | None) -> None:
         if result is None:
