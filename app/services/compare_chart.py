@@ -6,6 +6,7 @@ drawing serves the dashboard's chart (app/ui/dashboard/bar_chart.py) and `kvstud
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QRectF, QSize, Qt
@@ -24,10 +25,19 @@ PANELS = (
     ("perplexity", "Perplexity (lower is better)", "", "{:.3f}"),
 )
 
-BACKGROUND = QColor("#ffffff")
-TEXT = QColor("#1f2937")
-MUTED = QColor("#6b7280")
-GRID = QColor("#e5e7eb")
+
+@dataclass(frozen=True)
+class ChartLook:
+    """The chart's colours: the dashboard passes its look's (app/ui/theme_colours.py), a PNG
+    is drawn in LIGHT_LOOK. Words are 4.5:1 or more on the background in both."""
+
+    background: QColor
+    text: QColor
+    muted: QColor  # units, mode names, "not measured"
+    grid: QColor
+
+
+LIGHT_LOOK = ChartLook(QColor("#ffffff"), QColor("#1f2937"), QColor("#6b7280"), QColor("#e5e7eb"))
 
 
 def _panel(
@@ -38,9 +48,10 @@ def _panel(
     title: str,
     unit: str,
     fmt: str,
+    look: ChartLook,
 ) -> None:
     values = [row.get(key) for row in rows]
-    painter.setPen(TEXT)
+    painter.setPen(look.text)
     font = painter.font()
     bold = QFont(font)
     bold.setBold(True)
@@ -50,16 +61,16 @@ def _panel(
     )
     painter.setFont(font)
     if unit:
-        painter.setPen(MUTED)
+        painter.setPen(look.muted)
         painter.drawText(
             QRectF(rect.left(), rect.top(), rect.width(), 20), Qt.AlignmentFlag.AlignRight, unit
         )
     plot = QRectF(rect.left(), rect.top() + 26, rect.width(), rect.height() - 26 - 22)
-    painter.setPen(QPen(GRID, 1))
+    painter.setPen(QPen(look.grid, 1))
     painter.drawLine(plot.bottomLeft(), plot.bottomRight())
     numeric = [v for v in values if isinstance(v, (int, float))]
     if not numeric:
-        painter.setPen(MUTED)
+        painter.setPen(look.muted)
         painter.drawText(plot, Qt.AlignmentFlag.AlignCenter, "not measured")
         return
     top = max(numeric) * 1.18 or 1.0
@@ -73,13 +84,13 @@ def _panel(
             h = max(1.0, plot.height() * value / top)
             bar = QRectF(x, plot.bottom() - h, bar_w, h)
             painter.fillRect(bar, color)
-            painter.setPen(TEXT)
+            painter.setPen(look.text)
             painter.drawText(
                 QRectF(x - 20, bar.top() - 18, bar_w + 40, 16),
                 Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom,
                 fmt.format(value),
             )
-        painter.setPen(MUTED)
+        painter.setPen(look.muted)
         painter.drawText(
             QRectF(plot.left() + slot * i, plot.bottom() + 4, slot, 18),
             Qt.AlignmentFlag.AlignHCenter,
@@ -88,20 +99,24 @@ def _panel(
 
 
 def paint_compare(
-    painter: QPainter, rect: QRectF, rows: Sequence[Mapping[str, object]], title: str = ""
+    painter: QPainter,
+    rect: QRectF,
+    rows: Sequence[Mapping[str, object]],
+    title: str = "",
+    look: ChartLook = LIGHT_LOOK,
 ) -> None:
-    """Draw the panels for `rows` (CompareResult.rows()) into `rect`."""
+    """Draw the panels for `rows` (CompareResult.rows()) into `rect` in `look`'s colours."""
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    painter.fillRect(rect, BACKGROUND)
+    painter.fillRect(rect, look.background)
     y = rect.top() + 10
     if title:
-        painter.setPen(TEXT)
+        painter.setPen(look.text)
         painter.drawText(
             QRectF(rect.left() + 14, y, rect.width() - 28, 20), Qt.AlignmentFlag.AlignLeft, title
         )
         y += 28
     if not rows:
-        painter.setPen(MUTED)
+        painter.setPen(look.muted)
         painter.drawText(
             rect, Qt.AlignmentFlag.AlignCenter, "Run a comparison to see the results here."
         )
@@ -114,7 +129,7 @@ def paint_compare(
     height = rect.bottom() - y - 8
     for i, (key, panel_title, unit, fmt) in enumerate(panels):
         x = rect.left() + 14 + i * (width + gap)
-        _panel(painter, QRectF(x, y, width, height), rows, key, panel_title, unit, fmt)
+        _panel(painter, QRectF(x, y, width, height), rows, key, panel_title, unit, fmt, look)
 
 
 def render_compare_png(
@@ -132,7 +147,7 @@ def render_compare_png(
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
         app = QGuiApplication([])
     image = QImage(size, QImage.Format.Format_ARGB32)
-    image.fill(BACKGROUND)
+    image.fill(LIGHT_LOOK.background)
     painter = QPainter(image)
     try:
         paint_compare(painter, QRectF(0, 0, size.width(), size.height()), rows, title)

@@ -26,6 +26,7 @@ TEXT_COLOURS = {
         "mode": "#4b5563",
         "axis": "#4b5563",
         "chart": "#ffffff",
+        "grid": "#e5e7eb",  # lines, not words
     },
     DARK: {
         "text": "#e3e6eb",
@@ -39,6 +40,7 @@ TEXT_COLOURS = {
         "mode": "#aeb6c2",
         "axis": "#aeb6c2",
         "chart": "#1f2229",
+        "grid": "#3a404c",
     },
 }
 

@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QRectF, QSize
-from PySide6.QtGui import QPainter
+from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from app.services.compare_chart import MODE_COLORS, paint_compare, render_compare_png
+from app.services.compare_chart import MODE_COLORS, ChartLook, paint_compare, render_compare_png
+from app.ui.theme_colours import TEXT_COLOURS, scheme_of
 
 __all__ = ["MODE_COLORS", "CompareBarChart"]
 
@@ -33,9 +34,14 @@ class CompareBarChart(QWidget):
     def paintEvent(self, _event: object) -> None:
         painter = QPainter(self)
         try:
-            paint_compare(painter, QRectF(self.rect()), self.rows, self.title)
+            paint_compare(painter, QRectF(self.rect()), self.rows, self.title, self.look())
         finally:
             painter.end()
+
+    def look(self) -> ChartLook:
+        """The chart's colours in the look shown (its palette: a theme switch repaints it)."""
+        words = TEXT_COLOURS[scheme_of(self.palette())]
+        return ChartLook(*(QColor(words[name]) for name in ("chart", "text", "axis", "grid")))
 
     def save_png(self, path: str | Path) -> Path:
         return render_compare_png(
