@@ -9,9 +9,15 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from typing import TypedDict
 
-from app.engine.advisor_measure import SHORT, measure_for_advice, measurement_steps
+from app.engine.advisor_measure import (
+    SHORT,
+    ShortMeasurement,
+    measure_for_advice,
+    measurement_steps,
+)
 from app.kv.advisor import DEFAULT_MAX_KL, Advice, ModeAdvice, check_max_kl
 from app.load.advice import advise_model
 from app.models.model_ref import resolve_model
@@ -61,6 +67,9 @@ class AdviceReport(TypedDict):
     modes: list[ModeRow]
 
 
+MIN_CHUNK_TOKENS = 64  # a chunk's second half is scored: 31 tokens at the least
+
+
 def _max_kl(text: str) -> float:
     try:
         value = float(text)
@@ -86,6 +95,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help=f"first measure every K/V mode on this model ({SHORT.scored_tokens} scored tokens "
         "each; the time is said before it starts)",
+    )
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=None,
+        help=f"with --measure: chunks of the reference text to score (default "
+        f"{SHORT.quality_chunks}; more give a steadier KL and take longer)",
+    )
+    parser.add_argument(
+        "--chunk-tokens",
+        type=int,
+        default=None,
+        help=f"with --measure: tokens per chunk, the second half scored (default "
+        f"{SHORT.chunk_tokens})",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -162,9 +185,27 @@ def text(advice: Advice) -> str:
     return "\n".join(lines)
 
 
-def _measure(path_arg: str) -> None:
+def measurement_size(args: argparse.Namespace) -> ShortMeasurement:
+    """The short run --measure makes: SHORT, with --chunks and --chunk-tokens when given."""
+    if not args.measure:
+        if args.chunks is not None or args.chunk_tokens is not None:
+            raise BadInputError("--chunks and --chunk-tokens size a measurement: add --measure.")
+        return SHORT
+    chunks = SHORT.quality_chunks if args.chunks is None else args.chunks
+    tokens = SHORT.chunk_tokens if args.chunk_tokens is None else args.chunk_tokens
+    if chunks < 1:
+        raise BadInputError(f"--chunks must be 1 or more, not {chunks}.")
+    if tokens < MIN_CHUNK_TOKENS:
+        raise BadInputError(f"--chunk-tokens must be {MIN_CHUNK_TOKENS} or more, not {tokens}.")
+    # The context holds one chunk; never below SHORT's, where the timed decode runs too.
+    return replace(
+        SHORT, quality_chunks=chunks, chunk_tokens=tokens, n_ctx=max(SHORT.n_ctx, tokens)
+    )
+
+
+def _measure(path_arg: str, short: ShortMeasurement) -> None:
     path = resolve_model(path_arg)
-    steps = measurement_steps(path)
+    steps = measurement_steps(path, short)
     print(
         f"Measuring {len(steps.names) // 3} K/V modes on {safe_text(path.name, 120)}: about "
         f"{steps.total_seconds:.0f} s ({steps.rates.source}).",
@@ -173,6 +214,7 @@ def _measure(path_arg: str) -> None:
     )
     measure_for_advice(
         path,
+        short,
         progress_cb=lambda f, m: print(f"[{f * 100:3.0f}%] {m}", file=sys.stderr, flush=True),
     )
 
@@ -181,8 +223,9 @@ def run(args: argparse.Namespace) -> int:
     check_max_kl(args.max_kl)
     if args.context is not None and args.context < 1:
         raise BadInputError(f"--context must be a positive number of tokens, not {args.context}.")
+    short = measurement_size(args)
     if args.measure:
-        _measure(args.model)
+        _measure(args.model, short)
     path = resolve_model(args.model)
     advice = advise_model(path, max_kl=args.max_kl, context=args.context)
     if args.json:

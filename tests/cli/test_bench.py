@@ -1,5 +1,6 @@
 """`kvstudio bench` as a user types it: bad input is one line and exit 2 (before any engine
-starts); a real small run prints a table or JSON and writes the recording, CSV and plot."""
+starts); a real small run prints a table or JSON, writes the recording, CSV and plot, and
+keeps its measurements for the KV advisor."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from app.kv.advisor_store import MeasurementStore, sha256_of_file
 from tests.cli_runner import kvstudio as run_kvstudio
 from tests.engine_threads import ENGINE_THREADS
 
@@ -35,8 +37,10 @@ SMALL = (
 )
 
 
-def kvstudio(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    return run_kvstudio(*args, timeout=timeout, env={"QT_QPA_PLATFORM": "offscreen"})
+def kvstudio(
+    *args: str, timeout: float = 400, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run_kvstudio(*args, timeout=timeout, env={"QT_QPA_PLATFORM": "offscreen", **(env or {})})
 
 
 def assert_bad_input(result: subprocess.CompletedProcess[str], words: str) -> None:
@@ -70,10 +74,19 @@ def test_bad_input(args, words):
 
 
 @pytest.mark.slow
-def test_real_run_json_record_csv_and_plot(tmp_path):
+def test_real_run_json_record_csv_and_plot(tmp_path, starter_model_path):
     record, csv_path, plot = tmp_path / "rec.json", tmp_path / "run.csv", tmp_path / "run.png"
+    data_dir = {"KVSTUDIO_DATA_DIR": str(tmp_path / "data")}
     result = kvstudio(
-        "bench", "starter", *SMALL, "--json", "--record", str(record), "--csv", str(csv_path)
+        "bench",
+        "starter",
+        *SMALL,
+        "--json",
+        "--record",
+        str(record),
+        "--csv",
+        str(csv_path),
+        env=data_dir,
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
@@ -88,6 +101,13 @@ def test_real_run_json_record_csv_and_plot(tmp_path):
     assert saved["format"] == "kvstudio-memory-recording" and len(saved["samples"]["t"]) > 10
     assert {m["kind"] for m in saved["markers"]} >= {"load", "prompt", "generation"}
     assert csv_path.read_text().splitlines()[0].startswith("mode,")
+    # The run is kept for `kvstudio advise`, under the model file's sha256: speed at its depth.
+    kept = MeasurementStore(tmp_path / "data").for_model(sha256_of_file(starter_model_path))
+    assert kept is not None, "kvstudio bench did not reach the advisor's store"
+    assert [(m.mode, m.depth) for m in kept.modes] == [(mode, 256) for mode in rows]
+    for m in kept.modes:
+        decode = rows[m.mode]["decode_tokens_per_second"]
+        assert m.decode_tokens_per_second == pytest.approx(decode, rel=0.01)
 
     # The saved JSON is re-printed as a table and plotted without measuring again.
     results = tmp_path / "run.json"

@@ -5,6 +5,7 @@ Measured runs on the real engine are in tests/ui/test_kv_advisor.py."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from app.kv.advisor import (
     ESTIMATE,
     MEASURED,
+    SAME_SIZE_FACTOR,
     UNKNOWN,
     ModeMeasurement,
     advise,
@@ -21,7 +23,7 @@ from app.kv.advisor import (
     speed_at,
 )
 from app.kv.advisor_store import FILE_NAME, MeasurementStore, sha256_of_file
-from app.kv.fit import fit_estimate
+from app.kv.fit import MARGIN, fit_estimate, memory_need
 from app.kv.kv_types import FP16_KV_MODE, KV_MODES, KvMode
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import BadInputError
@@ -112,3 +114,34 @@ def test_with_room_for_everything_the_tie_goes_to_f16(tmp_path: Path) -> None:
     assert advice.n_ctx == 8192 and "f16" in advice.sentence
     with pytest.raises(BadInputError, match="KL divergence of 0 or more"):
         advise(me, fits, store.measurements(), budget_words="", max_kl=-0.5)
+
+
+def test_another_family_or_size_lends_nothing(tmp_path: Path) -> None:
+    store = MeasurementStore(tmp_path)
+    other_family = write_tiny_gguf(tmp_path / "gemma.gguf", arch="gemma3", head_dim=64)
+    four_times = tiny(tmp_path, "bigger.gguf", n_layer=8)  # outside SAME_SIZE_FACTOR
+    for path in (other_family, four_times):
+        store.add(store.identity(path, read_gguf_header(path)), [measured("q8_0/f16", 0.002)])
+    mine = tiny(tmp_path, "mine.gguf")
+    me = store.identity(mine, read_gguf_header(mine))
+    gemma = store.identity(other_family, read_gguf_header(other_family))
+    assert gemma.architecture != me.architecture  # of a size to lend, but another family
+    assert abs(math.log(gemma.parameters / me.parameters)) <= math.log(SAME_SIZE_FACTOR)
+    assert quality_of(KvMode.parse("q8_0/f16"), me, store.measurements()).source == UNKNOWN
+
+
+def test_a_context_no_mode_reaches_gets_the_largest_within_budget_and_a_note(
+    tmp_path: Path,
+) -> None:
+    model = tiny(tmp_path, "a.gguf")
+    header = read_gguf_header(model)
+    store = MeasurementStore(tmp_path)
+    me = store.identity(model, header)
+    store.add(me, [measured(m.label, 0.001) for m in KV_MODES[1:]])
+    need = memory_need(header, 2048, FP16_KV_MODE, file_size=model.stat().st_size)
+    budget = int(need.total_bytes / (1 - MARGIN)) + 1  # f16/f16 fits about 2,048 tokens
+    fits = fit_estimate(header, model.stat().st_size, 8192, budget, KV_MODES)
+    advice = advise(me, fits, store.measurements(), budget_words="a little", context=8192)
+    largest = max(row.largest_n_ctx for row in advice.rows)
+    assert advice.choice is not None and advice.n_ctx == largest < 8192
+    assert "No mode within the quality budget fits 8,192 tokens here." in advice.notes

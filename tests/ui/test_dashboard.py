@@ -1,7 +1,8 @@
 """The Dashboard page with the real engine on the starter model, offscreen: the memory
 chart updates while a reply streams, markers sit where the engine did the work, the KV
 panel follows the context, the int8-K warning banner shows what llama.cpp itself logged
-(and nothing about the conversation), and a Compare run fills its table and exports."""
+(and nothing about the conversation), and a Compare run fills its table, exports and feeds
+the KV advisor's store."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 
 from app.engine.messages import ChatMessage, Finished, Generate, SamplingSettings
+from app.kv.advisor_store import MeasurementStore, sha256_of_file
 from app.load.profile import LoadProfile
 from app.platform.errors import BadInputError
 from tests.engine_threads import ENGINE_THREADS
@@ -193,8 +195,9 @@ def test_banner_follows_a_kernel_warning_logged_after_the_load(qtbot, starter_mo
         page.deleteLater()
 
 
-def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
+def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path, monkeypatch):
     client, page, model = dashboard
+    monkeypatch.setenv("KVSTUDIO_DATA_DIR", str(tmp_path / "data"))  # the advisor's store
     time_view = page.compare.time_view
     # Before a run: an estimate of its duration, said to be one.
     assert re.fullmatch(
@@ -209,7 +212,7 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     settings = dict(
         depth=128, quality_chunks=1, chunk_tokens=256, n_prompt=128, n_gen=8, repetitions=1
     )
-    with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS):
+    with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS) as finished:
         page.start_compare(n_ctx=1024, n_threads=ENGINE_THREADS, **settings)
         assert page.compare.cancel_button.isEnabled() and not page.compare.run_button.isEnabled()
         assert time_view.label.text().startswith("Started; estimated about ")
@@ -263,6 +266,18 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path):
     kl_column = [table.horizontalHeaderItem(c).toolTip()[:3] for c in range(10)].index("KLD")
     assert table.item(1, kl_column).text().endswith(" *")
     assert "tokens were scored" in table.item(1, kl_column).toolTip()
+
+    # The run feeds the KV advisor: its measurements are kept under the file's sha256.
+    kept = MeasurementStore(tmp_path / "data").for_model(sha256_of_file(model))
+    assert kept is not None, "the Compare run did not reach the advisor's store"
+    result = finished.args[0]
+    assert [
+        (m.mode, m.mean_kl_divergence, m.scored_tokens, m.decode_tokens_per_second, m.depth)
+        for m in kept.modes
+    ] == [
+        (r.mode.label, r.mean_kl_divergence, r.scored_tokens, r.decode_tokens_per_second, 128)
+        for r in result.modes
+    ]
 
     csv_path = page.compare.export_csv(tmp_path / "c.csv")
     assert csv_path.read_text().count("\n") == 4

@@ -1,13 +1,16 @@
 """The KV advisor on the real starter model, with KVSTUDIO_FREE_MEMORY capped so f16/f16 fits
 only a few thousand tokens: before any measurement it keeps f16 (the quantized modes'
-quality is unknown); after one real short measurement (every mode in a fresh engine) it picks
-a quantized mode within the quality budget, at a context that then loads in the real engine;
+quality is unknown); after one real short measurement (`kvstudio advise --measure`, every mode
+in a fresh engine) the next advice reads it from the store and picks a quantized mode within the
+quality budget, at a context that then loads in the real engine;
 a strict budget keeps f16; `kvstudio advise --json` keeps its documented schema and the load
 dialog's Auto gives the same choice."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import types
 import typing
 from pathlib import Path
@@ -59,13 +62,19 @@ def before(env) -> dict:
 
 
 @pytest.fixture(scope="module")
-def measured(env, before, starter_model_path) -> dict[str, float]:
-    """One real short measurement of every mode, kept in the module's store; its KL by mode."""
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in env.items():
-            patch.setenv(key, value)
-        result = measure_for_advice(starter_model_path, QUICK, n_threads=ENGINE_THREADS)
-    return {m.mode.label: m.mean_kl_divergence for m in result.modes}
+def measure_run(env, before) -> subprocess.CompletedProcess[str]:
+    """`kvstudio advise starter --measure --json` at its smallest useful size (one chunk of
+    256 tokens): every mode measured for real in a fresh engine, kept in the module's store."""
+    args = ("--measure", "--chunks", "1", "--chunk-tokens", "256", "--json")
+    return kvstudio("advise", "starter", *args, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def measured(measure_run) -> dict[str, float]:
+    """The quantized modes' KL divergence, as the measuring run measured it."""
+    assert measure_run.returncode == 0, measure_run.stderr
+    rows = json.loads(measure_run.stdout)["modes"]
+    return {r["kv"]: r["mean_kl_divergence"] for r in rows if r["quality_source"] == "measured"}
 
 
 def loose_budget(measured: dict[str, float]) -> str:
@@ -80,6 +89,26 @@ def test_without_measurements_it_keeps_f16_and_says_why(before) -> None:
     assert rows["q8_0/q8_0"]["quality_source"] == "unknown"
     assert rows["q8_0/q8_0"]["largest_n_ctx"] > before["choice"]["n_ctx"]
     assert any("not measured" in note for note in before["notes"])
+
+
+def test_measure_says_its_time_first_and_the_next_advice_reads_the_store(
+    env, before, measure_run, measured
+) -> None:
+    said = measure_run.stderr.splitlines()
+    assert re.fullmatch(r"Measuring 4 K/V modes on .+\.gguf: about \d+ s \(.+\)\.", said[0])
+    assert "nothing measured yet" in said[0]  # the time, from the file's size alone
+    assert said[-1].startswith("[100%]")
+    rows = json.loads(measure_run.stdout)["modes"]
+    quantized = [r for r in rows if r["kv"] != "f16/f16"]
+    assert {r["kv"] for r in quantized} == set(measured)  # every one measured, none lent
+    assert all(r["scored_tokens"] == 127 for r in quantized)  # 256 tokens, the second half
+    # Without --measure the next advice finds the same figures in the store, where before the
+    # measurement it had none.
+    again = {r["kv"]: r for r in advise_json(env)["modes"]}
+    for row in quantized:
+        assert again[row["kv"]]["quality_source"] == "measured"
+        assert again[row["kv"]]["mean_kl_divergence"] == row["mean_kl_divergence"]
+    assert all(r["quality_source"] == "unknown" for r in before["modes"] if r["kv"] != "f16/f16")
 
 
 def test_a_stored_measurement_picks_a_quantized_mode_that_loads(env, before, measured) -> None:
@@ -175,6 +204,8 @@ def test_the_json_keeps_its_documented_schema(env, measured) -> None:
         (("--max-kl", "lots"), "--max-kl must be a number"),
         (("--context", "0"), "--context must be a positive number"),
         (("--context", "99999999"), "beyond this model's trained context"),
+        (("--chunks", "2"), "--chunks and --chunk-tokens size a measurement: add --measure"),
+        (("--measure", "--chunk-tokens", "16"), "--chunk-tokens must be 64 or more"),
     ],
 )
 def test_bad_input_is_one_sentence_and_exit_2(env, args, words) -> None:
@@ -204,6 +235,13 @@ def test_the_load_dialogs_auto_gives_the_cli_s_choice(qtbot, env, measured, monk
     chosen = dialog.chosen()
     assert (chosen.kv.label, chosen.n_ctx) == (cli["kv"], cli["n_ctx"])
     assert dialog.fit is not None and dialog.fit.refusal is None  # and it fits
+    # The fit line's "at most" has no margin, Auto keeps 10%: the line says both, and why.
+    mode_fit = dialog.fit.mode_fit
+    assert mode_fit.largest_n_ctx_with_margin == cli["n_ctx"] < mode_fit.largest_n_ctx
+    assert (
+        f"At most {mode_fit.largest_n_ctx:,} tokens fit with these settings, "
+        f"{cli['n_ctx']:,} with the estimate's 10% kept spare (as Auto keeps it)."
+    ) in dialog.fit_label.text()
     dialog.reject()
 
 

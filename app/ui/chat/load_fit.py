@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QWidget
 
-from app.kv.fit import FITS, NO_FIT, TIGHT
+from app.kv.fit import FITS, MARGIN, NO_FIT, TIGHT, ModeFit
 from app.load.load_choices import LiveFit
 from app.load.profile import LoadProfile
 from app.platform import units as fmt
@@ -20,6 +20,17 @@ def fit_style(verdict: str) -> str:
         f"background: {background.name()}; color: {foreground.name()}; "
         "border-radius: 6px; padding: 8px;"
     )
+
+
+def largest_sentence(mode_fit: ModeFit) -> str:
+    """The most tokens that fit, and (when fewer) how many keep the margin the KV advisor and
+    Auto go by, so a bigger number here than Auto's is explained where it is shown."""
+    largest, spare = mode_fit.largest_n_ctx, mode_fit.largest_n_ctx_with_margin
+    text = f"At most {largest:,} tokens fit with these settings"
+    if spare == largest:
+        return text + "."
+    kept = f"{spare:,}" if spare else "none"
+    return f"{text}, {kept} with the estimate's {MARGIN:.0%} kept spare (as Auto keeps it)."
 
 
 def describe_fit(fit: LiveFit, choice: LoadProfile) -> str:
@@ -47,7 +58,7 @@ def describe_fit(fit: LiveFit, choice: LoadProfile) -> str:
         f"{budget_text(budget)}{parts}."
     )
     if mode_fit.largest_n_ctx:
-        text += f" At most {mode_fit.largest_n_ctx:,} tokens fit with these settings."
+        text += " " + largest_sentence(mode_fit)
     if mode_fit.verdict == TIGHT:
         text += " That is within the estimate's 10% margin: it may not load."
     return text
