@@ -4,7 +4,8 @@
     QT_QPA_PLATFORM=offscreen python scripts/screenshots.py --out /tmp/shots
 
 Writes <page>-1280x800.png and <page>-1024x640.png for chat (a base model's continuation),
-conversation (the same model through "Chat anyway"), models, dashboard and settings. The app is
+conversation (the same model through "Chat anyway"), models, dashboard and settings, and
+dashboard-lesson.png: the Dashboard's lesson with its title, after the chat's tokens. The app is
 built as `kvstudio gui` builds it (app.gui.build_app, the remembered theme's stylesheet) on a
 fresh data folder, with the starter model loaded and one short reply in the chat; the Models
 page shows a repo from a Hub look-alike on 127.0.0.1 (tests/hub_server.py) that publishes the
@@ -111,6 +112,26 @@ def save_compare(app, window, out: Path, suffix: str) -> list[Path]:
         written.append(path)
     page.scroll_area.verticalScrollBar().setValue(0)
     return written
+
+
+def save_lesson(app, window, out: Path, suffix: str = "") -> Path:
+    """The Dashboard's lesson (its title, sentences and chart) at the first size's width: the
+    part of the scrolled page it takes, so its numbers are the chat's tokens in context."""
+    from PySide6.QtCore import QPoint, QRect
+
+    from app.ui.dashboard.page import DashboardPage
+
+    page = window.findChild(DashboardPage)
+    window.show_page("Dashboard")
+    window.resize(*SIZES[0])
+    settle(app)
+    content, lesson = page.content, page.lesson
+    top = page.lesson_title.mapTo(content, QPoint(0, 0)).y() - 4
+    bottom = lesson.mapTo(content, QPoint(0, lesson.height())).y() + 12
+    path = out / f"dashboard-lesson{suffix}.png"
+    if not content.grab(QRect(0, top, content.width(), bottom - top)).save(str(path)):
+        raise OSError(f"could not write {path}")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             written += save_page(app, window, "Dashboard", args.out, suffix=suffix)
             if args.compare:  # and scrolled down to the measured table and its sentence
                 written += save_compare(app, window, args.out, suffix)
+            written.append(save_lesson(app, window, args.out, suffix))
             written += save_page(app, window, "Settings", args.out, suffix=suffix)
         finally:
             window.close()

@@ -138,7 +138,8 @@ class DashboardPage(QWidget):
         # Last, below the fold at 1024x640: Run comparison stays on screen on arrival.
         self.lesson = LessonPanel(self.client)  # why FA and int8-K matter, in this model's numbers
         layout.addWidget(self._rule())
-        layout.addWidget(section_title("Why Flash Attention and the 8-bit K cache matter"))
+        self.lesson_title = section_title("Why Flash Attention and the 8-bit K cache matter")
+        layout.addWidget(self.lesson_title)
         layout.addWidget(self.lesson)
         self.content = content
 
