@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.server.openai_request import ApiError, ParsedRequest, parse_chat
-from app.server.request_fields import UnsupportedField, check_fields
+from app.server.openai_request import ApiError, ParsedRequest, check_served_fields, parse_chat
 
 MESSAGES_FIELDS = frozenset(
     {"model", "max_tokens", "messages", "system", "stop_sequences", "temperature"}
@@ -30,12 +29,14 @@ def parse_messages(body: object, request_id: str, max_tokens_limit: int) -> Pars
     that cannot be served."""
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object.", None)
-    _check(body, MESSAGES_FIELDS, "")
+    check_served_fields(body, MESSAGES_FIELDS, "", " on /v1/messages")
     if body.get("max_tokens") is None:
         raise _invalid("max_tokens: Field required", "max_tokens")
     metadata = body.get("metadata")
     if metadata is not None:
-        _check(_object(metadata, "metadata"), METADATA_FIELDS, "metadata.")
+        check_served_fields(
+            _object(metadata, "metadata"), METADATA_FIELDS, "metadata.", " on /v1/messages"
+        )
     temperature = body.get("temperature")
     if isinstance(temperature, (int, float)) and not 0 <= temperature <= 1:
         raise _invalid("temperature: must be between 0 and 1.", "temperature")
@@ -63,7 +64,7 @@ def _system(system: object) -> dict[str, object]:
 def _turn(turn: object, index: int) -> dict[str, object]:
     where = f"messages.{index}"
     fields = _object(turn, where)
-    _check(fields, TURN_FIELDS, f"{where}.")
+    check_served_fields(fields, TURN_FIELDS, f"{where}.", " on /v1/messages")
     role = fields.get("role")
     if role not in ("user", "assistant"):
         raise _invalid(f"{where}.role: must be 'user' or 'assistant'.", f"{where}.role")
@@ -84,7 +85,7 @@ def _text(content: object, where: str) -> str:
             raise _invalid(
                 f"{at}.type: only 'text' blocks are supported by this server.", f"{at}.type"
             )
-        _check(fields, BLOCK_FIELDS, f"{at}.")
+        check_served_fields(fields, BLOCK_FIELDS, f"{at}.", " on /v1/messages")
         text = fields.get("text")
         if not isinstance(text, str):
             raise _invalid(f"{at}.text: must be a string.", f"{at}.text")
@@ -108,15 +109,6 @@ def _object(value: object, where: str) -> Mapping[str, object]:
     if not isinstance(value, dict):
         raise _invalid(f"{where}: must be an object.", where)
     return value
-
-
-def _check(fields: Mapping[str, object], supported: frozenset[str], prefix: str) -> None:
-    try:
-        check_fields(fields, supported, prefix, " on /v1/messages")
-    except UnsupportedField as refused:
-        raise ApiError(
-            400, str(refused), param=refused.param, code="unsupported_parameter"
-        ) from None
 
 
 def _invalid(message: str, param: str | None) -> ApiError:

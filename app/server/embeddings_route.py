@@ -18,8 +18,7 @@ from app.engine.embedder import Embeddings, EmbedRefused, EmbedRequest
 from app.engine.messages import Finished
 from app.server.embedder_process import Embedder, EmbedderFailed
 from app.server.gateway import ModelInfo
-from app.server.openai_request import ApiError
-from app.server.request_fields import UnsupportedField, check_fields
+from app.server.openai_request import ApiError, check_served_fields
 
 EMBEDDING_FIELDS = frozenset({"model", "input", "encoding_format", "user"})
 MAX_INPUTS = 2048  # as OpenAI
@@ -30,12 +29,7 @@ def parse_embedding_request(body: object) -> tuple[EmbedRequest, str]:
     """The inputs to embed and the encoding asked for; ApiError(400) naming the field."""
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object.", None)
-    try:
-        check_fields(body, EMBEDDING_FIELDS, "", " on /v1/embeddings")
-    except UnsupportedField as refused:
-        raise ApiError(
-            400, str(refused), param=refused.param, code="unsupported_parameter"
-        ) from None
+    check_served_fields(body, EMBEDDING_FIELDS, "", " on /v1/embeddings")
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise _invalid("you must provide a model parameter.", "model")

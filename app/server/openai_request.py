@@ -69,7 +69,7 @@ class ParsedRequest:
 
 def parse_chat(body: object, request_id: str, max_tokens_limit: int) -> ParsedRequest:
     fields = _object(body)
-    _check(fields, CHAT_FIELDS, where=" on /v1/chat/completions")
+    check_served_fields(fields, CHAT_FIELDS, where=" on /v1/chat/completions")
     messages = fields.get("messages")
     if messages is None:
         raise _invalid("you must provide a 'messages' parameter.", "messages", "missing")
@@ -106,7 +106,7 @@ def _with_tools(parsed: ParsedRequest, use: ToolUse) -> ParsedRequest:
 
 def parse_completion(body: object, request_id: str, max_tokens_limit: int) -> ParsedRequest:
     fields = _object(body)
-    _check(fields, COMPLETION_FIELDS, where=" on /v1/completions")
+    check_served_fields(fields, COMPLETION_FIELDS, where=" on /v1/completions")
     prompt = fields.get("prompt")
     if prompt is None:
         raise _invalid("you must provide a 'prompt' parameter.", "prompt", "missing")
@@ -140,7 +140,7 @@ def _parsed(
     if stream_options is not None:
         if not isinstance(stream_options, dict):
             raise _invalid("'stream_options' must be an object.", "stream_options")
-        _check(stream_options, STREAM_OPTION_FIELDS, "stream_options.")
+        check_served_fields(stream_options, STREAM_OPTION_FIELDS, "stream_options.")
         include_usage = _boolean(stream_options, "include_usage", False, "stream_options.")
     sampling = _sampling(fields, max_tokens_limit)
     try:  # response_format, logit_bias, logprobs (app.server.output_controls)
@@ -177,7 +177,7 @@ def _message(item: object, index: int, earlier: list[ToolCall]) -> ChatMessage:
     where = f"messages[{index}]"
     if not isinstance(item, dict):
         raise _invalid(f"'{where}' must be an object with 'role' and 'content'.", where)
-    _check(item, MESSAGE_FIELDS, f"{where}.")
+    check_served_fields(item, MESSAGE_FIELDS, f"{where}.")
     role = item.get("role")
     if role not in ROLES:
         raise _invalid(
@@ -241,9 +241,11 @@ def _stop(stop: object) -> tuple[str, ...]:
     return tuple(s for s in stops if s)
 
 
-def _check(
+def check_served_fields(
     fields: Mapping[str, object], supported: frozenset[str], prefix: str = "", where: str = ""
 ) -> None:
+    """ApiError(400, unsupported_parameter) naming the first field the server does not serve;
+    every route checks its body with this (request_fields.check_fields)."""
     try:
         check_fields(fields, supported, prefix, where)
     except UnsupportedField as refused:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.server.openai_request import ApiError, ParsedRequest, parse_chat
-from app.server.request_fields import UnsupportedField, check_fields
+from app.server.openai_request import ApiError, ParsedRequest, check_served_fields, parse_chat
 
 RESPONSES_FIELDS = frozenset(
     {"model", "input", "instructions", "max_output_tokens", "temperature", "top_p"}
@@ -28,7 +27,7 @@ def parse_response_request(body: object, request_id: str, max_tokens_limit: int)
     """The chat request a Responses body asks for; ApiError(400) naming what cannot be served."""
     if not isinstance(body, dict):
         raise _invalid("The request body must be a JSON object.", None)
-    _check(body, RESPONSES_FIELDS, "")
+    check_served_fields(body, RESPONSES_FIELDS, "", " on /v1/responses")
     _text_format(body.get("text"))
     given = body.get("input")
     if given is None:
@@ -66,7 +65,7 @@ def _item(item: object, index: int) -> dict[str, object]:
             f"'{where}.type' must be 'message': only messages are supported by this server.",
             f"{where}.type",
         )
-    _check(fields, ITEM_FIELDS, f"{where}.")
+    check_served_fields(fields, ITEM_FIELDS, f"{where}.", " on /v1/responses")
     role = fields.get("role")
     if role not in ROLES:
         raise _invalid(f"'{where}.role' must be one of {', '.join(ROLES)}.", f"{where}.role")
@@ -88,7 +87,7 @@ def _content(content: object, where: str) -> str:
                 "by this server.",
                 f"{at}.type",
             )
-        _check(fields, PART_FIELDS, f"{at}.")
+        check_served_fields(fields, PART_FIELDS, f"{at}.", " on /v1/responses")
         text = fields.get("text")
         if not isinstance(text, str):
             raise _invalid(f"'{at}.text' must be a string.", f"{at}.text")
@@ -101,7 +100,7 @@ def _text_format(value: object) -> None:
     if value is None:
         return
     fields = _object(value, "text")
-    _check(fields, frozenset({"format"}), "text.")
+    check_served_fields(fields, frozenset({"format"}), "text.", " on /v1/responses")
     format_ = fields.get("format")
     if format_ is not None and format_ != {"type": "text"}:
         raise _invalid(
@@ -115,15 +114,6 @@ def _object(value: object, where: str) -> Mapping[str, object]:
     if not isinstance(value, dict):
         raise _invalid(f"'{where}' must be an object.", where)
     return value
-
-
-def _check(fields: Mapping[str, object], supported: frozenset[str], prefix: str) -> None:
-    try:
-        check_fields(fields, supported, prefix, " on /v1/responses")
-    except UnsupportedField as refused:
-        raise ApiError(
-            400, str(refused), param=refused.param, code="unsupported_parameter"
-        ) from None
 
 
 def _invalid(message: str, param: str | None) -> ApiError:
