@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import llama_cpp
 
+from app.chats.base_model_frame import framed_prompt
 from app.engine.cancel import CancelCheck, native_abort_callback
 from app.engine.chat_template import ChatTemplate, RenderStopped, TemplateRefused
 from app.engine.messages import (
@@ -103,7 +104,8 @@ def run_generation(
     max_new = min(s.max_tokens, room) if s.max_tokens > 0 else room
     if s.seed is not None:
         llm.set_seed(s.seed)
-    stops = StopFilter(tuple(s.stop) + (template.stop if command.messages else ()))
+    chat = bool(command.messages) and not command.framed
+    stops = StopFilter(tuple(s.stop) + (template.stop if chat else ()))
     reply = _Reply(command.request_id, len(tokens), stops, emit)
     choice = TokenChoice(llm, s)  # refuses a bias on a token the model does not have
 
@@ -273,6 +275,8 @@ def _prompt_tokens(
 ) -> tuple[list[int], int]:
     """The prompt's tokens, and how many of the oldest chat messages were dropped to fit
     `budget` (system messages and the last message are always kept)."""
+    if command.framed:
+        return _framed_tokens(llm, command, budget)
     if not command.messages:
         text = command.prompt or ""
         tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
@@ -288,6 +292,35 @@ def _prompt_tokens(
         tokens, dropped = tokenizer.fit(messages[:-1], budget - len(partial))
         return tokens + list(partial), dropped
     return tokenizer.fit(messages, budget)
+
+
+def _framed_tokens(llm: llama_cpp.Llama, command: Generate, budget: int) -> tuple[list[int], int]:
+    """A base model's chat as the question-and-answer transcript it continues (plain text: a
+    message cannot forge a turn with special tokens), with as few of the oldest turns left out
+    as makes it fit `budget` (the last question is always kept), and how many were left out."""
+    system = "\n".join(m.content for m in command.messages if m.role == "system")
+    turns = [(m.role, m.content) for m in command.messages if m.role != "system"]
+    partial = ""
+    if command.continue_reply and turns and turns[-1][0] == "assistant":
+        partial = turns.pop()[1]  # the reply cut at its token limit goes on
+
+    def without_oldest(count: int) -> list[int]:
+        text = framed_prompt(system, turns[count:], partial)
+        return list(llm.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+
+    best = without_oldest(0)
+    if len(best) <= budget or len(turns) <= 1:
+        return best, 0
+    low, high = 1, len(turns) - 1  # leaving out more turns only shortens it: halve
+    best = without_oldest(high)
+    while low < high and len(best) <= budget:
+        middle = (low + high) // 2
+        tried = without_oldest(middle)
+        if len(tried) <= budget:
+            high, best = middle, tried
+        else:
+            low = middle + 1
+    return best, high
 
 
 def _prefill(llm: llama_cpp.Llama, tokens: list[int], cancel: CancelCheck) -> bool:

@@ -79,6 +79,10 @@ class Generate:
     # The last message is the beginning of the assistant's reply (one cut at its token limit):
     # the reply goes on from its last word instead of a new turn starting after it.
     continue_reply: bool = False
+    # A base model's chat: `messages` as the question-and-answer transcript it continues
+    # (app/chats/base_model_frame.py, plain text, no chat template), the oldest turns left out
+    # as a chat template's are when the conversation is longer than the context.
+    framed: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.chats.base_model_frame import STOPS, clean_reply, framed_prompt
+from app.chats.base_model_frame import STOPS, clean_reply
 from app.chats.records import (
     CUT,
     DONE,
@@ -289,11 +289,11 @@ class ChatSession(QObject):
             return Generate(
                 request_id, sampling=sampling, messages=history, continue_reply=continuing
             )
-        turns = [(m.role, m.content) for m in history if m.role != "system"]
-        partial = turns.pop()[1] if continuing else ""
-        prompt = framed_prompt(self.conversation.system_prompt, turns, partial)
+        # The engine makes the transcript (and leaves out the oldest turns to fit the context).
         framed = replace(sampling, stop=tuple(sampling.stop) + STOPS)
-        return Generate(request_id, sampling=framed, prompt=prompt)
+        return Generate(
+            request_id, sampling=framed, messages=history, continue_reply=continuing, framed=True
+        )
 
     def _end_reply(self, status: str, finished: Finished | None = None, error: str = "") -> None:
         reply = self._reply
@@ -310,7 +310,7 @@ class ChatSession(QObject):
             whole = self._reply_prefix + finished.text
             if finished.text and len(whole) >= len(reply.text):
                 reply.text = whole  # the engine's text is authoritative
-        if self._framed:
+        if self._framed and finished is not None:  # cut off, it keeps the text as shown
             reply.text = clean_reply(reply.text)
         try:
             self.model.update_message(reply.finish(status, **stats))
