@@ -30,7 +30,7 @@ SIZES = ((1280, 800), (1024, 640))
 REPO = "kvstudio/gemma-3-270m-GGUF"
 STARTER_FILE = "gemma-3-270m-Q4_K_M.gguf"
 PROMPT = "The three things to know about a KV cache are"
-QUESTION = "Which planet is the largest in our solar system?"  # the conversation's first chat
+QUESTION = "What is the capital of France?"  # the conversation's first chat
 STORY = "The lighthouse keeper climbed the stairs every evening at dusk. One night,"
 
 
@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                 replies.clear()
                 chat.completion.chat_anyway_button.click()
                 chat.settings_panel.max_tokens.setValue(48)  # a reply that fits the window
+                # The most likely words (temperature 0): the same reply on every run, not the
+                # 270M model's sampled guess (Venus, Mars... as often as Jupiter).
+                chat.settings_panel.temperature.setValue(0.0)
                 chat.input.setPlainText(QUESTION)
                 chat.send_button.click()
                 wait_for(

@@ -76,8 +76,16 @@ class SpeedEstimate:
 
     def describe(self) -> str:
         """'about 38 tokens/s' (whole numbers from 10, one decimal under)."""
+        return f"about {self._number()} tokens/s"
+
+    def short(self) -> str:
+        """'38 tok/s' (as the chat's numbers say it), for a narrow column whose tooltip says
+        it is an estimate."""
+        return f"{self._number()} tok/s"
+
+    def _number(self) -> str:
         n = self.tokens_per_second
-        return f"about {n:.0f} tokens/s" if n >= 10 else f"about {n:.1f} tokens/s"
+        return f"{n:.0f}" if n >= 10 else f"{n:.1f}"
 
 
 def estimate_speed(weights_bytes: int, kv_bytes: int, bandwidth: Bandwidth) -> SpeedEstimate:

@@ -1,5 +1,6 @@
 """The Discover tab's tree of one Hub repo's GGUF files: a bold row per quantization, the
-files under it with their sizes, and a fit verdict cell per KV mode beside each file."""
+files under it with their sizes, a fit verdict cell per KV mode beside each file, and the decode
+speed it would reach on this machine (with "Recommended here" on the quantization to take)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from app.kv.kv_types import COMPARE_MODES
 from app.load.fit_speed import (
     SLOW_TOKENS_PER_SECOND,
     Bandwidth,
+    best_speed,
     estimate_speed,
     speed_sentence,
 )
@@ -22,8 +24,11 @@ from app.ui.plain_text import PlainItemModel
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1  # a file row's GgufEntry, on its first cell
 MODE_COLUMN0 = 2  # first KV-mode column in the tree
 # "File": the files sit under a bold row per quantization.
-HEADERS = ("File", "Size") + tuple(f"KV {m.label}" for m in COMPARE_MODES)
-RECOMMENDED = "Recommended here"  # after the name of the file recommended_file() picks
+# The KV mode columns are named by their K/V types alone (their tooltip says "KV cache"): the
+# tree keeps room for the file's name at 1024 px.
+HEADERS = ("File", "Size") + tuple(m.label for m in COMPARE_MODES) + ("Speed",)
+SPEED_COLUMN = len(HEADERS) - 1  # the fastest KV mode that fits: "about 20 tokens/s"
+RECOMMENDED = "Recommended here"  # after the quantization recommended_file() picks
 
 
 def quant_tail(index: QModelIndex | QPersistentModelIndex) -> str:
@@ -43,14 +48,27 @@ class RepoFilesModel(PlainItemModel):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(0, len(HEADERS), parent)  # plain text items: the Hub's file names
         self.setHorizontalHeaderLabels(list(HEADERS))
+        for col, mode in enumerate(COMPARE_MODES, start=MODE_COLUMN0):
+            self.setHeaderData(
+                col,
+                Qt.Orientation.Horizontal,
+                f"The fit with the KV cache in {mode.label} (K type / V type)",
+                Qt.ItemDataRole.ToolTipRole,
+            )
+        self.setHeaderData(
+            SPEED_COLUMN,
+            Qt.Orientation.Horizontal,
+            "Decode speed on this machine (estimated), with the KV mode that fits best",
+            Qt.ItemDataRole.ToolTipRole,
+        )
         self.entries: dict[str, tuple[GgufEntry, QStandardItem]] = {}
-        self._names: dict[str, str] = {}  # first_file -> its row's name, without a mark
+        self._groups: dict[str, tuple[QStandardItem, str]] = {}  # first_file -> group, label
         self.recommended: str | None = None  # the first_file marked RECOMMENDED
 
     def clear_files(self) -> None:
         self.removeRows(0, self.rowCount())
         self.entries.clear()
-        self._names.clear()
+        self._groups.clear()
         self.recommended = None
 
     def add_group(self, quant: str, entries: list[GgufEntry]) -> None:
@@ -60,7 +78,7 @@ class RepoFilesModel(PlainItemModel):
             QStandardItem(label),
             QStandardItem(fmt.size(total) if len(entries) > 1 else ""),
         ]
-        group += [QStandardItem() for _ in COMPARE_MODES]
+        group += [QStandardItem() for _ in COMPARE_MODES] + [QStandardItem()]
         font = group[0].font()
         font.setBold(True)
         group[0].setFont(font)
@@ -70,37 +88,36 @@ class RepoFilesModel(PlainItemModel):
             shown = entry.name[:-5] if entry.name.lower().endswith(".gguf") else entry.name
             name = shown + (f"  ({entry.n_parts} parts)" if entry.is_split else "")
             row = [QStandardItem(name), QStandardItem(fmt.size(entry.total_size))]
-            row += [QStandardItem("estimating…") for _ in COMPARE_MODES]
+            row += [QStandardItem("estimating…") for _ in COMPARE_MODES] + [QStandardItem()]
             row[0].setData(entry, ENTRY_ROLE)
             row[0].setToolTip(entry.first_file)
             row[1].setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             group[0].appendRow(row)
             self.entries[entry.first_file] = (entry, row[0])
-            self._names[entry.first_file] = name
+            self._groups[entry.first_file] = (group[0], label)
         self.appendRow(group)
 
     def mode_items(self, first_file: str) -> list[QStandardItem]:
         _entry, row = self.entries[first_file]
         parent = row.parent()
-        return [parent.child(row.row(), col) for col in range(MODE_COLUMN0, len(HEADERS))]
+        return [parent.child(row.row(), col) for col in range(MODE_COLUMN0, SPEED_COLUMN)]
+
+    def speed_item(self, first_file: str) -> QStandardItem:
+        _entry, row = self.entries[first_file]
+        return row.parent().child(row.row(), SPEED_COLUMN)
 
     def mark_recommended(self, first_file: str | None) -> None:
-        """Mark `first_file`'s row "Recommended here" (None: no row), and no other."""
-        if first_file == self.recommended:
-            return
+        """Mark the quantization of `first_file` "Recommended here" (None: none), no other."""
         for name, mark in ((self.recommended, False), (first_file, True)):
-            if name is None or name not in self.entries:
+            if name is None or name not in self._groups:
                 continue
-            item = self.entries[name][1]
-            item.setText(f"{self._names[name]}  · {RECOMMENDED}" if mark else self._names[name])
-            font = item.font()
-            font.setBold(mark)
-            item.setFont(font)
-            item.setToolTip(
-                f"{name}\n{RECOMMENDED}: the largest quantization of this repo that fits and "
-                f"decodes at {SLOW_TOKENS_PER_SECOND:.0f} tokens/s or more on this machine."
+            group, label = self._groups[name]
+            group.setText(f"{label}  · {RECOMMENDED}" if mark else label)
+            group.setToolTip(
+                f"{RECOMMENDED}: the largest quantization of this repo that fits and decodes at "
+                f"{SLOW_TOKENS_PER_SECOND:.0f} tokens/s or more on this machine ({name})."
                 if mark
-                else name
+                else ""
             )
         self.recommended = first_file
 
@@ -111,8 +128,18 @@ class RepoFilesModel(PlainItemModel):
         text: str = "",
         bandwidth: Bandwidth | None = None,
     ) -> None:
-        """A file's verdict per KV mode, with its decode speed at `bandwidth` where it loads;
-        with no `fit`, `text` in each cell instead."""
+        """A file's verdict per KV mode (a slow one says so) and its decode speed at
+        `bandwidth`; with no `fit`, `text` in each verdict cell instead."""
+        self.speed_item(first_file).setText("")
+        self.speed_item(first_file).setToolTip("")
+        if fit is not None and bandwidth is not None:
+            speed = best_speed(fit, bandwidth)
+            item = self.speed_item(first_file)
+            if speed is None:  # no KV mode fits with room to spare
+                item.setText("–")
+            else:
+                item.setText(f"slow: {speed.short()}" if speed.slow else speed.short())
+                item.setToolTip(speed_sentence(fit, speed))
         for i, item in enumerate(self.mode_items(first_file)):
             if fit is None:
                 item.setText(text)
@@ -123,14 +150,18 @@ class RepoFilesModel(PlainItemModel):
             speed = None
             if bandwidth is not None and mode_fit.verdict in (FITS, TIGHT):  # it would load
                 speed = estimate_speed(fit.weights_bytes, mode_fit.kv_bytes, bandwidth)
-            item.setText(verdict_text(mode_fit, speed))
+            item.setText(verdict_text(mode_fit, speed, compact=True))
             paint_verdict(item, mode_fit.verdict)
             if mode_fit.verdict == UNSUPPORTED:
                 item.setToolTip(mode_fit.reason)
                 continue
-            item.setToolTip(
+            lines = [
                 f"KV {mode_fit.mode.label} at {fit.n_ctx:,} tokens: {fmt.size(mode_fit.kv_bytes)}; "
                 f"weights {fmt.size(fit.weights_bytes)}; total {fmt.size(mode_fit.total_bytes)} "
                 f"of {fmt.size(fit.budget.bytes)} {budget_text(fit.budget)}."
-                + (f"\n{speed_sentence(fit, speed)}" if speed is not None else "")
-            )
+            ]
+            if mode_fit.largest_n_ctx:  # the cell's number
+                lines.insert(0, f"At most {fmt.tokens(mode_fit.largest_n_ctx)} fit.")
+            if speed is not None:
+                lines.append(speed_sentence(fit, speed))
+            item.setToolTip("\n".join(lines))

@@ -39,6 +39,7 @@ from app.ui.models.repo_files_model import (
     ENTRY_ROLE,
     HEADERS,
     MODE_COLUMN0,
+    SPEED_COLUMN,
     RepoFilesModel,
     quant_tail,
 )
@@ -125,7 +126,7 @@ class RepoView(QWidget):
         self.tree.setIndentation(14)  # files sit one level in; the name needs the width more
         # A narrow window elides a file's name before its quantization, never the quantization.
         self.tree.setItemDelegateForColumn(0, KeepEndDelegate(quant_tail, self.tree))
-        for col in range(MODE_COLUMN0, len(HEADERS)):
+        for col in range(MODE_COLUMN0, SPEED_COLUMN):
             self.tree.setItemDelegateForColumn(col, VerdictDelegate(self.tree))
         header = self.tree.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -243,6 +244,8 @@ class RepoView(QWidget):
         groups = repo.by_quantization()
         for quant, entries in groups.items():
             self.model.add_group(quant, entries)
+            if len(entries) == 1:  # no total size to show: its label (and mark) takes the row
+                self.tree.setFirstColumnSpanned(self.model.rowCount() - 1, QModelIndex(), True)
         self.tree.expandAll()
         n = len(repo.entries)
         if n == 0:

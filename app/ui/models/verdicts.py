@@ -33,17 +33,15 @@ class VerdictDelegate(QStyledItemDelegate):
         option.state &= ~QStyle.StateFlag.State_Selected
 
 
-def verdict_text(fit: ModeFit, speed: SpeedEstimate | None = None) -> str:
-    """'fits · max 32K · about 40 tokens/s', or for a file that fits but decodes under
-    SLOW_TOKENS_PER_SECOND 'fits, slow: about 3.1 tokens/s'."""
+def verdict_text(fit: ModeFit, speed: SpeedEstimate | None = None, compact: bool = False) -> str:
+    """'fits · max 32K' ('fits · 32K' `compact`, for a column beside others whose tooltip
+    says what the number is), or for a file that fits but decodes under
+    SLOW_TOKENS_PER_SECOND at `speed` 'fits, slow: about 3.1 tokens/s'."""
     if speed is not None and speed.slow:
         return f"{fit.verdict}, slow: {speed.describe()}"
-    text = (
-        f"{fit.verdict} · max {fmt.tokens_short(fit.largest_n_ctx)}"
-        if fit.largest_n_ctx
-        else fit.verdict
-    )
-    return f"{text} · {speed.describe()}" if speed is not None else text
+    if not fit.largest_n_ctx:
+        return fit.verdict
+    return f"{fit.verdict} · {'' if compact else 'max '}{fmt.tokens_short(fit.largest_n_ctx)}"
 
 
 def budget_text(budget: FreeMemory) -> str:

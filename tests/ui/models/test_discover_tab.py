@@ -80,14 +80,15 @@ def test_search_offline_says_so_in_one_sentence(qtbot, env, monkeypatch):
 
 
 def _tree_rows(page) -> dict[str, list[list[str]]]:
-    """Quantization group -> ['file name | size | verdicts...', ...]."""
+    """Quantization group -> ['file name | size | verdicts...', ...] (not the speed)."""
+    from app.ui.models.repo_files_model import SPEED_COLUMN
+
     m = page.repo_view.model
     groups: dict[str, list[list[str]]] = {}
     for g in range(m.rowCount()):
         group = m.item(g, 0)
-        groups[group.text()] = [
-            [group.child(r, c).text() for c in range(m.columnCount())]
-            for r in range(group.rowCount())
+        groups[group.text().split("  · ")[0]] = [  # without "Recommended here"
+            [group.child(r, c).text() for c in range(SPEED_COLUMN)] for r in range(group.rowCount())
         ]
     return groups
 
@@ -105,7 +106,7 @@ def test_open_repo_groups_files_by_quantization_with_sizes_and_fit(qtbot, env, g
     assert groups["Q4_K_M"][0][:2] == ["tiny-llama-Q4_K_M  (2 parts)", fmt.size(split_total)]
     # A tiny model fits 8 GiB in every KV mode; the cell says so and the largest context.
     for row in groups["Q8_0"] + groups["F16"]:
-        assert all(cell.startswith("fits · max ") for cell in row[2:]), row
+        assert all(cell.startswith("fits · ") for cell in row[2:]), row  # and the largest
     fit = page.repo_view.fit_for(Q8)
     f16, q8k, q8kv = (m.kv_bytes for m in fit.modes)
     assert q8kv < q8k < f16 and q8k * 128 == f16 * (64 + 34)  # K at 34/64 of f16, V unchanged

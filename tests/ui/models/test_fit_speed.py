@@ -14,6 +14,7 @@ import pytest
 from app.load.fit_speed import (
     DEFAULT_BANDWIDTH,
     SLOW_TOKENS_PER_SECOND,
+    best_speed,
     default_bandwidth,
     estimate_speed,
     kv_bytes_in_use,
@@ -29,8 +30,14 @@ def _cells(page, first_file: str) -> list[str]:
     return [item.text() for item in page.repo_view.model.mode_items(first_file)]
 
 
-def _name(page, first_file: str) -> str:
-    return page.repo_view.model.entries[first_file][1].text()
+def _quantization(page, first_file: str) -> str:
+    """The bold row of the file's quantization ('Q2_K', 'Q2_K  · Recommended here')."""
+    return page.repo_view.model.entries[first_file][1].parent().text()
+
+
+def _speed(page, first_file: str) -> str:
+    """The file's "Speed here" cell."""
+    return page.repo_view.model.speed_item(first_file).text()
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +83,16 @@ def test_slow_files_are_marked_and_the_largest_fast_fit_is_recommended(
     assert speed.tokens_per_second < SLOW_TOKENS_PER_SECOND  # 4.9 GB per token at 20 GB/s
     assert _cells(page, q4)[0] == f"fits, slow: {speed.describe()}"
     assert all(", slow: about " in cell for cell in _cells(page, q4))
-    fast = _cells(page, q2)
-    assert all(cell.startswith("fits · max ") and " tokens/s" in cell for cell in fast), fast
-    assert _cells(page, q8) == ["does not fit"] * 3
+    fastest_q4 = best_speed(fit, default_bandwidth(False))
+    assert _speed(page, q4) == f"slow: {fastest_q4.short()}"
+    assert all(cell.startswith("fits · ") for cell in _cells(page, q2))  # and the largest
+    assert _cells(page, q8) == ["does not fit"] * 3 and _speed(page, q8) == "–"
     # The rule: the largest file that fits and is not slow.
-    assert _name(page, q2).endswith(RECOMMENDED)
-    assert not _name(page, q4).endswith(RECOMMENDED) and not _name(page, q8).endswith(RECOMMENDED)
+    fastest_q2 = best_speed(page.repo_view.fit_for(q2), default_bandwidth(False))
+    assert not fastest_q2.slow
+    assert _speed(page, q2) == fastest_q2.short()
+    assert _quantization(page, q2) == f"Q2_K  · {RECOMMENDED}"
+    assert (_quantization(page, q4), _quantization(page, q8)) == ("Q4_K_M", "Q8_0")
 
     # With room for every file, Q8_0 fits too, but at about 2 tokens/s: Q2_K stays the pick.
     monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "40GiB")
@@ -89,7 +100,8 @@ def test_slow_files_are_marked_and_the_largest_fast_fit_is_recommended(
     page.repo_view.context_spin.setValue(4096 + 256)  # re-estimates every file
     qtbot.waitUntil(lambda: _cells(page, q8)[0].startswith("fits, slow: "), timeout=WAIT)
     qtbot.waitUntil(lambda: page.repo_view.fit_for(q2).n_ctx == 4096 + 256, timeout=WAIT)
-    assert _name(page, q2).endswith(RECOMMENDED)
+    assert _quantization(page, q2).endswith(RECOMMENDED) and _speed(page, q8).startswith("slow: ")
+    assert not _quantization(page, q8).endswith(RECOMMENDED)
     assert page.repo_view.model.recommended == q2
     shut(page)
 
@@ -109,10 +121,9 @@ def test_a_real_decode_replaces_the_default_bandwidth(qtbot, env, starter_model_
     page.show()
     open_repo(qtbot, page)
     wait_fits(qtbot, page)
-    before = _cells(page, Q8)
     fit = page.repo_view.fit_for(Q8)
-    default = estimate_speed(fit.weights_bytes, fit.modes[0].kv_bytes, default_bandwidth(False))
-    assert before[0].endswith(default.describe())
+    default = best_speed(fit, default_bandwidth(False))
+    assert _speed(page, Q8) == default.short()
     assert page.repo_view.measured_bandwidth is None
 
     with qtbot.waitSignal(engine.model_loaded, timeout=120_000) as loaded:
@@ -129,8 +140,9 @@ def test_a_real_decode_replaces_the_default_bandwidth(qtbot, env, starter_model_
     read = starter_model_path.stat().st_size + kv_bytes_in_use(caches, done.n_past)
     assert measured.bytes_per_second == pytest.approx(done.tokens_per_second * read)
     assert measured.bytes_per_second != DEFAULT_BANDWIDTH[False]
-    after = estimate_speed(fit.weights_bytes, fit.modes[0].kv_bytes, measured)
-    assert _cells(page, Q8)[0].endswith(after.describe())
+    after = best_speed(fit, measured)
+    assert after.short() != default.short()
+    assert _speed(page, Q8) == after.short()
     assert "measured from" in page.repo_view.budget_label.text()
     shut(page)
     engine.shutdown()
