@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.chats.records import DONE, FAILED
+from app.chats.records import CUT, DONE, FAILED
 from tests.gguf_factory import write_unknown_arch_gguf, write_vocab_only_gguf
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
@@ -26,6 +26,11 @@ NO_MODEL = "No model is loaded: load a model first."
 def _type(qtbot, page, text: str) -> None:
     qtbot.keyClicks(page.input, text)
     qtbot.keyClick(page.input, Qt.Key.Key_Return)
+
+
+def _ended(finished) -> str:
+    """The status a finished reply shows: 'cut' at its max_tokens (with Continue), else done."""
+    return CUT if finished.stop_reason == "length" else DONE
 
 
 def _shown_text(page, row: int) -> str:
@@ -53,8 +58,11 @@ def test_a_failed_reply_says_why_in_the_conversation_and_after_a_restart(
     from app.platform.paths import data_dir
 
     page = chat_app.window.chat
+    # The page no longer sends without a model (Send is disabled and says why), so the reply
+    # that fails is asked of the chat's session, which the page sends through: the engine
+    # refuses it, as it refuses any reply while no model is loaded.
     with qtbot.waitSignal(page.session.reply_failed, timeout=HANG_GUARD_MS):
-        _type(qtbot, page, "Hello?")
+        assert page.session.send("Hello?")
     reply = page.session.model.messages()[-1]
     assert (reply.role, reply.status, reply.error) == ("assistant", FAILED, NO_MODEL)
     assert _shown_text(page, 1) == f"⚠ The reply failed: {NO_MODEL}"
@@ -117,9 +125,9 @@ def test_a_model_llama_cpp_refuses_leaves_the_loaded_one_loaded(
     # The user keeps chatting with it, doing nothing else: no load happens for the reply.
     loads.clear()
     page.session.set_conversation_settings("", {"max_tokens": 4, "temperature": 0.0})
-    with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS):
+    with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
         _type(qtbot, page, "Hello")
-    assert page.session.model.messages()[-1].status == DONE
+    assert page.session.model.messages()[-1].status == _ended(finished.args[0])
     assert loads == []
 
 
@@ -147,9 +155,9 @@ def test_after_the_engine_is_killed_the_page_says_what_happens_next(
     page.session.set_conversation_settings("", {"max_tokens": 4, "temperature": 0.0})
     with (
         qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS),
-        qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS),
+        qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished,
     ):
         _type(qtbot, page, "Still there?")
-    assert page.session.model.messages()[-1].status == DONE
+    assert page.session.model.messages()[-1].status == _ended(finished.args[0])
     assert not page.stopped.isVisible()
     assert page.status.model_label.text() == "gemma-3-270m-q4_k_m"
