@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,10 @@ def test_a_sibling_lends_its_quality_as_an_estimate_and_a_stranger_does_not(
     store.add(me, [measured("q8_0/f16", 0.02)])
     own = quality_of(KvMode.parse("q8_0/f16"), me, store.measurements())
     assert (own.source, own.kl) == (MEASURED, 0.02)
+    # A newer measurement of the file replaces the older one in the advice.
+    newer = replace(measured("q8_0/f16", 0.005), measured_at=time.time() + 60)
+    store.add(me, [newer])
+    assert quality_of(KvMode.parse("q8_0/f16"), me, store.measurements()).kl == 0.005
 
 
 def test_decode_speed_is_fitted_along_the_depth(tmp_path: Path) -> None:

@@ -21,6 +21,8 @@ from app.commands.advise import AdviceReport
 from app.engine.advisor_measure import ShortMeasurement, measure_for_advice, measurement_steps
 from app.kv.advisor_store import MeasurementStore
 from app.kv.fit import MARGIN, memory_need
+from app.kv.kv_cache import kv_cache_bytes
+from app.kv.kv_types import FP16_KV_MODE, KV_MODES, KV_TYPES
 from app.load.load_check import gpu_build
 from app.models.gguf_read import read_gguf_header
 from app.models.random_model import write_model
@@ -216,7 +218,9 @@ def test_a_missing_model_is_one_sentence(env, tmp_path) -> None:
     assert_bad_input(kvstudio("advise", str(tmp_path / "none.gguf"), env=env), "none.gguf")
 
 
-def test_the_load_dialogs_auto_gives_the_cli_s_choice(qtbot, env, measured, monkeypatch):
+def test_the_load_dialogs_auto_gives_the_cli_s_choice(
+    qtbot, env, measured, monkeypatch, starter_model_path
+):
     from PySide6.QtCore import Qt
 
     from app.ui.chat.load_dialog import LoadDialog
@@ -242,6 +246,17 @@ def test_the_load_dialogs_auto_gives_the_cli_s_choice(qtbot, env, measured, monk
         f"At most {mode_fit.largest_n_ctx:,} tokens fit with these settings, "
         f"{cli['n_ctx']:,} with the estimate's 10% kept spare (as Auto keeps it)."
     ) in dialog.fit_label.text()
+    # Below Auto, each mode with its share of the f16 KV memory (the KV arithmetic's, for
+    # this model); every other K and V type is under More.
+    header = read_gguf_header(starter_model_path)
+    f16 = kv_cache_bytes(header, 4096, FP16_KV_MODE).total_bytes
+    for mode in KV_MODES:
+        share = kv_cache_bytes(header, 4096, mode).total_bytes / f16
+        text = box.itemText(box.findData(mode.label))
+        assert text.startswith(mode.label) and text.endswith(f"{share:.0%} of the f16 KV memory")
+    box.activated.emit(box.count() - 1)  # "Other K and V types (under More)"
+    assert dialog.kv_choice.more.isVisible()
+    assert dialog.kv_choice.type_k.count() == dialog.kv_choice.type_v.count() == len(KV_TYPES)
     dialog.reject()
 
 
