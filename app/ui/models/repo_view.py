@@ -98,7 +98,7 @@ class RepoView(QWidget):
         self.status_label.setWordWrap(True)
         self.budget_label = QLabel()  # one long sentence: wrapped, or it sets the window's width
         self.budget_label.setWordWrap(True)
-        self.budget_label.setStyleSheet("color: palette(mid);")
+        self.budget_label.setObjectName("hint")  # the sheets' hint colour: 4.5:1 in both looks
 
     def _build_gate(self) -> None:
         """The notice for a gated repo, with its button to add a token (hidden until then)."""

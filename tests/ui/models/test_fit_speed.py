@@ -146,3 +146,25 @@ def test_a_real_decode_replaces_the_default_bandwidth(qtbot, env, starter_model_
     assert "measured from" in page.repo_view.budget_label.text()
     shut(page)
     engine.shutdown()
+
+
+def test_the_repo_view_reads_at_aa_in_both_looks(qtbot, env, hub, shaped_files, monkeypatch):
+    """The estimate's sentence (what the speeds rest on) was palette(mid): 2.2:1 in light."""
+    from PySide6.QtWidgets import QApplication
+
+    from app.ui.theme import DARK, LIGHT, show_scheme
+    from tests.ui.contrast import contrast_problems
+
+    app = QApplication.instance()
+    sheet, palette = app.styleSheet(), app.palette()
+    page = _open_shapes(qtbot, env, hub, shaped_files, monkeypatch, "7GiB")
+    try:
+        page.repo_view.select_entry("Llama-3.1-8B-shapes-Q4_K_M.gguf")  # its detail table too
+        for scheme in (LIGHT, DARK):
+            show_scheme(app, scheme)
+            QApplication.processEvents()
+            assert contrast_problems(page.repo_view) == [], scheme
+    finally:
+        app.setStyleSheet(sheet)
+        app.setPalette(palette)
+        shut(page)
