@@ -271,6 +271,7 @@ class ModelsPage(QWidget):
         bandwidth = measured_bandwidth(finished.tokens_per_second, weights, kv, on_gpu, name)
         if bandwidth is not None:
             self.repo_view.set_measured_bandwidth(bandwidth)
+            self.search_view.recommended.set_measured_bandwidth(bandwidth)
 
     def on_engine_model_unloaded(self) -> None:
         self.library_view.set_loaded_path(None)

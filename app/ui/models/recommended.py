@@ -9,8 +9,15 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QHeaderView, QTableView
 
-from app.kv.fit import FitEstimate, ModeFit
+from app.kv.fit import FITS, TIGHT, FitEstimate, ModeFit
 from app.kv.kv_types import DEFAULT_KV_MODE
+from app.load.fit_speed import (
+    Bandwidth,
+    SpeedEstimate,
+    bandwidth_for,
+    estimate_speed,
+    speed_sentence,
+)
 from app.models.hub.curated_models import CURATED_MODELS, CuratedModel
 from app.platform import units as fmt
 from app.ui.models.flat_table import ListTableModel, row_table
@@ -21,7 +28,8 @@ CHECKING = "checking…"
 
 class RecommendedModel(ListTableModel[CuratedModel]):
     """The curated models (name, size, licence) and, once estimated, each one's verdict for
-    the app's default KV mode at the context the fit was asked for."""
+    the app's default KV mode at the context the fit was asked for, with the decode speed it
+    would reach here (app/load/fit_speed.py)."""
 
     HEADERS = ("Chat model", "Size", "Licence", "Fits here")
 
@@ -29,7 +37,22 @@ class RecommendedModel(ListTableModel[CuratedModel]):
         super().__init__(parent)
         self._fits: dict[str, FitEstimate] = {}
         self._failed: dict[str, str] = {}
+        self.measured_bandwidth: Bandwidth | None = None  # a real decode's, once there is one
         self.set_rows(CURATED_MODELS)
+
+    def set_measured_bandwidth(self, bandwidth: Bandwidth | None) -> None:
+        """Speeds rest on `bandwidth` from now on (ModelsPage sets it after a real decode)."""
+        self.measured_bandwidth = bandwidth
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 3), self.index(len(self._rows) - 1, 3))
+
+    def speed_for(self, repo_id: str) -> SpeedEstimate | None:
+        """The decode speed of the model's file here, in the default KV mode, if it loads."""
+        estimate, fit = self._fits.get(repo_id), self.fit_for(repo_id)
+        if estimate is None or fit is None or fit.verdict not in (FITS, TIGHT):
+            return None
+        bandwidth = bandwidth_for(estimate, self.measured_bandwidth)
+        return estimate_speed(estimate.weights_bytes, fit.kv_bytes, bandwidth)
 
     def set_fits(self, fits: Mapping[str, FitEstimate | str]) -> None:
         """Verdicts by repo id: a FitEstimate, or the sentence saying why there is none."""
@@ -50,7 +73,11 @@ class RecommendedModel(ListTableModel[CuratedModel]):
         fit = self.fit_for(model.repo_id)
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 3:
-                return verdict_text(fit) if fit else self._failed.get(model.repo_id, CHECKING)
+                if fit is None:
+                    return self._failed.get(model.repo_id, CHECKING)
+                speed = self.speed_for(model.repo_id)
+                text = verdict_text(fit, speed)
+                return f"{text} · {speed.short()}" if speed and not speed.slow else text
             return (model.name, fmt.size(model.size_bytes), model.licence)[col]
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(model, col)
@@ -75,11 +102,12 @@ class RecommendedModel(ListTableModel[CuratedModel]):
         estimate = self._fits.get(model.repo_id)
         fit = self.fit_for(model.repo_id)
         if col == 3 and estimate is not None and fit is not None:
+            speed = self.speed_for(model.repo_id)
             return (
                 f"KV {fit.mode.label} at {estimate.n_ctx:,} tokens: needs "
                 f"{fmt.size(fit.total_bytes)} of {fmt.size(estimate.budget.bytes)} "
                 f"{budget_text(estimate.budget)}."
-            )
+            ) + (f"\n{speed_sentence(estimate, speed)}" if speed else "")
         if col == 2:
             return model.licence_name
         return (

@@ -24,6 +24,7 @@ from tests.ui.models.page_driver import GIB, Q8, WAIT, Budget, open_repo, shut, 
 from tests.ui.models.test_discover_tab import write_shaped_gguf
 
 SHAPES = "demo/Llama-3.1-8B-shapes-GGUF"
+QWEN = "Qwen/Qwen2.5-0.5B-Instruct-GGUF"  # in the Recommended list
 
 
 def _cells(page, first_file: str) -> list[str]:
@@ -124,6 +125,9 @@ def test_a_real_decode_replaces_the_default_bandwidth(qtbot, env, starter_model_
     fit = page.repo_view.fit_for(Q8)
     default = best_speed(fit, default_bandwidth(False))
     assert _speed(page, Q8) == default.short()
+    recommended = page.search_view.recommended
+    qtbot.waitUntil(lambda: recommended.fit_for(QWEN) is not None, timeout=WAIT)
+    assert recommended.speed_for(QWEN).bandwidth == default_bandwidth(False)
     assert page.repo_view.measured_bandwidth is None
 
     with qtbot.waitSignal(engine.model_loaded, timeout=120_000) as loaded:
@@ -144,6 +148,11 @@ def test_a_real_decode_replaces_the_default_bandwidth(qtbot, env, starter_model_
     assert after.short() != default.short()
     assert _speed(page, Q8) == after.short()
     assert "measured from" in page.repo_view.budget_label.text()
+    # The Recommended list's speeds rest on the same measurement.
+    qwen = recommended.speed_for(QWEN)
+    assert qwen.bandwidth == measured
+    row = next(r for r in range(recommended.rowCount()) if recommended.row_at(r).repo_id == QWEN)
+    assert recommended.index(row, 3).data().endswith(f" · {qwen.short()}")
     shut(page)
     engine.shutdown()
 
