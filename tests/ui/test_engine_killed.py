@@ -13,8 +13,9 @@ from collections.abc import Callable
 import pytest
 from PySide6.QtCore import Qt, SignalInstance
 
-from app.chats.records import DONE, INTERRUPTED
+from app.chats.records import CUT, DONE, INTERRUPTED
 from app.services.crash_streak import CRASHES_BEFORE_GIVING_UP
+from app.ui.chat.chat_page import NO_MODEL_TO_SEND
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 
@@ -28,13 +29,16 @@ RELOADS = f"{KILLED} Your conversation is saved; the model reloads when you send
 LONG_PROMPT = "Summarise this list: " + ", ".join(f"item {i}" for i in range(220))
 
 
-def kill_engine_on(app, signal_: SignalInstance) -> list[int]:
-    """SIGKILL the engine the first time `signal_` fires; returns the killed pids."""
+def kill_engine_on(
+    app, signal_: SignalInstance, when: Callable[..., object] = lambda *_args: True
+) -> list[int]:
+    """SIGKILL the engine the first time `signal_` fires with arguments `when` accepts;
+    returns the killed pids."""
     killed: list[int] = []
 
-    def kill(*_args: object) -> None:
+    def kill(*args: object) -> None:
         pid = app.engine.engine_pid
-        if not killed and pid is not None:
+        if not killed and pid is not None and when(*args):
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
             signal_.disconnect(kill)
@@ -63,10 +67,11 @@ def _send_and_finish(qtbot, app, text: str) -> None:
     page.session.set_conversation_settings("", {"max_tokens": 4, "temperature": 0.0})
     with (
         qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS),
-        qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS),
+        qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished,
     ):
         _type(qtbot, page, text)
-    assert page.session.model.messages()[-1].status == DONE
+    ended = CUT if finished.args[0].stop_reason == "length" else DONE  # CUT: at max_tokens
+    assert page.session.model.messages()[-1].status == ended
 
 
 def _after_crash(qtbot, app, killed: list[int], crashed: Callable[[], None]) -> str:
@@ -86,15 +91,17 @@ def test_engine_killed_while_loading_reading_and_replying(
     page.session.set_conversation_settings("", {"max_tokens": 300, "temperature": 0.0})
     pids = {app.engine.engine_pid}
 
-    # 1. While the reply streams: killed on its first token.
+    # 1. While the reply streams: killed on its first token with words to show (a framed
+    # reply's first token can be the space after "Assistant:", which shows nothing).
     received: list[str] = []
     app.engine.token_received.connect(lambda token: received.append(token.text))
-    killed = kill_engine_on(app, app.engine.token_received)
+    killed = kill_engine_on(app, app.engine.token_received, lambda token: token.text.strip())
     text = _after_crash(qtbot, app, killed, lambda: _type(qtbot, page, "Count to fifty: 1, 2,"))
     assert text == RELOADS
     user, reply = page.session.model.messages()
     assert user.content == "Count to fifty: 1, 2,"
-    assert reply.status == INTERRUPTED and reply.content == "".join(received) != ""
+    # What streamed is kept, as the chat shows it (without the frame's space before it).
+    assert reply.status == INTERRUPTED and reply.content == "".join(received).lstrip() != ""
     stored = app.store.message(reply.id)
     assert (stored.status, stored.content) == (INTERRUPTED, reply.content)  # on disk too
     assert page.status.model_label.text().startswith("Engine stopped")
@@ -153,12 +160,17 @@ def test_three_crashes_in_a_row_stop_the_reloading(qtbot, chat_app, tiny_gguf, r
         "again by itself; choose it in the model picker to try again. Your conversation is saved."
     )
     assert page.status.model_label.text() == "Engine stopped (3 crashes in a row)"
-    with qtbot.waitSignal(app.engine.reply_failed, timeout=HANG_GUARD_MS) as refused:
+    # Nothing reloads by itself now: Send is disabled and says why, and a message typed and
+    # entered stays in the input (nothing sent, no engine started) while the window says why.
+    assert not page.send_button.isEnabled() and page.send_button.toolTip() == NO_MODEL_TO_SEND
+    with qtbot.waitSignal(app.bridge.info_reported, timeout=HANG_GUARD_MS) as said:
         _type(qtbot, page, "And now?")
+    assert said.args[0] == NO_MODEL_TO_SEND
+    assert app.window.statusBar().currentMessage() == NO_MODEL_TO_SEND
+    assert page.input.toPlainText() == "And now?"
     assert len(starts) == 3 and app.engine.engine_pid is None  # no fourth engine
-    assert refused.args[0] == "No model is loaded: load a model first."
     users = [m.content for m in page.session.model.messages() if m.role == "user"]
-    assert users == ["Hello", "Hello", "And now?"]  # every message kept
+    assert users == ["Hello", "Hello"]  # every message sent is kept
     # Choosing the model again gives it its tries back.
     with qtbot.waitSignal(app.engine.model_loaded, timeout=LOAD_TIMEOUT_MS):
         page.load_model(str(model))
