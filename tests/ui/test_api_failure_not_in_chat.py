@@ -18,7 +18,9 @@ def test_a_failed_api_request_is_not_reported_as_the_chats_reply(qtbot, chat_app
     assert failed.args[0] == "api-1"
     assert warnings == []
 
+    # The chat's own reply, asked of its session (the page no longer sends without a model):
+    # its failure is said.
     page.session.new_conversation()
     with qtbot.waitSignal(page.session.reply_failed, timeout=HANG_GUARD_MS):
-        page.send("hello?")
-    assert [w for w in warnings if w.startswith("The reply failed: ")]
+        assert page.session.send("hello?")
+    assert warnings == ["The reply failed: No model is loaded: load a model first."]

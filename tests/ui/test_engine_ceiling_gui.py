@@ -1,6 +1,6 @@
 """A model past the engine's memory ceiling, loaded from the chat window offscreen with the real
-engine: the window says so in one sentence naming the ceiling and stays up, ready for the next
-message."""
+engine: the window says so in one sentence naming the ceiling and stays up; a message typed
+then is kept in the input, and the window says no model is loaded."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.platform.memory_ceiling import ENV
+from app.ui.chat.chat_page import NO_MODEL_TO_SEND
 from tests.ui.conftest import LOAD_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 
@@ -36,8 +37,12 @@ def test_a_load_past_the_ceiling_is_a_sentence_and_the_window_stays_up(
     assert box.text().startswith(f"Could not load the model: {SAID}")
     box.accept()
     assert chat_app.window.isVisible()
-    # The window still answers: a message now says no model is loaded, in the conversation.
-    with qtbot.waitSignal(page.session.reply_failed, timeout=HANG_GUARD_MS):
+    # The window still answers: Send says no model is loaded, and a message typed now is kept
+    # in the input (not sent to fail) while the status bar says why.
+    assert not page.send_button.isEnabled() and page.send_button.toolTip() == NO_MODEL_TO_SEND
+    with qtbot.waitSignal(chat_app.bridge.info_reported, timeout=HANG_GUARD_MS) as said:
         qtbot.keyClicks(page.input, "Hello?")
         qtbot.keyClick(page.input, Qt.Key.Key_Return)
-    assert page.session.model.messages()[-1].error == "No model is loaded: load a model first."
+    assert said.args[0] == NO_MODEL_TO_SEND
+    assert chat_app.window.statusBar().currentMessage() == NO_MODEL_TO_SEND
+    assert page.input.toPlainText() == "Hello?" and page.session.model.messages() == []
