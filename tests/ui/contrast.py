@@ -96,10 +96,16 @@ def _foreground(widget: QWidget) -> QColor:
     return widget.palette().color(QPalette.ColorGroup.Active, role)
 
 
+def _on_screen(widget: QWidget) -> bool:
+    """Shown and not scrolled out of sight: the grab holds the pixels painted under it (a
+    widget below a scroll area's fold is checked with the area scrolled to it)."""
+    return widget.isVisible() and not widget.visibleRegion().isEmpty()
+
+
 def _checked_widgets(root: QWidget) -> Iterator[QWidget]:
     kinds = (QLabel, QAbstractButton, QLineEdit, QAbstractSpinBox, QComboBox, QGroupBox)
     for widget in root.findChildren(QWidget):
-        if isinstance(widget, kinds) and widget.isVisible() and widget.isEnabled():
+        if isinstance(widget, kinds) and _on_screen(widget) and widget.isEnabled():
             if widget.width() > 2 and widget.height() > 2 and _text_of(widget).strip():
                 yield widget
 
@@ -142,10 +148,10 @@ def contrast_problems(root: QWidget, minimum: float = AA) -> list[str]:
             for colour in _HTML_COLOUR.findall(text):
                 check(f"{what} (its {colour} text)", QColor(colour), background)
     for table in root.findChildren(QTableWidget):
-        if table.isVisible():
+        if _on_screen(table):
             problems += _table_problems(table, image, check)
     for bar in root.findChildren(QTabBar):
-        if bar.isVisible():
+        if _on_screen(bar):
             for i in range(bar.count()):
                 rect = bar.tabRect(i).translated(bar.mapTo(bar.window(), QPoint(0, 0)))
                 colour = bar.tabTextColor(i)
@@ -153,7 +159,7 @@ def contrast_problems(root: QWidget, minimum: float = AA) -> list[str]:
                     colour = bar.palette().color(QPalette.ColorRole.WindowText)
                 check(f"tab '{bar.tabText(i)}'", colour, painted_background(image, rect))
     for plot in root.findChildren(pg.PlotWidget):
-        if plot.isVisible():
+        if _on_screen(plot):
             background = painted_background(image, _rect_in_window(plot))
             for what, colour in chart_text_colours(plot):
                 check(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from app.ui.theme import DARK, LIGHT, ThemeController
 from tests.ui.contrast import contrast_problems
@@ -31,6 +31,20 @@ def settle() -> None:
         QApplication.processEvents()
 
 
+def below_the_fold(window: QWidget) -> list[str]:
+    """The problems of what a page's scroll areas hold below the fold, scrolled to the end."""
+    problems: list[str] = []
+    for area in window.findChildren(QScrollArea):
+        bar = area.verticalScrollBar()
+        if area.isVisible() and bar.maximum() > 0:
+            bar.setValue(bar.maximum())
+            settle()
+            problems += contrast_problems(window)
+            bar.setValue(0)
+            settle()
+    return problems
+
+
 def test_every_page_reads_at_aa_contrast_in_both_looks(qtbot, loaded_chat_app) -> None:
     window = loaded_chat_app.window
     window.resize(1280, 800)
@@ -41,7 +55,7 @@ def test_every_page_reads_at_aa_contrast_in_both_looks(qtbot, loaded_chat_app) -
         for title in PAGES:
             window.show_page(title)
             settle()
-            problems = contrast_problems(window)
+            problems = contrast_problems(window) + below_the_fold(window)
             if problems:
                 found[f"{scheme} {title}"] = problems
     assert found == {}, "\n".join(f"{page}: {p}" for page, ps in found.items() for p in ps)
