@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.kv.kv_cache import KvCacheEstimate
-from app.kv.kv_summary import kv_mib
 from app.kv.kv_types import KvMode
 from app.models.gguf_header import GgufHeader
 from app.platform.units import size
@@ -83,7 +82,7 @@ def lesson_for(header: GgufHeader, estimate: KvCacheEstimate, tokens: int) -> Le
 
 
 def _bytes(n: int) -> str:
-    return size(n, 1) if n < 1024**2 else kv_mib(n)
+    return size(n, 1)  # as the panel's chart labels its bars: "1.0 GiB", not "1,024.0 MiB"
 
 
 def lesson_sentences(lesson: Lesson) -> list[str]:

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 
 from app.engine.messages import Generate, SamplingSettings
-from app.kv.lesson import FA_TILE, SCORE_BYTES
+from app.kv.kv_cache import kv_cache_bytes
+from app.kv.kv_types import DEFAULT_KV_MODE
+from app.kv.lesson import FA_TILE, SCORE_BYTES, lesson_for, lesson_sentences
 from app.models.gguf_read import read_gguf_header
 from app.platform import units
+from app.ui.dashboard.lesson_panel import lesson_bars
 from app.ui.dashboard.page import DashboardPage
 from tests.cli_runner import kvstudio
 from tests.ui.conftest import LOAD_TIMEOUT_MS
@@ -60,3 +63,14 @@ def test_the_lesson_shows_kvstudio_fit_s_numbers_and_follows_a_reply(
     assert 0 < now.read_per_step < now.fp16_read_per_step
     assert f"Now {n_past:,} tokens are in the context" in dashboard.lesson.text.text()
     assert dashboard.lesson.chart.isVisible() and len(dashboard.lesson.chart.bars) == 4
+
+
+def test_the_sentences_say_each_size_as_the_chart_does(starter_model_path) -> None:
+    """At 16,384 tokens the score matrix passes 1 GiB: the text and the bar say it alike."""
+    header = read_gguf_header(starter_model_path)
+    lesson = lesson_for(header, kv_cache_bytes(header, 16384, DEFAULT_KV_MODE), tokens=600)
+    text = " ".join(lesson_sentences(lesson))
+    for _label, n_bytes, _colour in lesson_bars(lesson):
+        if n_bytes != lesson.tile_bytes:  # the tile is named by its side in the text
+            assert units.size(n_bytes, 1) in text, (n_bytes, text)
+    assert lesson.score_matrix_bytes >= 2**30 and "MiB if written out whole" not in text
