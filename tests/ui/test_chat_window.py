@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.chats.records import DONE, STOPPED
+from app.chats.records import CUT, DONE, STOPPED, STREAMING
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 
@@ -31,21 +31,42 @@ def _reply(qtbot, app, text: str):
     return blocker.args[0]
 
 
+# At least 7 tokens whatever the model would write (each digit is a token of the starter's
+# vocabulary and the reply cannot end before the 4th comma): a GBNF grammar in the chat's
+# sampling, as an API request's response_format makes one.
+SEVEN_TOKENS_OR_MORE = 'root ::= [0-9]+ ("," [0-9]+){3,}'
+
+
 def test_send_shows_streamed_reply(qtbot, loaded_chat_app) -> None:
+    """Enter sends the message and the reply streams in: it grows on screen in several steps
+    while it is written, and the finished reply is stored as shown, with the status bar's
+    speed."""
     app = loaded_chat_app
     page = app.window.chat
-    _new_chat(page, max_tokens=16)
-    tokens, updates = [], []
-    app.engine.token_received.connect(tokens.append)
-    page.session.model.dataChanged.connect(lambda top, _b, _r=(): updates.append(top.row()))
-    finished = _reply(qtbot, app, "The capital of France is")
+    page.session.new_conversation()
+    page.session.set_conversation_settings(
+        "", {"max_tokens": 16, "temperature": 0.0, "grammar": SEVEN_TOKENS_OR_MORE}
+    )
+    tokens: list[str] = []
+    streaming: list[str] = []  # the reply on screen each time its row changed while written
+    app.engine.token_received.connect(lambda token: tokens.append(token.text))
+
+    def on_row_changed(top, _bottom, _roles=()) -> None:
+        message = page.session.model.messages()[top.row()]
+        if message.role == "assistant" and message.status == STREAMING:
+            streaming.append(message.content)
+
+    page.session.model.dataChanged.connect(on_row_changed)
+    finished = _reply(qtbot, app, "Count from 1 to 20.")
     messages = page.session.model.messages()
     assert [m.role for m in messages] == ["user", "assistant"]
     assert page.input.toPlainText() == ""
     reply = messages[-1]
-    assert reply.status == DONE and reply.content.strip()
-    assert len(tokens) >= 3 and finished.generated_tokens >= 3
-    assert updates.count(1) >= 2  # the reply grew on screen in several steps
+    assert reply.status == (CUT if finished.stop_reason == "length" else DONE)
+    assert len(tokens) >= 7 and finished.generated_tokens >= 7
+    # It grew on screen while it was written, each step the beginning of the reply.
+    shown = [text for text in streaming if text]
+    assert len(set(shown)) >= 2 and all(reply.content.startswith(text) for text in shown)
     stored = app.store.messages(page.session.conversation.id)[-1]
     assert stored.content == reply.content and stored.generated_tokens == finished.generated_tokens
     assert page.status.speed_label.text().endswith("tok/s")
