@@ -94,14 +94,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--measure",
         action="store_true",
         help=f"first measure every K/V mode on this model ({SHORT.scored_tokens} scored tokens "
-        "each; the time is said before it starts)",
+        "each by default; the time is said before it starts)",
     )
     parser.add_argument(
         "--chunks",
         type=int,
         default=None,
         help=f"with --measure: chunks of the reference text to score (default "
-        f"{SHORT.quality_chunks}; more give a steadier KL and take longer)",
+        f"{SHORT.quality_chunks}; more rest the KL on more text and take longer)",
     )
     parser.add_argument(
         "--chunk-tokens",
