@@ -29,8 +29,12 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_TIMEOUT_S = 300  # start, assemble and load the starter model, reply: 2 busy cores
-# A base model continues text: counting keeps it streaming for hundreds of tokens.
-PROMPT = "Count from 1 to 1000, separated by commas: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"
+PROMPT = "Count from 1 to 1000, separated by commas."
+# The reply streams for hundreds of tokens whatever the model would write: a GBNF grammar in
+# the conversation's sampling (as an API request's response_format makes one) lets it end only
+# after 200 numbers (a base model's chat reply, from the question-and-answer frame, would
+# otherwise end with its first sentence, before anything was saved mid-stream).
+LONG_REPLY = 'root ::= [0-9]+ ("," [0-9]+){200,}'
 SAVED = re.compile(r"DEBUG app\.chats\.store: saved (\d+) characters of reply (\d+)")
 
 
@@ -61,7 +65,7 @@ def test_a_reply_streaming_when_the_app_is_killed_is_kept_as_interrupted(
     for role, text in (("user", "Hello"), ("assistant", "Hi there")):
         store.add_message(older.id, role, text)
     store.create_conversation(
-        sampling={"temperature": 0.0, "max_tokens": 1500}
+        sampling={"temperature": 0.0, "max_tokens": 1500, "grammar": LONG_REPLY}
     )  # the one the app opens
     store.close()
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "KVSTUDIO_DATA_DIR": str(folder)}
