@@ -139,7 +139,7 @@ sys.exit(main(sys.argv[1:]))
 
 @pytest.mark.slow
 def test_table_output_without_qt(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KVSTUDIO_DATA_DIR=str(tmp_path / "data"))
     args = ["bench", "starter", *SMALL, "--modes", "q8_0/f16", "--chunks", "0"]
     result = subprocess.run(
         [sys.executable, "-c", NO_QT, *args],
