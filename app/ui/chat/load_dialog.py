@@ -35,6 +35,7 @@ from app.load.load_choices import (
     remember_choice,
     remembered_choice,
 )
+from app.load.load_words import DIALOG_ADVICE, load_word
 from app.load.profile import LoadProfile
 from app.models import starter
 from app.models.model_ref import resolve_model
@@ -44,7 +45,6 @@ from app.services.tasks import TaskRunner
 from app.state.settings import Settings
 from app.ui.chat.kv_choice import KvChoice
 from app.ui.chat.load_fit import FitLine
-from app.ui.chat.load_words import DIALOG_ADVICE, load_word
 from app.ui.chat.model_picker import STARTER
 from app.ui.chat.status_bar import model_name
 from app.ui.chat.workers_box import WorkersBox

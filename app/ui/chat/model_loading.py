@@ -16,6 +16,7 @@ from app.engine.build_info import BackendPairs, parse_system_info
 from app.engine.rpc_load_check import backend_with_rpc, check_rpc_load
 from app.load.load_check import check_model_load
 from app.load.load_choices import choice_for
+from app.load.load_words import LOAD_ANYWAY_ADVICE, load_word
 from app.load.profile import LoadProfile
 from app.models import starter
 from app.models.model_ref import resolve_model
@@ -25,7 +26,6 @@ from app.services.local_workers import LocalWorkers
 from app.services.message_bridge import MessageBridge
 from app.state.settings import Settings, SettingsFile
 from app.ui.chat.load_dialog import LoadDialog
-from app.ui.chat.load_words import LOAD_ANYWAY_ADVICE, load_word
 from app.ui.chat.model_picker import STARTER, ModelPicker
 
 

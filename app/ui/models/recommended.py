@@ -28,8 +28,8 @@ CHECKING = "checking…"
 
 class RecommendedModel(ListTableModel[CuratedModel]):
     """The curated models (name, size, licence) and, once estimated, each one's verdict for
-    the app's default KV mode at the context the fit was asked for, with the decode speed it
-    would reach here (app/load/fit_speed.py)."""
+    the app's default KV mode at the context the fit was asked for, marked slow when it would
+    decode under 5 tokens/s here (app/load/fit_speed.py; the speed is in the tooltip)."""
 
     HEADERS = ("Chat model", "Size", "Licence", "Fits here")
 
@@ -75,9 +75,9 @@ class RecommendedModel(ListTableModel[CuratedModel]):
             if col == 3:
                 if fit is None:
                     return self._failed.get(model.repo_id, CHECKING)
-                speed = self.speed_for(model.repo_id)
-                text = verdict_text(fit, speed)
-                return f"{text} · {speed.short()}" if speed and not speed.slow else text
+                # A slow one says so; the speed of the others is in the tooltip (the list keeps
+                # whole names at 1024 px).
+                return verdict_text(fit, self.speed_for(model.repo_id))
             return (model.name, fmt.size(model.size_bytes), model.licence)[col]
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(model, col)

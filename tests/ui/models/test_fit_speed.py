@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from app.load.fit_speed import (
     DEFAULT_BANDWIDTH,
@@ -152,7 +153,8 @@ def test_a_real_decode_replaces_the_default_bandwidth(qtbot, env, starter_model_
     qwen = recommended.speed_for(QWEN)
     assert qwen.bandwidth == measured
     row = next(r for r in range(recommended.rowCount()) if recommended.row_at(r).repo_id == QWEN)
-    assert recommended.index(row, 3).data().endswith(f" · {qwen.short()}")
+    tooltip = recommended.index(row, 3).data(Qt.ItemDataRole.ToolTipRole)
+    assert f"Decode {qwen.describe()} on this machine" in tooltip and "measured from" in tooltip
     shut(page)
     engine.shutdown()
 
