@@ -1,7 +1,8 @@
 """The load dialog says what a user needs, no more (#25 item 5): its Workers section is one
 closed line unless workers are set or the user opens it, and loading goes by one word per
-situation: "Load" for another model, "Reload" for the one loaded now, on the dialog's button,
-in its advice, in the refusal's sentence and on the refusal box's "... anyway" button."""
+situation: "Load" for another model, "Reload" for the one loaded now, in the dialog's title, on
+its button, in its advice, in the refusal's sentence and on the refusal box's "... anyway"
+button."""
 
 from __future__ import annotations
 
@@ -77,6 +78,7 @@ def test_load_and_reload_are_one_word_each_everywhere(
     try:
         page = parts.window.chat
         dialog = open_from_menu(qtbot, page, "Starter model")
+        assert dialog.windowTitle() == "Load a model"
         button, words, buttons = _refusal_words(qtbot, page, dialog)
         assert button == "Load"
         assert "press Load and choose Load anyway." in words
@@ -88,6 +90,7 @@ def test_load_and_reload_are_one_word_each_everywhere(
         with qtbot.waitSignal(parts.engine.model_loaded, timeout=HANG_GUARD_MS):
             dialog.load_button.click()
         dialog = open_from_menu(qtbot, page, "Load options")  # the loaded model's dialog
+        assert dialog.windowTitle() == "Reload the model"
         button, words, buttons = _refusal_words(qtbot, page, dialog)
         assert button == "Reload"
         assert "press Reload and choose Reload anyway." in words

@@ -1,7 +1,6 @@
-"""Loading a model in one dialog: its load settings (context length, K/V cache types, GPU
-layers, threads), a live estimate of whether they fit this machine, and Load, or Reload for
-the model that is loaded. What the user loads with is remembered for that model file
-(app.load.load_choices); a model never loaded from here uses the default load settings."""
+"""Loading a model in one dialog: its load settings (context, K/V types, GPU layers, threads), a
+live fit for this machine, and Load (Reload for the model loaded now), the choice remembered per
+model file (app.load.load_choices; a model never loaded from here gets the default settings)."""
 
 from __future__ import annotations
 
@@ -68,8 +67,7 @@ class LoadDialog(QDialog):
     model_read(): the model's header and this machine's free memory were read; the estimate shows.
     model_unreadable(str): the model could not be opened (the sentence is shown in the dialog).
     fit_changed(object): the live estimate (a LiveFit) was redone for the settings shown.
-    load_requested(str, object): Load or Reload was pressed: the ref and the LoadProfile to
-        load it with (its choice is also remembered for the next time).
+    load_requested(str, object): Load/Reload pressed: the ref and its LoadProfile (remembered).
     (The workers section's own signals are on `workers_box`.)
     """
 
@@ -95,10 +93,8 @@ class LoadDialog(QDialog):
         "Start a worker on this computer" starts one (None: the button is hidden)."""
         super().__init__(parent)
         self.setObjectName("loadDialog")
-        self.setWindowTitle("Load a model")
         self._ref, self._settings, self._folder = ref, settings, folder
-        self._pairs = pairs
-        self._loaded_path = loaded_path
+        self._pairs, self._loaded_path = pairs, loaded_path
         self.facts: LoadFacts | None = None
         self.fit: LiveFit | None = None
         self._showing = False  # the controls are being set: one estimate afterwards
@@ -222,6 +218,12 @@ class LoadDialog(QDialog):
         self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self._on_load_clicked)
         self.buttons.rejected.connect(self.reject)
+        self._use_word(word)
+
+    def _use_word(self, word: str) -> None:  # "Load", or "Reload" for the model loaded now
+        self.load_button.setText(word)
+        self.setWindowTitle("Reload the model" if word == "Reload" else "Load a model")
+        self.workers_box.advice = DIALOG_ADVICE.format(word)
 
     def _lay_out(
         self, form: QFormLayout, offers: QHBoxLayout, fit_row: QHBoxLayout, hint: QLabel
@@ -259,8 +261,7 @@ class LoadDialog(QDialog):
             remembered or default_choice(self._settings, facts.model_path, header.context_length)
         )
         if self._is_loaded(facts.model_path):  # a ref that names the loaded model's file
-            self.load_button.setText("Reload")
-            self.workers_box.advice = DIALOG_ADVICE.format("Reload")
+            self._use_word("Reload")
         self.model_read.emit()
         self._estimate()
         self.kv_choice.ask_advisor(self._runner, facts.model_path, self.gpu_layers.value())
