@@ -47,9 +47,9 @@ async def embed(
     try:
         answer = await asyncio.to_thread(embedder.embed, model.path, model.id, request)
     except EmbedderFailed as failed:
-        raise ApiError(
-            501, str(failed), code="embeddings_unsupported", kind="server_error"
-        ) from None
+        # A 400, as for a chat to a base model: this model cannot serve the request, and
+        # clients (the openai SDK) retry a 5xx, which would only fail again.
+        raise ApiError(400, str(failed), code="embeddings_unsupported") from None
     if isinstance(answer, EmbedRefused):
         code = "context_length_exceeded" if "at most" in answer.message else None
         raise ApiError(400, answer.message, param=answer.param, code=code)

@@ -107,9 +107,9 @@ def test_a_model_llama_cpp_cannot_embed_with_is_refused_and_chat_goes_on(starter
     with serve(starter_model_path, n_ctx=512) as served:
         client = _client(served.base_url)
         for _ in range(2):  # the second is refused without trying again
-            with pytest.raises(openai.InternalServerError) as refused:
+            with pytest.raises(openai.BadRequestError) as refused:
                 client.embeddings.create(model="any", input="Hello")
-            assert refused.value.status_code == 501
+            assert refused.value.status_code == 400
             assert refused.value.code == "embeddings_unsupported"
             assert "chat and completions are not affected" in refused.value.message
         reply = client.completions.create(model="any", prompt="Once upon", max_tokens=2)
