@@ -13,7 +13,7 @@ import platform
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
@@ -35,16 +35,9 @@ from app.models.hub.download_control import DownloadCancelled, DownloadControl
 from app.platform import units as fmt
 from app.services.tasks import TaskRunner
 from app.state.settings import SettingsFile
-from app.ui.package_offer import PackageOffer
+from app.ui.package_offer import DownloadProgress, PackageOffer
 
 Detect = Callable[[], list[Gpu]]
-
-
-class _Progress(QObject):
-    """Signals: progressed(int done, int total): download bytes, emitted on the worker thread
-    and delivered on the GUI thread (queued, since this object lives there)."""
-
-    progressed = Signal(int, int)
 
 
 class FirstRunDialog(QDialog):
@@ -66,7 +59,7 @@ class FirstRunDialog(QDialog):
         self.recommendation: Recommendation | None = None
         self._control: DownloadControl | None = None
         self._close_when_idle = False
-        self._progress = _Progress(self)
+        self._progress = DownloadProgress(self)
         self._progress.progressed.connect(self._on_download_progressed)
 
         title = QLabel("Choose the llama.cpp backend")

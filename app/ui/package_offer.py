@@ -50,8 +50,10 @@ def confirm_unsigned(parent: QWidget, archive: str) -> bool:
     return answer == QMessageBox.StandardButton.Yes
 
 
-class _Progress(QObject):
-    """Signals: progressed(int done, int total), from the download's thread to the GUI's."""
+class DownloadProgress(QObject):
+    """Signals: progressed(int done, int total): download bytes, emitted on the worker thread
+    and delivered on the GUI thread (queued, since this object lives there). Shared with the
+    first-run dialog's install from an address."""
 
     progressed = Signal(int, int)
 
@@ -83,7 +85,7 @@ class PackageOffer(QWidget):
         self.newer: IndexEntry | None = None
         self.tasks = TaskRunner(self, max_threads=1)
         self._control: DownloadControl | None = None
-        self._progress = _Progress(self)
+        self._progress = DownloadProgress(self)
         self._progress.progressed.connect(self._on_download_progressed)
         self.look_button = QPushButton(LOOK_TEXT)
         self.sentence = QLabel("Nothing is read from the network until you press it.")
