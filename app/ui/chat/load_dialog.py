@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from app.engine.build_info import BackendPairs
 from app.kv.advisor import Advice
 from app.kv.fit import NO_FIT
-from app.kv.kv_types import FP16_KV_MODE, INT8_KV_MODE, KvMode
+from app.kv.kv_types import KvMode
 from app.load.load_check import gpu_build
 from app.load.load_choices import (
     LiveFit,
@@ -45,21 +45,15 @@ from app.state.settings import Settings
 from app.ui.chat.kv_choice import KvChoice
 from app.ui.chat.load_fit import FitLine
 from app.ui.chat.model_picker import STARTER
+from app.ui.chat.pair_offers import PairOffers
 from app.ui.chat.status_bar import model_name
 from app.ui.chat.workers_box import WorkersBox
 from app.ui.plain_text import plain_label, plain_tooltip
 
 log = logging.getLogger(__name__)
 
-# What the dialog offers when the chosen K/V pair has no Flash Attention kernel in the
-# running GPU backend: int8 K and V (in llama.cpp's default pair list), or plain f16.
-ALTERNATIVE_PAIRS = (INT8_KV_MODE, FP16_KV_MODE)
 NO_GPU = "CPU only: no GPU layers"
 MAX_CONTEXT = 1_048_576
-_WARNING_STYLE = (
-    "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
-    "border-radius: 6px; padding: 6px;"
-)
 
 
 class LoadDialog(QDialog):
@@ -104,7 +98,7 @@ class LoadDialog(QDialog):
         self.about = plain_label(QLabel("Reading the model…"))
         self.about.setWordWrap(True)
         form = self._build_settings_form()
-        offers = self._build_pair_offers()
+        offers = self.pair_offers = self._build_pair_offers()
         fit_row = self._build_fit_row()
         hint = QLabel(
             "Flash Attention is always on (the int8-K cache runs in it). These settings are "
@@ -180,20 +174,11 @@ class LoadDialog(QDialog):
         gpu_row.addWidget(self.no_gpu)
         return gpu_row
 
-    def _build_pair_offers(self) -> QHBoxLayout:
+    def _build_pair_offers(self) -> PairOffers:
         """The warning for a K/V pair the backend lacks, and a button per pair it has."""
-        self.pair_warning = QLabel()
-        self.pair_warning.setWordWrap(True)
-        self.pair_warning.setObjectName("pairWarning")
-        self.pair_warning.setStyleSheet(_WARNING_STYLE)
-        self.pair_buttons: dict[KvMode, QPushButton] = {}
-        offers = QHBoxLayout()
-        for mode in ALTERNATIVE_PAIRS:
-            button = QPushButton(f"Use K={mode.k.name} / V={mode.v.name}")
-            button.clicked.connect(lambda _=False, mode=mode: self._choose_pair(mode))
-            self.pair_buttons[mode] = button
-            offers.addWidget(button)
-        offers.addStretch(1)
+        offers = PairOffers(self._pairs)
+        offers.pair_chosen.connect(self._choose_pair)
+        self.pair_warning, self.pair_buttons = offers.warning, offers.buttons
         return offers
 
     def _build_fit_row(self) -> QHBoxLayout:
@@ -226,14 +211,13 @@ class LoadDialog(QDialog):
         self.workers_box.advice = DIALOG_ADVICE.format(word)
 
     def _lay_out(
-        self, form: QFormLayout, offers: QHBoxLayout, fit_row: QHBoxLayout, hint: QLabel
+        self, form: QFormLayout, offers: PairOffers, fit_row: QHBoxLayout, hint: QLabel
     ) -> None:
         self._layout = layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.about)
         layout.addLayout(form)
-        layout.addWidget(self.pair_warning)
-        layout.addLayout(offers)
+        layout.addWidget(offers)
         layout.addWidget(self.fit_label)
         layout.addLayout(fit_row)
         layout.addWidget(self.workers_box)
@@ -349,21 +333,7 @@ class LoadDialog(QDialog):
         self._estimate()
 
     def _show_pair_support(self) -> None:
-        mode = self.chosen_mode()
-        k, v = mode.k.name, mode.v.name
-        missing = self._pairs is not None and self._pairs.native(mode) is False
-        self.pair_warning.setVisible(missing)
-        for other, button in self.pair_buttons.items():
-            ok = self._pairs is not None and self._pairs.native(other) is not False
-            button.setVisible(missing and ok)
-        if missing and self._pairs is not None:
-            offered = [m.label for m, b in self.pair_buttons.items() if not b.isHidden()]
-            instead = " or ".join(offered) if offered else "another pair"
-            self.pair_warning.setText(
-                f"The {self._pairs.backend} backend has no Flash Attention kernel for "
-                f"K={k} / V={v}: llama.cpp would convert the cache to f16 at every step, "
-                f"which is slow and gives back the memory int8-K saves. Use {instead} instead."
-            )
+        self.pair_offers.show_support(self.chosen_mode())
 
     # ---- the choice --------------------------------------------------------------------
 

@@ -14,19 +14,15 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from app.engine.rpc_load_check import RpcLoadCheck, WorkersCheck, check_workers
-from app.kv.rpc_fit import DeviceShare
+from app.engine.rpc_load_check import WorkersCheck, check_workers
 from app.load.profile import LoadProfile
 from app.load.rpc_workers import (
     MAX_WORKERS,
@@ -35,23 +31,20 @@ from app.load.rpc_workers import (
     is_loopback,
     parse_layer_split,
 )
-from app.platform import units as fmt
 from app.platform.errors import BadInputError
-from app.platform.units import llama_mib
 from app.services.local_workers import LocalWorkers
 from app.services.tasks import TaskRunner
 from app.ui.chat.collapsible import Collapsible
+from app.ui.chat.device_fit import REFUSAL_STYLE, DeviceFit
 from app.ui.plain_text import plain_label
 
 log = logging.getLogger(__name__)
 
 BACKENDS_ADVICE = "the Backends page"  # how to choose a backend with RPC, in the app
-COLUMNS = ("Device", "Weights", "KV cache", "Compute", "Free")
 _WARNING_STYLE = (
     "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
     "border-radius: 6px; padding: 6px;"
 )
-_REFUSAL_STYLE = "color: #b91c1c;"
 
 
 class WorkersBox(QWidget):
@@ -134,7 +127,7 @@ class WorkersBox(QWidget):
         self.error = plain_label(QLabel())
         self.error.setObjectName("workerError")
         self.error.setWordWrap(True)
-        self.error.setStyleSheet(_REFUSAL_STYLE)
+        self.error.setStyleSheet(REFUSAL_STYLE)
         self.error.hide()
         self.exposure = plain_label(QLabel())
         self.exposure.setObjectName("workerExposure")
@@ -143,20 +136,9 @@ class WorkersBox(QWidget):
         self.exposure.hide()
 
     def _build_table(self) -> None:
-        """The fit on every device, and the sentence under it."""
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setObjectName("deviceFit")
-        self.table.setHorizontalHeaderLabels(list(COLUMNS))
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)  # "RPC1 (host:port)"
-        self.table.hide()
-        self.sentence = plain_label(QLabel())
-        self.sentence.setObjectName("deviceFitSentence")
-        self.sentence.setWordWrap(True)
-        self.sentence.hide()
+        """The fit on every device, and the sentence under it (device_fit.py)."""
+        self.device_fit = DeviceFit()
+        self.table, self.sentence = self.device_fit.table, self.device_fit.sentence
 
     def _lay_out(self) -> None:
         about = QLabel(
@@ -291,8 +273,7 @@ class WorkersBox(QWidget):
         if not self.workers:
             self._asked += 1  # an answer still on its way is for workers no longer listed
             self.result, self.checking = None, False
-            self.table.hide()
-            self.sentence.hide()
+            self.device_fit.hide()
 
     # ---- the fit on every device ---------------------------------------------------------
 
@@ -302,9 +283,7 @@ class WorkersBox(QWidget):
         asked = self._asked
         self.checking = True
         self.result = None
-        self.sentence.setStyleSheet("")
-        self.sentence.setText("Asking the workers and reading their devices' free memory…")
-        self.sentence.show()
+        self.device_fit.show_asking()
         self._runner.submit(
             "check",
             self._check_if_latest,
@@ -330,33 +309,7 @@ class WorkersBox(QWidget):
     def _show_result(self, result: WorkersCheck) -> None:
         self.checking = False
         self.result = result
-        check = result.check
-        shares = check.fit.shares if check is not None else ()
-        self.table.setRowCount(len(shares))
-        for row, share in enumerate(shares):
-            for column, (text, tip) in enumerate(_cells(share)):
-                item = QTableWidgetItem(text)
-                item.setToolTip(tip)
-                if column:
-                    item.setTextAlignment(
-                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-                    )
-                self.table.setItem(row, column, item)
-        self.table.setVisible(bool(shares))
-        if shares:
-            header_height = self.table.horizontalHeader().height()
-            rows_height = sum(self.table.rowHeight(r) for r in range(len(shares)))
-            self.table.setFixedHeight(header_height + rows_height + 4)
-        lines = []
-        if result.refusal is not None:
-            lines.append(result.refusal)
-        elif check is not None:
-            lines.append(_fits_sentence(check))
-        if check is not None:
-            lines += check.notices()
-        self.sentence.setText(" ".join(lines))
-        self.sentence.setStyleSheet(_REFUSAL_STYLE if result.refusal else "")
-        self.sentence.setVisible(bool(lines))
+        self.device_fit.show_result(result)
         self.checked.emit(result)
 
     @property
@@ -371,30 +324,3 @@ class WorkersBox(QWidget):
 
     def wait(self, msecs: int = 60000) -> bool:
         return self._runner.wait(msecs)
-
-
-def _cells(share: DeviceShare) -> list[tuple[str, str]]:
-    """(text, tooltip) per column for one device's share."""
-    per_cache = ", ".join(f"{llama_mib(b).strip()} MiB" for b in share.kv_bytes_per_cache)
-    layers = f"{len(share.layers)} layers" + (" and the output layer" if share.has_output else "")
-    return [
-        (share.label, layers),
-        (fmt.size(share.weights_bytes, 1), "the weights of its layers"),
-        (
-            fmt.size(share.kv_bytes, 2, unit="MiB"),
-            f"per cache, as llama.cpp allocates it: {per_cache}",
-        ),
-        (fmt.size(share.compute_bytes, 1), "compute buffer (estimated)"),
-        (fmt.size(share.budget_bytes, 1), "free memory as llama.cpp reads it"),
-    ]
-
-
-def _fits_sentence(check: RpcLoadCheck) -> str:
-    """A load that fits, in one sentence naming the device with the least room left."""
-    fit = check.fit
-    share = fit.runs_out_first()
-    return (
-        f"Fits at {fit.n_ctx:,} tokens ({fit.mode.label}) on every device; the least room is "
-        f"left on {share.label}: it needs {fmt.size(share.need_bytes, 1)} of "
-        f"{fmt.size(share.budget_bytes, 1)} free."
-    )
