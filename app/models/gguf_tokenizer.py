@@ -26,7 +26,7 @@ in the engine, before llama.cpp loads it.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from app.models.gguf_header import GgufHeader
@@ -112,8 +112,13 @@ def check_token_list_file(path: Path, header: GgufHeader) -> None:
     if tokens is None or isinstance(tokens, list):
         return  # absent, or kept and checked with the header
     with path.open("rb") as f:
-        data = memoryview(f.read(header.header_bytes))
-    check_unique_tokens(_token_texts(data))
+        data = f.read(header.header_bytes)
+    texts = _token_texts(data)
+    # The usual case, no empty and no repeated token, at C speed (0.15 s less per load of a
+    # 262,144-token list); only a list that fails it is walked again to name the repeat.
+    if all(texts) and len(set(texts)) == len(texts):
+        return
+    check_unique_tokens(texts)
 
 
 # ---- a walk of a validated header to its token list ---------------------------------------
@@ -123,26 +128,36 @@ _STRING, _ARRAY = 8, 9
 _U64 = struct.Struct("<Q")
 
 
-def _token_texts(data: memoryview) -> Iterator[bytes]:
+def _token_texts(data: bytes) -> list[bytes]:
     """The raw texts of the token list in header bytes `data`. The header was validated, so
     every length here lies inside `data` (a short read would end the walk with struct.error)."""
-    (n_kv,) = _U64.unpack_from(data, 16)
+    view = memoryview(data)
+    (n_kv,) = _U64.unpack_from(view, 16)
     pos = 24
     for _ in range(n_kv):
-        (key_len,) = _U64.unpack_from(data, pos)
-        key = bytes(data[pos + 8 : pos + 8 + key_len])
+        (key_len,) = _U64.unpack_from(view, pos)
+        key = bytes(view[pos + 8 : pos + 8 + key_len])
         pos += 8 + key_len
-        (vtype,) = struct.unpack_from("<I", data, pos)
+        (vtype,) = struct.unpack_from("<I", view, pos)
         pos += 4
         if key == TOKENS_KEY.encode() and vtype == _ARRAY:
-            (count,) = _U64.unpack_from(data, pos + 4)
-            pos += 12
-            for _ in range(count):
-                (n,) = _U64.unpack_from(data, pos)
-                yield data[pos + 8 : pos + 8 + n].tobytes()
-                pos += 8 + n
-            return
-        pos = _skip_value(data, pos, vtype)
+            (count,) = _U64.unpack_from(view, pos + 4)
+            return _strings(data, pos + 12, count)
+        pos = _skip_value(view, pos, vtype)
+    return []
+
+
+def _strings(data: bytes, pos: int, count: int) -> list[bytes]:
+    # The hot loop (262,144 tokens for the starter model): slices of `data` itself, which are
+    # bytes already, and no generator between the walk and the set.
+    texts: list[bytes] = []
+    append, unpack = texts.append, _U64.unpack_from
+    for _ in range(count):
+        (n,) = unpack(data, pos)
+        start = pos + 8
+        pos = start + n
+        append(data[start:pos])
+    return texts
 
 
 def _skip_value(data: memoryview, pos: int, vtype: int) -> int:
