@@ -166,7 +166,7 @@ def test_settings_are_kept_per_conversation(qtbot, chat_app) -> None:
     assert chat_app.store.conversation(b.id).sampling["temperature"] == 1.3
 
 
-def test_edit_button_puts_message_in_input(qtbot, chat_app) -> None:
+def test_edit_button_opens_an_editor_in_the_message(qtbot, chat_app) -> None:
     page = chat_app.window.chat
     conversation = page.session.new_conversation()
     user = chat_app.store.add_message(conversation.id, "user", "Fix this sentence")
@@ -175,10 +175,28 @@ def test_edit_button_puts_message_in_input(qtbot, chat_app) -> None:
     index = page.session.model.index(0)
     rect = page.view.delegate.button_rect(page.view.visualRect(index), index, EDIT)
     qtbot.mouseClick(page.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    assert page.input.toPlainText() == "Fix this sentence"
-    assert page.edit_banner.isVisible() and page.editing.message_id == user.id
-    qtbot.keyClick(page.input, Qt.Key.Key_Escape)
-    assert not page.edit_banner.isVisible() and page.input.toPlainText() == ""
+    editor = page.view.editor
+    assert editor is not None and page.editing.message_id == user.id
+    assert editor.text_box.toPlainText() == "Fix this sentence" and page.input.toPlainText() == ""
+    assert page.view.visualRect(index).contains(editor.geometry())  # in the message's row
+    assert page.view.delegate.button_rect(page.view.visualRect(index), index, EDIT) is None
+    qtbot.mouseClick(editor.cancel_button, Qt.MouseButton.LeftButton)
+    assert page.view.editor is None and page.editing.message_id is None
+    assert chat_app.store.message(user.id).content == "Fix this sentence"
+
+
+def test_an_edit_without_a_model_stays_open_and_says_why(qtbot, chat_app) -> None:
+    page = chat_app.window.chat
+    conversation = page.session.new_conversation()
+    user = chat_app.store.add_message(conversation.id, "user", "Fix this sentence")
+    page.open_conversation(conversation.id)
+    page.start_edit(user.id)
+    editor = page.view.editor
+    qtbot.keyClicks(editor.text_box, " please")
+    qtbot.keyClick(editor.text_box, Qt.Key.Key_Return)
+    assert page.view.editor is editor and editor.text == "Fix this sentence please"
+    assert "No model is loaded" in chat_app.window.statusBar().currentMessage()
+    assert chat_app.store.message(user.id).content == "Fix this sentence"
 
 
 def test_sending_without_a_model_is_not_possible_and_says_why(qtbot, chat_app) -> None:

@@ -31,6 +31,15 @@ def _reply(qtbot, app, text: str):
     return blocker.args[0]
 
 
+def _resend_edit(qtbot, app, text: str) -> None:
+    """Type `text` over the message being edited, Enter, and wait for the reply to finish."""
+    box = app.window.chat.view.editor.text_box
+    box.clear()
+    with qtbot.waitSignal(app.engine.reply_finished, timeout=REPLY_TIMEOUT_MS):
+        qtbot.keyClicks(box, text)
+        qtbot.keyClick(box, Qt.Key.Key_Return)
+
+
 # At least 7 tokens whatever the model would write (each digit is a token of the starter's
 # vocabulary and the reply cannot end before the 4th comma): a GBNF grammar in the chat's
 # sampling, as an API request's response_format makes one.
@@ -141,17 +150,16 @@ def test_edit_and_resend_truncates_later_messages(qtbot, loaded_chat_app) -> Non
     _reply(qtbot, app, "Question one:")
     _reply(qtbot, app, "Question two:")
     first_user = page.session.model.messages()[0]
-    page.start_edit(first_user.id)
-    assert page.input.toPlainText() == "Question one:" and page.edit_banner.isVisible()
-    page.input.clear()
-    _reply(qtbot, app, "An edited question:")
+    page.start_edit(first_user.id)  # in place: the message's bubble holds its editor
+    assert page.view.editor.text_box.toPlainText() == "Question one:"
+    _resend_edit(qtbot, app, "An edited question:")
     messages = page.session.model.messages()
     assert [(m.role, m.content if m.role == "user" else "") for m in messages] == [
         ("user", "An edited question:"),
         ("assistant", ""),
     ]
     assert len(app.store.messages(page.session.conversation.id)) == 2
-    assert not page.edit_banner.isVisible()
+    assert page.view.editor is None
 
 
 def test_context_meter_moves_after_reply(qtbot, loaded_chat_app) -> None:
@@ -340,6 +348,5 @@ def test_a_reply_that_leaves_out_old_messages_says_so_in_the_chat_not_the_dashbo
     # Edited down to one short message, the next reply fits: the notice goes.
     first = page.session.model.messages()[0]
     page.start_edit(first.id)
-    page.input.clear()
-    _reply(qtbot, app, "Hello")
+    _resend_edit(qtbot, app, "Hello")
     assert len(page.session.model.messages()) == 2 and not notice.isVisible()

@@ -1,7 +1,8 @@
 """The chat by keyboard alone (QTest key events, focusWidget() checked after each): Tab
 reaches every message and each of its buttons (code block Copy, Copy, Edit, the version
 arrows, Regenerate) in order and then leaves the conversation; Enter presses the button under
-the focus; Edit highlights the message and Esc leaves it; F1 and ? open the shortcuts sheet;
+the focus; Edit turns the message into an editor in its own bubble (Enter or Ctrl+Enter
+resends, Esc or Cancel leaves it); F1 and ? open the shortcuts sheet;
 the text-continuation box lets the focus go with Ctrl+Tab and Esc."""
 
 from __future__ import annotations
@@ -100,20 +101,128 @@ def test_tab_reaches_every_message_and_button_and_enter_presses_it(qtbot, chat_w
     assert QGuiApplication.clipboard().text() == OTHER_ANSWER
 
 
-def test_edit_by_keyboard_highlights_the_message_and_esc_leaves_it(qtbot, chat_window) -> None:
-    page = chat_window.window.chat
-    view = page.view
+def _tab_to_edit(qtbot, page) -> None:
+    """From the settings toggle, Tab to the first message's Edit button."""
     user = page.session.model.message_at(0)
     page.settings_toggle.setFocus(Qt.FocusReason.OtherFocusReason)
     for _ in range(3):
         _press(qtbot, Qt.Key.Key_Tab)
+    assert page.view.focus_stop == (user.id, EDIT)
+
+
+def test_edit_by_keyboard_opens_an_editor_in_the_message_and_esc_leaves_it(
+    qtbot, chat_window
+) -> None:
+    page = chat_window.window.chat
+    view = page.view
+    user = page.session.model.message_at(0)
+    qtbot.keyClicks(page.input, "a draft")  # the input keeps its own text throughout
+    _tab_to_edit(qtbot, page)
+    editor_box = _press(qtbot, Qt.Key.Key_Return)
+    editor = view.editor
+    assert editor is not None and editor_box is editor.text_box  # the focus is in it
+    assert editor.text_box.toPlainText() == QUESTION
+    assert view.delegate.editing_id == user.id  # its bubble is drawn highlighted round it
+    # In place: the editor is inside the edited message's row, not in the input below.
+    assert editor.parent() is view.viewport() and editor.isVisible()
+    row = view.visualRect(page.session.model.index(0))
+    assert row.contains(editor.geometry())
+    assert page.input.toPlainText() == "a draft"
+    # Tab goes on to the editor's Cancel and Resend; Shift+Tab back to the text.
+    assert _press(qtbot, Qt.Key.Key_Tab) is editor.cancel_button
+    assert _press(qtbot, Qt.Key.Key_Tab) is editor.resend_button
+    assert _press(qtbot, Qt.Key.Key_Backtab) is editor.cancel_button
+    assert _press(qtbot, Qt.Key.Key_Backtab) is editor.text_box
+    qtbot.keyClicks(editor.text_box, " Or not?")
+    # Esc: the message as it was, the keyboard back on its Edit button.
+    assert _press(qtbot, Qt.Key.Key_Escape) is view
+    assert view.editor is None and view.delegate.editing_id is None
     assert view.focus_stop == (user.id, EDIT)
-    assert _press(qtbot, Qt.Key.Key_Return) is page.input
-    assert page.input.toPlainText() == QUESTION
-    assert view.delegate.editing_id == user.id and page.edit_banner.isVisible()
-    assert _press(qtbot, Qt.Key.Key_Escape) is page.input
-    assert view.delegate.editing_id is None and not page.edit_banner.isVisible()
-    assert page.input.toPlainText() == ""
+    assert page.session.model.message_at(0).content == QUESTION
+    assert page.input.toPlainText() == "a draft"
+    # Again, and Cancel pressed with Space leaves it the same way.
+    assert _press(qtbot, Qt.Key.Key_Return) is view.editor.text_box
+    assert _press(qtbot, Qt.Key.Key_Tab) is view.editor.cancel_button
+    assert _press(qtbot, Qt.Key.Key_Space) is view and view.editor is None
+
+
+@pytest.fixture
+def fake_engine_chat(qtbot, chat_data_dir: Path) -> Iterator:
+    """The app on the same conversation with a loaded model that answers at once (the fake
+    engine: only the engine's messages matter to an edit)."""
+    from app.gui import build_app
+    from app.load.profile import LoadProfile
+    from app.services.engine_client import EngineClient
+    from tests.fake_engine import FakeEngine
+    from tests.waits import HANG_GUARD_MS
+
+    store = ChatStore(chat_data_dir / "conversations.sqlite3")
+    conversation = store.create_conversation()
+    store.add_message(conversation.id, "user", QUESTION)
+    store.add_message(conversation.id, "assistant", ANSWER, status=DONE)
+    store.add_message(conversation.id, "user", "And in C?")
+    store.add_message(conversation.id, "assistant", OTHER_ANSWER, status=DONE)
+    store.close()
+    engine = EngineClient(process_factory=lambda: FakeEngine(EDITED_REPLY))
+    parts = build_app(chat_data_dir, engine=engine)
+    parts.window.resize(1024, 640)
+    parts.window.show()
+    parts.window.activateWindow()
+    qtbot.waitExposed(parts.window)
+    with qtbot.waitSignal(engine.model_loaded, timeout=HANG_GUARD_MS):
+        engine.load(LoadProfile(model_path=str(chat_data_dir / "chat.gguf")))
+    yield parts
+    parts.window.close()
+    parts.close()
+
+
+EDITED_REPLY = "Use console.log."
+
+
+def test_edit_and_resend_by_keyboard_replaces_the_message_and_what_follows(
+    qtbot, fake_engine_chat
+) -> None:
+    from tests.waits import HANG_GUARD_MS
+
+    page = fake_engine_chat.window.chat
+    engine = fake_engine_chat.engine
+    assert page.session.model.rowCount() == 4
+    _tab_to_edit(qtbot, page)
+    box = _press(qtbot, Qt.Key.Key_Return)
+    assert box is page.view.editor.text_box
+    qtbot.keyClick(box, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClicks(box, "How do I print")
+    height = page.view.editor.height()
+    for _ in range(3):  # Shift+Enter: new lines, and the message's row grows with them
+        qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(box, "in JavaScript?")
+    assert box.toPlainText() == "How do I print\n\n\nin JavaScript?"
+    assert page.view.editor.height() > height
+    row = page.view.visualRect(page.session.model.index(0))
+    assert row.contains(page.view.editor.geometry())
+    with qtbot.waitSignal(engine.reply_finished, timeout=HANG_GUARD_MS):
+        qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    messages = page.session.model.messages()
+    assert [(m.role, m.content) for m in messages] == [
+        ("user", "How do I print\n\n\nin JavaScript?"),
+        ("assistant", EDITED_REPLY),
+    ]
+    stored = fake_engine_chat.store.messages(page.session.conversation.id)
+    assert [m.content for m in stored] == [m.content for m in messages]
+    assert page.view.editor is None and page.view.delegate.editing_id is None
+    assert QApplication.focusWidget() is page.input  # the conversation goes on from there
+
+    # Plain Enter resends too; an emptied editor resends nothing.
+    _tab_to_edit(qtbot, page)
+    box = _press(qtbot, Qt.Key.Key_Return)
+    qtbot.keyClick(box, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(box, Qt.Key.Key_Delete)
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert page.view.editor is not None and not page.session.generating
+    qtbot.keyClicks(box, "Print in Go?")
+    with qtbot.waitSignal(engine.reply_finished, timeout=HANG_GUARD_MS):
+        qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert [m.content for m in page.session.model.messages()] == ["Print in Go?", EDITED_REPLY]
 
 
 def test_f1_and_question_mark_open_the_shortcuts_sheet(qtbot, chat_window) -> None:

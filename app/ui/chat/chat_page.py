@@ -102,13 +102,9 @@ class ChatPage(QWidget):
             completion=self.completion,
             sides=(self.conversations, self.settings_panel),
         )
-        self.empty_state, self.stack, self.edit_banner = (
-            laid.empty_state,
-            laid.stack,
-            laid.edit_banner,
-        )
+        self.empty_state, self.stack = laid.empty_state, laid.stack
         self.modes, self.chat_area, self.splitter = laid.modes, laid.chat_area, laid.splitter
-        self.editing = MessageEditing(store, self.input, self.edit_banner, self.view)
+        self.editing = MessageEditing(store, self.view)  # in the message's own bubble
         self.chat_modes = ChatModes(
             engine, self.modes, self.chat_area, self.completion, self.base_note, self.status
         )
@@ -140,7 +136,8 @@ class ChatPage(QWidget):
         s.model.modelReset.connect(self._update_stack)
         self.settings_panel.settings_changed.connect(s.update_settings)
         self.settings_toggle.toggled.connect(self.settings_panel.setVisible)
-        self.input.submitted.connect(self._on_input_submitted)
+        self.input.submitted.connect(self.send)
+        self.editing.resend_requested.connect(self.resend_edited)
         self.input.cancelled.connect(self._on_escape)
         self.send_button.clicked.connect(self._on_send_clicked)
         self.regenerate_button.clicked.connect(self.regenerate)
@@ -174,13 +171,20 @@ class ChatPage(QWidget):
             self.bridge.info(NO_MODEL_TO_SEND)
             return False
         self.settings_panel.flush()
-        edited = self.editing.take()
-        if edited is not None:
-            ok = self.session.edit_and_resend(edited, text)
-        else:
-            ok = self.session.send(text)
+        ok = self.session.send(text)
         if ok:
             self.input.clear()
+        return ok
+
+    def resend_edited(self, message_id: int, text: str) -> bool:
+        """Replace a message of the user's with `text` (and everything after it), reply again."""
+        if not self._can_send():  # the editor stays open with the new text
+            self.bridge.info(NO_MODEL_TO_SEND)
+            return False
+        self.settings_panel.flush()
+        self.editing.close()
+        ok = self.session.edit_and_resend(message_id, text)
+        self.input.setFocus()
         return ok
 
     def stop(self) -> None:
@@ -191,12 +195,9 @@ class ChatPage(QWidget):
         return self.session.regenerate()
 
     def start_edit(self, message_id: int) -> None:
-        """Edit a message of the user's: its text in the input, the message highlighted."""
+        """Edit a message of the user's in place: its bubble becomes an editor of its text."""
         if not self.session.generating:
             self.editing.start(message_id)
-
-    def _leave_edit_mode(self) -> None:
-        self.editing.cancel()
 
     def load_model(self, ref: str) -> None:
         """Load a .gguf path or 'starter' with its remembered load settings, else the defaults,
@@ -240,7 +241,7 @@ class ChatPage(QWidget):
 
     def open_conversation(self, conversation_id: int) -> None:
         self.settings_panel.flush()
-        self._leave_edit_mode()
+        self.editing.cancel()
         self.session.open_conversation(conversation_id)
 
     def _on_session_conversation_opened(self, conversation: Conversation) -> None:
@@ -258,7 +259,7 @@ class ChatPage(QWidget):
     def new_chat(self) -> None:
         """Start a new conversation (New chat, Ctrl+N) and put the focus in its input."""
         self.settings_panel.flush()
-        self._leave_edit_mode()
+        self.editing.cancel()
         self.session.new_conversation()
         self.input.setFocus()
 
@@ -268,9 +269,6 @@ class ChatPage(QWidget):
         if current is None:
             self.settings_panel.show_settings("", {})
             self._update_stack()
-
-    def _on_input_submitted(self, text: str) -> None:
-        self.send(text)
 
     def _on_send_clicked(self) -> None:
         if self.session.generating:
@@ -295,6 +293,7 @@ class ChatPage(QWidget):
     def _on_session_generating_changed(self, generating: bool) -> None:
         if generating:
             self.status.clear_context_trimmed()  # until this reply says otherwise
+            self.editing.cancel()  # the conversation changes under it
         self._update_buttons()
 
     def _on_session_reply_stats(self, finished: Finished) -> None:
@@ -346,7 +345,7 @@ class ChatPage(QWidget):
         if self.session.generating:
             self.stop()
         else:
-            self._leave_edit_mode()
+            self.editing.cancel()
 
     # ---- view state -------------------------------------------------------------------
 

@@ -117,7 +117,10 @@ class MessageDelegate(QStyledItemDelegate):
         self._viewport = view.viewport() if isinstance(view, QAbstractScrollArea) else None
         self._model: MessageListModel | None = None
         self.model_name = ""  # shown in assistant headers
-        self.editing_id: int | None = None  # the message being edited: drawn highlighted
+        # The message being edited: its bubble, highlighted, is editor_height high and holds
+        # the editor (message_editor.py), which the view places over it.
+        self.editing_id: int | None = None
+        self.editor_height = 0
         # (message id, target) the keyboard is on, drawn with a ring (message_focus.py)
         self.focus: tuple[int, str] | None = None
 
@@ -169,21 +172,22 @@ class MessageDelegate(QStyledItemDelegate):
 
     def _layout(self, rect: QRect, message: Message, version: int, is_last_reply: bool) -> _Layout:
         column = self._column(rect)
-        doc_h, doc_w = self._measure(message, version, column.width())
+        editing = message.id == self.editing_id  # the bubble holds the editor: no buttons
+        if editing:
+            doc_h, doc_w = self.editor_height - 2 * PAD_V, column.width() - 2 * PAD_H
+        else:
+            doc_h, doc_w = self._measure(message, version, column.width())
         top = rect.top() + ROW_GAP // 2
         header = QRect(column.left(), top, column.width(), self._header_h)
         bubble_w = doc_w + 2 * PAD_H
         bubble_left = column.right() - bubble_w + 1 if message.role == "user" else column.left()
         bubble = QRect(bubble_left, header.bottom() + 1, bubble_w, doc_h + 2 * PAD_V)
         footer = QRect(column.left(), bubble.bottom() + 2, column.width(), self._footer_h)
-        buttons = lay_out_buttons(message, is_last_reply, footer, self._small_font)
-        return _Layout(
-            header,
-            bubble,
-            QPoint(bubble.left() + PAD_H, bubble.top() + PAD_V),
-            footer,
-            buttons,
+        buttons = (
+            () if editing else lay_out_buttons(message, is_last_reply, footer, self._small_font)
         )
+        origin = QPoint(bubble.left() + PAD_H, bubble.top() + PAD_V)
+        return _Layout(header, bubble, origin, footer, buttons)
 
     def sizeHint(
         self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
@@ -195,6 +199,8 @@ class MessageDelegate(QStyledItemDelegate):
             else int(index.data(VersionRole))
         )
         size = self._sizes.row_size(version, width)
+        if self.editing_id is not None and index.data(MessageRole).id == self.editing_id:
+            return QSize(width, 2 * ROW_GAP + self._header_h + self.editor_height)  # no buttons
         if size is None:
             message: Message = index.data(MessageRole)
             column = self._column(QRect(0, 0, width, 0))
@@ -203,6 +209,10 @@ class MessageDelegate(QStyledItemDelegate):
             self._sizes.keep_row_size(version, size)
             self.measurements += 1
         return size
+
+    def column_width(self, viewport_width: int) -> int:
+        """The width of the messages' column (an edited message's bubble) in the view."""
+        return self._column(QRect(0, 0, viewport_width, 0)).width()
 
     @property
     def documents_held(self) -> int:
@@ -257,6 +267,9 @@ class MessageDelegate(QStyledItemDelegate):
         painter.setPen(border)
         painter.setBrush(colours.user_bubble if message.role == "user" else colours.reply_bubble)
         painter.drawRoundedRect(lay.bubble.adjusted(1, 1, -1, -1), 10, 10)
+        if editing:  # its editor (a widget over the bubble) shows the text
+            painter.restore()
+            return
         rendered = self._rendered(message, version, self._column(option.rect).width())
         doc = rendered.doc
         if rendered.code and not rendered.highlighted:

@@ -17,7 +17,9 @@ FocusStop = tuple[int, str]  # (message id, target)
 
 
 def focus_targets(delegate: MessageDelegate, rect: QRect, index: QModelIndex) -> list[str]:
-    """What Tab stops at in this message, in order."""
+    """What Tab stops at in this message, in order (an edited one: its editor's own widgets)."""
+    if index.data(MessageRole).id == delegate.editing_id:
+        return [""]
     code = [f"code:{n}" for n in range(delegate.code_count(rect, index))]
     _bubble, shown = delegate.bubble_and_buttons(rect, index)
     buttons = [b.name for b in shown if b.enabled and b.name != VERSION]

@@ -16,6 +16,7 @@ from PySide6.QtGui import QFocusEvent, QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QListView, QStyleOptionViewItem, QWidget
 
 from app.ui.chat.message_delegate import MessageDelegate
+from app.ui.chat.message_editor import MessageEditor
 from app.ui.chat.message_focus import FocusStop, activate, focus_rect, focus_targets
 from app.ui.chat.message_model import MessageListModel
 
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 class MessageView(QListView):
     def __init__(self, model: MessageListModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.editor: MessageEditor | None = None  # in the bubble of the message being edited
         self.setObjectName("messageView")
         self.delegate = MessageDelegate(self)
         self.setItemDelegate(self.delegate)
@@ -114,6 +116,9 @@ class MessageView(QListView):
     def _relayout(self) -> None:
         follow = self._follow
         self._laid_out.clear()
+        if self.editor is not None:  # the new width wraps its text anew; it stays in sight
+            self._fit_editor()
+            return
         self.scheduleDelayedItemsLayout()
         self.executeDelayedItemsLayout()
         self.updateGeometries()
@@ -161,6 +166,72 @@ class MessageView(QListView):
                 self.viewport().update(self.visualRect(index))
         self._follow = follow
         self._scroll_down_later()
+
+    # ---- editing a message in place (message_editor.py) -------------------------------------
+
+    def open_editor(self, message_id: int, text: str) -> MessageEditor | None:
+        """Turn the message's bubble into an editor of `text`, with the focus in it."""
+        self.close_editor()
+        row = self._model.row_of(message_id)
+        if row is None:
+            return None
+        self.editor = MessageEditor(text, self.viewport())
+        self.editor.height_changed.connect(self._fit_editor)
+        self.delegate.editing_id = message_id
+        self._fit_editor()
+        self.editor.show()
+        self.editor.text_box.setFocus(Qt.FocusReason.OtherFocusReason)
+        return self.editor
+
+    def close_editor(self) -> None:
+        """The message as it is painted again (its buttons back under it)."""
+        editor, self.editor = self.editor, None
+        if editor is None:
+            return
+        self.delegate.editing_id = None
+        editor.hide()
+        editor.deleteLater()
+        self._lay_out_rows()
+
+    def _editor_width(self) -> int:
+        return self.delegate.column_width(self.viewport().width())
+
+    def _fit_editor(self) -> None:
+        """Make the edited row as high as its editor wants, and put the editor in its bubble."""
+        if self.editor is None or self.delegate.editing_id is None:
+            return
+        # The bubble's highlighted border goes round it: 2 px each side (_place_editor).
+        self.delegate.editor_height = self.editor.height_for(self._editor_width() - 4) + 4
+        self._lay_out_rows()
+        row = self._model.row_of(self.delegate.editing_id)
+        if row is not None:
+            self.scrollTo(self._model.index(row))
+        self._place_editor()
+
+    def _lay_out_rows(self) -> None:
+        self.scheduleDelayedItemsLayout()
+        self.executeDelayedItemsLayout()
+        self.updateGeometries()
+
+    def _place_editor(self) -> None:
+        editing = self.delegate.editing_id
+        row = self._model.row_of(editing) if editing is not None else None
+        if self.editor is None:
+            return
+        if row is None:  # the message left the view (its conversation closed)
+            self.close_editor()
+            return
+        index = self._model.index(row)
+        bubble = self.delegate.bubble_and_buttons(self.visualRect(index), index)[0]
+        self.editor.setGeometry(bubble.adjusted(2, 2, -2, -2))
+
+    def updateGeometries(self) -> None:
+        super().updateGeometries()
+        self._place_editor()
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
+        super().scrollContentsBy(dx, dy)
+        self._place_editor()
 
     # ---- the keyboard (message_focus.py) ----------------------------------------------------
 

@@ -47,16 +47,12 @@ class EmptyState(QLabel):
             self.setText(empty_state_html(scheme_of(self.palette())))
 
 
-EDITING = "Editing a message: Enter resends it (later messages are replaced), Esc cancels."
-
-
 @dataclass(frozen=True)
 class PageLayout:
     """The containers the page switches between (and the splitter tests size)."""
 
     empty_state: QLabel
     stack: QStackedWidget  # the empty state or the messages
-    edit_banner: QLabel
     modes: QStackedWidget  # the conversation (chat_area) or the completion panel
     chat_area: QWidget
     splitter: QSplitter
@@ -80,10 +76,7 @@ def lay_out(
     stack = QStackedWidget()
     stack.addWidget(empty_state)
     stack.addWidget(view)
-    edit_banner = QLabel(EDITING)
-    edit_banner.setObjectName("editBanner")
-    edit_banner.hide()
-    chat_area = _chat_area(stack, notices[:2], edit_banner, _composer(*composer))
+    chat_area = _chat_area(stack, notices[:2], _composer(*composer))
     modes = QStackedWidget()
     modes.addWidget(chat_area)
     modes.addWidget(completion)
@@ -100,7 +93,7 @@ def lay_out(
     layout = QHBoxLayout(page)
     layout.setContentsMargins(0, 0, 0, 0)
     layout.addWidget(splitter)
-    return PageLayout(empty_state, stack, edit_banner, modes, chat_area, splitter)
+    return PageLayout(empty_state, stack, modes, chat_area, splitter)
 
 
 def _header(picker: QWidget, settings_toggle: QWidget) -> QFrame:
@@ -128,15 +121,12 @@ def _composer(input_box: QWidget, send: QWidget, regenerate: QWidget) -> QFrame:
     return box
 
 
-def _chat_area(
-    stack: QWidget, offers: tuple[QWidget, QWidget], edit_banner: QWidget, composer: QWidget
-) -> QWidget:
-    """The conversation (or its empty state), and under it the offers, the banner and input."""
+def _chat_area(stack: QWidget, offers: tuple[QWidget, QWidget], composer: QWidget) -> QWidget:
+    """The conversation (or its empty state), and under it the offers and the input."""
     bottom = QVBoxLayout()
     bottom.setContentsMargins(24, 6, 24, 14)
     for offer in offers:
         bottom.addWidget(offer)
-    bottom.addWidget(edit_banner)
     bottom.addWidget(composer)
     chat_area = QWidget()
     chat_layout = QVBoxLayout(chat_area)

@@ -28,6 +28,7 @@ class Shortcut:
 SHEET: tuple[Shortcut, ...] = (
     Shortcut("Enter", "Send the message (Shift+Enter: a new line)"),
     Shortcut("Esc", "Stop the reply being written; cancel editing a message"),
+    Shortcut("Enter, Ctrl+Enter", "Resend the message being edited (Shift+Enter: a new line)"),
     Shortcut("Ctrl+N", "New chat"),
     Shortcut("Ctrl+F", "Search the chats"),
     Shortcut("Ctrl+.", "Stop the reply being written"),
