@@ -168,6 +168,25 @@ def contrast_problems(root: QWidget, minimum: float = AA) -> list[str]:
     return problems
 
 
+# A text on a background lighter than this (relative luminance) in the dark look sits on a
+# box left in the light look's colours: a glare in a dark window, whatever its own contrast.
+# The dark look's brightest backgrounds (its blue buttons, #2f6fdb) are at 0.17.
+DARK_LOOK_BRIGHTEST = 0.4
+
+
+def light_boxes(root: QWidget) -> list[str]:
+    """In the dark look: every text under `root` (as contrast_problems finds them) painted
+    on a light background."""
+    image = root.window().grab().toImage()
+    found = []
+    for widget in _checked_widgets(root):
+        background = painted_background(image, _rect_in_window(widget))
+        if luminance(background) > DARK_LOOK_BRIGHTEST:
+            what = _describe(widget, _text_of(widget))
+            found.append(f"{what}: on {background.name()}, a light box in the dark look")
+    return found
+
+
 def _table_problems(table: QTableWidget, image: QImage, check) -> list[str]:  # type: ignore[no-untyped-def]
     header: QHeaderView = table.horizontalHeader()
     if header.isVisible():

@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from app.ui.theme import DARK, LIGHT, ThemeController
-from tests.ui.contrast import contrast_problems
+from tests.ui.contrast import contrast_problems, light_boxes
 
 pytestmark = pytest.mark.slow  # the starter model loads once
 
@@ -56,9 +56,71 @@ def test_every_page_reads_at_aa_contrast_in_both_looks(qtbot, loaded_chat_app) -
             window.show_page(title)
             settle()
             problems = contrast_problems(window) + below_the_fold(window)
+            if scheme == DARK:
+                problems += light_boxes(window)
             if problems:
                 found[f"{scheme} {title}"] = problems
     assert found == {}, "\n".join(f"{page}: {p}" for page, ps in found.items() for p in ps)
+
+
+def test_warnings_errors_and_notes_follow_the_look(qtbot, qapp, chat_app, tmp_path) -> None:
+    """The boxes and sentences only some states show: the load dialog's warning for a K/V
+    pair the backend lacks and its fit line, the Workers section's warning for a worker on
+    the network, its error and its refusal, the token dialog's note and error, the Downloads
+    tab's note. Each reads at 4.5:1 in both looks, and in the dark look none sits in a light
+    box (they kept the light look's colours: #fff4e5 or #d7f5dd behind them; and palette(mid)
+    text read at 1.7:1 in the light look)."""
+    from app.engine.build_info import BackendPairs, parse_system_info
+    from app.engine.rpc_load_check import WorkersCheck
+    from app.platform.errors import AppError
+    from app.state.settings import Settings
+    from app.ui.chat.load_dialog import LoadDialog
+    from app.ui.models.token_dialog import TokenDialog
+    from app.ui.theme import show_scheme
+    from tests.ui.test_backends_page import DEFAULT_PAIRS_CUDA_LINE
+    from tests.waits import HANG_GUARD_MS
+
+    window = chat_app.window
+    window.resize(1024, 640)
+    pairs = BackendPairs("cuda", parse_system_info(DEFAULT_PAIRS_CUDA_LINE).fa_pairs)
+    dialog = LoadDialog("starter", Settings(), tmp_path, pairs, None, window)
+    with qtbot.waitSignal(dialog.fit_changed, timeout=HANG_GUARD_MS):  # the fit line's box
+        dialog.show()
+    box = dialog.workers_box
+    box.set_workers(("192.168.1.20:50052",))  # no change signal: nothing is asked of it
+    assert not box.add_worker("not an address")  # the error sentence
+    box.device_fit.show_result(WorkersCheck(None, "The worker refused.", forceable=False))
+    dialog.resize(560, 900)
+
+    def refuse(_token: str) -> None:
+        raise AppError("That is not a Hugging Face token.")
+
+    token = TokenDialog("", window, save_fn=refuse, describe_fn=lambda: "hf_…wxyz")
+    token.token_edit.setText("not a token")
+    token.show()
+    token.buttons.button(token.buttons.StandardButton.Save).click()
+    shown = {
+        "load dialog": (
+            dialog,
+            [dialog.pair_warning, dialog.fit_label, box.exposure, box.error, box.sentence],
+        ),
+        "token dialog": (token, [token.current_label, token.error_label]),
+        "Downloads": (chat_app.pages.models, [chat_app.pages.models.downloads_view.empty_label]),
+    }
+    found: dict[str, list[str]] = {}
+    for scheme in (LIGHT, DARK):
+        show_scheme(qapp, scheme)
+        window.show_page("Models")
+        chat_app.pages.models.tabs.setCurrentIndex(chat_app.pages.models.TAB_DOWNLOADS)
+        settle()
+        for name, (root, labels) in shown.items():
+            assert all(label.isVisible() and label.text() for label in labels), name
+            problems = contrast_problems(root) + (light_boxes(root) if scheme == DARK else [])
+            if problems:
+                found[f"{scheme} {name}"] = problems
+    token.reject()
+    dialog.reject()
+    assert found == {}, "\n".join(f"{what}: {p}" for what, ps in found.items() for p in ps)
 
 
 def test_dark_spin_box_arrows_stand_out(qtbot, qapp) -> None:

@@ -18,9 +18,9 @@ from app.kv.rpc_fit import DeviceShare
 from app.platform import units as fmt
 from app.platform.units import llama_mib
 from app.ui.plain_text import plain_label
+from app.ui.tones import ERROR, set_tone
 
 COLUMNS = ("Device", "Weights", "KV cache", "Compute", "Free")
-REFUSAL_STYLE = "color: #b91c1c;"
 ASKING = "Asking the workers and reading their devices' free memory…"
 
 
@@ -44,7 +44,7 @@ class DeviceFit:
 
     def show_asking(self) -> None:
         """The checks are running: the sentence says so, in the section's own colour."""
-        self.sentence.setStyleSheet("")
+        set_tone(self.sentence, "")
         self.sentence.setText(ASKING)
         self.sentence.show()
 
@@ -79,7 +79,7 @@ class DeviceFit:
         if check is not None:
             lines += check.notices()
         self.sentence.setText(" ".join(lines))
-        self.sentence.setStyleSheet(REFUSAL_STYLE if result.refusal else "")
+        set_tone(self.sentence, ERROR if result.refusal is not None else "")
         self.sentence.setVisible(bool(lines))
 
 

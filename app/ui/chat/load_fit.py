@@ -3,19 +3,22 @@ with the Models page's colours (FitLine), and the words themselves (describe_fit
 
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QLabel, QWidget
 
 from app.kv.fit import FITS, MARGIN, NO_FIT, TIGHT, ModeFit
 from app.load.load_choices import LiveFit
 from app.load.profile import LoadProfile
 from app.platform import units as fmt
-from app.ui.models.verdicts import VERDICT_COLOURS, budget_text
+from app.ui.models.verdicts import DARK_VERDICT_COLOURS, VERDICT_COLOURS, budget_text
 from app.ui.plain_text import plain_label
+from app.ui.theme_colours import DARK, LIGHT, scheme_of
 
 
-def fit_style(verdict: str) -> str:
-    """The fit line's colours: the Models page's, by verdict."""
-    background, foreground = VERDICT_COLOURS[verdict]
+def fit_style(verdict: str, scheme: str = LIGHT) -> str:
+    """The fit line's colours: the Models page's, by verdict, in the look `scheme`."""
+    colours = DARK_VERDICT_COLOURS if scheme == DARK else VERDICT_COLOURS
+    background, foreground = colours[verdict]
     return (
         f"background: {background.name()}; color: {foreground.name()}; "
         "border-radius: 6px; padding: 8px;"
@@ -73,7 +76,17 @@ class FitLine(QLabel):
         self.setObjectName("loadFit")
         self.setWordWrap(True)
         self.setMinimumHeight(self.fontMetrics().lineSpacing() * 3 + 16)
+        self._verdict = ""
 
     def show_fit(self, fit: LiveFit, choice: LoadProfile, verdict: str) -> None:
         self.setText(describe_fit(fit, choice))
-        self.setStyleSheet(fit_style(verdict))
+        self._verdict = verdict
+        self.setStyleSheet(fit_style(verdict, scheme_of(self.palette())))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        palette = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
+        if event.type() in palette and self._verdict:  # the look changed: its colours too
+            style = fit_style(self._verdict, scheme_of(self.palette()))
+            if style != self.styleSheet():
+                self.setStyleSheet(style)

@@ -9,14 +9,11 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from app.engine.build_info import BackendPairs
 from app.kv.kv_types import FP16_KV_MODE, INT8_KV_MODE, KvMode
+from app.ui.tones import WARNING, set_tone
 
 # What the dialog offers when the chosen K/V pair has no Flash Attention kernel in the
 # running GPU backend: int8 K and V (in llama.cpp's default pair list), or plain f16.
 ALTERNATIVE_PAIRS = (INT8_KV_MODE, FP16_KV_MODE)
-WARNING_STYLE = (
-    "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
-    "border-radius: 6px; padding: 6px;"
-)
 
 
 class PairOffers(QWidget):
@@ -32,7 +29,7 @@ class PairOffers(QWidget):
         self.warning = QLabel()
         self.warning.setWordWrap(True)
         self.warning.setObjectName("pairWarning")
-        self.warning.setStyleSheet(WARNING_STYLE)
+        set_tone(self.warning, WARNING)  # the look's warning box
         self.buttons: dict[KvMode, QPushButton] = {}
         offers = QHBoxLayout()
         for mode in ALTERNATIVE_PAIRS:

@@ -35,16 +35,13 @@ from app.platform.errors import BadInputError
 from app.services.local_workers import LocalWorkers
 from app.services.tasks import TaskRunner
 from app.ui.chat.collapsible import Collapsible
-from app.ui.chat.device_fit import REFUSAL_STYLE, DeviceFit
+from app.ui.chat.device_fit import DeviceFit
 from app.ui.plain_text import plain_label
+from app.ui.tones import ERROR, WARNING, set_tone
 
 log = logging.getLogger(__name__)
 
 BACKENDS_ADVICE = "the Backends page"  # how to choose a backend with RPC, in the app
-_WARNING_STYLE = (
-    "background: #fff4e5; color: #8a4b00; border: 1px solid #f5c07a; "
-    "border-radius: 6px; padding: 6px;"
-)
 
 
 class WorkersBox(QWidget):
@@ -127,12 +124,12 @@ class WorkersBox(QWidget):
         self.error = plain_label(QLabel())
         self.error.setObjectName("workerError")
         self.error.setWordWrap(True)
-        self.error.setStyleSheet(REFUSAL_STYLE)
+        set_tone(self.error, ERROR)
         self.error.hide()
         self.exposure = plain_label(QLabel())
         self.exposure.setObjectName("workerExposure")
         self.exposure.setWordWrap(True)
-        self.exposure.setStyleSheet(_WARNING_STYLE)
+        set_tone(self.exposure, WARNING)
         self.exposure.hide()
 
     def _build_table(self) -> None:

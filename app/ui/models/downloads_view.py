@@ -25,6 +25,7 @@ from app.platform.safe_text import safe_text
 from app.services.downloads import Download, DownloadManager, DownloadState
 from app.ui.models.flat_table import FlatTableModel, row_table
 from app.ui.plain_text import plain_label
+from app.ui.tones import ERROR, set_tone
 
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 1
 KEY_ROLE = Qt.ItemDataRole.UserRole + 2
@@ -194,7 +195,7 @@ class DownloadsView(QWidget):
         self.load_button.setToolTip("Load the downloaded model in the chat")
         self.empty_label = QLabel()
         self.empty_label.setWordWrap(True)  # unwrapped, its sentence held the window wide
-        self.empty_label.setStyleSheet("color: palette(mid);")
+        self.empty_label.setObjectName("hint")  # the look's hint colour, 4.5:1 in both
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.empty_label, 1)  # also keeps the buttons at their natural size
@@ -213,7 +214,7 @@ class DownloadsView(QWidget):
         # the selected download's failure, in full: it names the Hub's file
         self.detail_label = plain_label(QLabel())
         self.detail_label.setWordWrap(True)
-        self.detail_label.setStyleSheet("color: #b3261e;")
+        set_tone(self.detail_label, ERROR)
         self.detail_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.detail_label)
 

@@ -61,7 +61,8 @@ PAGE_STYLE = """
 QPushButton#primaryButton { background: #2f6fdb; color: white; border: none; border-radius: 6px;
     padding: 5px 16px; font-weight: 600; }
 QPushButton#primaryButton:hover { background: #285fc0; }
-QPushButton#primaryButton:disabled { background: #a9c1ee; }
+QPushButton#primaryButton:disabled { background: rgba(47, 111, 219, 0.35);
+    color: rgba(255, 255, 255, 0.6); }
 QSplitter::handle { background: transparent; }
 QLabel#repoTitle { font-size: 13pt; font-weight: 700; }
 """

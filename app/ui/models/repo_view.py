@@ -13,6 +13,7 @@ from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -45,6 +46,7 @@ from app.ui.models.repo_files_model import (
 )
 from app.ui.models.verdicts import VerdictDelegate, budget_text, paint_verdict
 from app.ui.plain_text import plain_label
+from app.ui.tones import WARNING, set_tone
 
 
 class RepoView(QWidget):
@@ -105,12 +107,12 @@ class RepoView(QWidget):
         self.gate_label = plain_label(QLabel())
         self.gate_label.setWordWrap(True)
         self.gate_button = QPushButton("Add token…")
-        self.gate_box = QWidget()
+        self.gate_box = QFrame()
         gate_row = QHBoxLayout(self.gate_box)
         gate_row.setContentsMargins(8, 4, 8, 4)
         gate_row.addWidget(self.gate_label, 1)
         gate_row.addWidget(self.gate_button)
-        self.gate_box.setStyleSheet("background: #fff1c7; color: #5c3d00; border-radius: 4px;")
+        set_tone(self.gate_box, WARNING)  # the look's warning box
         self.gate_box.hide()
 
     def _build_tree(self) -> None:

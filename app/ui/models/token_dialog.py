@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from app.models.hub import tokens
 from app.platform.errors import AppError
+from app.ui.tones import ERROR, set_tone
 
 TOKEN_PAGE = "https://huggingface.co/settings/tokens"
 
@@ -54,12 +55,12 @@ class TokenDialog(QDialog):
             if current
             else "No token is saved yet."
         )
-        self.current_label.setStyleSheet("color: palette(mid);")
+        self.current_label.setObjectName("hint")  # the look's hint colour, 4.5:1 in both
         self.token_edit = QLineEdit()
         self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.token_edit.setPlaceholderText("hf_…")
         self.error_label = QLabel()
-        self.error_label.setStyleSheet("color: #b3261e;")
+        set_tone(self.error_label, ERROR)
         self.error_label.setWordWrap(True)
         self.error_label.hide()
         self.buttons = QDialogButtonBox(

@@ -17,6 +17,13 @@ VERDICT_COLOURS = {
     NO_FIT: (QColor("#fbd9d7"), QColor("#8c1d18")),
     UNSUPPORTED: (QColor("#eceef2"), QColor("#5b6170")),
 }
+# The same in the dark look, where a box of the light ones glares (the load dialog's fit line).
+DARK_VERDICT_COLOURS = {
+    FITS: (QColor("#173d2a"), QColor("#7ee2a8")),
+    TIGHT: (QColor("#3d3112"), QColor("#f5d06f")),
+    NO_FIT: (QColor("#4a1f1d"), QColor("#f4a09a")),
+    UNSUPPORTED: (QColor("#2a2e36"), QColor("#aeb6c2")),
+}
 
 
 def paint_verdict(item: QStandardItem | QTableWidgetItem, verdict: str) -> None:
