@@ -10,7 +10,6 @@ import json
 import math
 import threading
 
-import psutil
 import pytest
 
 from app.engine.compare import parse_modes, run_compare
@@ -21,10 +20,11 @@ from app.platform.errors import BadInputError
 from app.platform.probes import PsutilProbe
 from app.platform.recording import Recording
 from app.platform.units import llama_mib
+from tests.child_processes import running_children
 from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
-N_CTX, DEPTH = 1024, 256
+N_CTX, DEPTH = 1024, 128
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +34,10 @@ def compared(starter_model_path):
         starter_model_path,
         n_ctx=N_CTX,
         depth=DEPTH,
-        n_prompt=128,
+        n_prompt=64,
         n_gen=8,
         quality_chunks=2,
-        chunk_tokens=256,
+        chunk_tokens=128,
         n_threads=ENGINE_THREADS,
         probe=PsutilProbe(),
         repetitions=1,
@@ -86,7 +86,7 @@ def test_quality_against_fp16(compared):
     result, _ = compared
     f16 = result.modes[0]
     assert f16.mean_kl_divergence == 0.0 and f16.top1_agreement == 1.0
-    assert f16.scored_tokens == 2 * 127
+    assert f16.scored_tokens == 2 * 63
     for mode in result.modes[1:]:
         assert abs(mode.perplexity - f16.perplexity) / f16.perplexity < 0.05
         assert 0 < mode.mean_kl_divergence < 0.1
@@ -140,7 +140,7 @@ def test_a_load_that_cannot_fit_is_refused_before_any_engine(starter_model_path,
     from app.platform.errors import NotEnoughMemoryError
 
     monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "1MiB")  # the probes' cap: a tiny device
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = running_children()
     with pytest.raises(NotEnoughMemoryError, match=r"has 1\.0 MiB free .*; lower the context\.$"):
         run_compare(
             starter_model_path,
@@ -149,12 +149,12 @@ def test_a_load_that_cannot_fit_is_refused_before_any_engine(starter_model_path,
             probe=PsutilProbe(),
             load_advice="lower the context",
         )
-    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
+    assert running_children() <= before
 
 
 def test_cancel_stops_the_engine(starter_model_path):
     cancel = threading.Event()
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = running_children()
 
     def on_progress(fraction: float, message: str) -> None:
         if "loaded" in message:
@@ -172,9 +172,4 @@ def test_cancel_stops_the_engine(starter_model_path):
             progress_cb=on_progress,
             cancel=cancel,
         )
-    after = {
-        p.pid
-        for p in psutil.Process().children(recursive=True)
-        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    }
-    assert after <= before
+    assert running_children() <= before

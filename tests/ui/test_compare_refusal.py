@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import psutil
 import pytest
 
+from tests.child_processes import running_children
 from tests.waits import HANG_GUARD_MS
 
 pytest.importorskip("pytestqt")
@@ -18,7 +18,7 @@ def test_compare_that_cannot_fit_fails_in_words_before_any_engine(
 ):
     monkeypatch.setenv("KVSTUDIO_FREE_MEMORY", "1MiB")  # the probes' cap: a tiny device
     runner = CompareRunner(probe=PsutilProbe())
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = running_children()
     with qtbot.waitSignal(runner.failed, timeout=HANG_GUARD_MS) as failed:
         runner.start(str(starter_model_path), n_ctx=4096, depth=0)
     runner.wait()
@@ -27,4 +27,4 @@ def test_compare_that_cannot_fit_fails_in_words_before_any_engine(
         "; lower the context in the Compare settings."
     )
     assert "--force" not in message  # CLI advice has no place in the window
-    assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
+    assert running_children() <= before
