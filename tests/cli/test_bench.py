@@ -21,15 +21,15 @@ SMALL = (
     "--ctx",
     "1024",
     "--depth",
-    "256",
-    "--prompt-tokens",
     "128",
+    "--prompt-tokens",
+    "64",
     "--gen-tokens",
     "8",
     "--chunks",
     "1",
     "--chunk-tokens",
-    "256",
+    "128",
     "--threads",
     str(ENGINE_THREADS),
     "--repetitions",
@@ -104,7 +104,7 @@ def test_real_run_json_record_csv_and_plot(tmp_path, starter_model_path):
     # The run is kept for `kvstudio advise`, under the model file's sha256: speed at its depth.
     kept = MeasurementStore(tmp_path / "data").for_model(sha256_of_file(starter_model_path))
     assert kept is not None, "kvstudio bench did not reach the advisor's store"
-    assert [(m.mode, m.depth) for m in kept.modes] == [(mode, 256) for mode in rows]
+    assert [(m.mode, m.depth) for m in kept.modes] == [(mode, 128) for mode in rows]
     for m in kept.modes:
         decode = rows[m.mode]["decode_tokens_per_second"]
         assert m.decode_tokens_per_second == pytest.approx(decode, rel=0.01)

@@ -210,7 +210,7 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path, mon
         lambda _f, _m: seen.append((time_view.bar.value(), time_view.bar.format()))
     )
     settings = dict(
-        depth=128, quality_chunks=1, chunk_tokens=256, n_prompt=128, n_gen=8, repetitions=1
+        depth=128, quality_chunks=1, chunk_tokens=128, n_prompt=64, n_gen=8, repetitions=1
     )
     with qtbot.waitSignal(page.runner.finished, timeout=COMPARE_MS) as finished:
         page.start_compare(n_ctx=1024, n_threads=ENGINE_THREADS, **settings)
@@ -257,7 +257,7 @@ def test_compare_run_fills_the_table_and_exports(qtbot, dashboard, tmp_path, mon
         assert float(table.item(r, 2).text().replace(",", "")) <= whole_peak + 0.05
 
     # Headings in words, each abbreviation in its tooltip; the run ends with its gain in words,
-    # and one chunk of 256 tokens is too few for quality figures that mean anything: flagged.
+    # and one chunk of 128 tokens is too few for quality figures that mean anything: flagged.
     assert table.horizontalHeaderItem(6).text() == "Reply speed\n(tokens/s)"
     assert table.horizontalHeaderItem(6).toolTip().startswith("tg t/s")
     gain = page.compare.gain

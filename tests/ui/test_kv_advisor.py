@@ -35,8 +35,8 @@ from tests.waits import HANG_GUARD_MS
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 F16_FITS = 4096  # f16/f16 fits about this many tokens in the capped memory
-# The quickest measurement that still scores every mode: one chunk of 256 tokens (127 scored).
-QUICK = ShortMeasurement(n_ctx=256, chunk_tokens=256, quality_chunks=1, n_prompt=32, n_gen=8)
+# The quickest measurement that still scores every mode: one chunk of 128 tokens (63 scored).
+QUICK = ShortMeasurement(n_ctx=256, chunk_tokens=128, quality_chunks=1, n_prompt=32, n_gen=8)
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +66,8 @@ def before(env) -> dict:
 @pytest.fixture(scope="module")
 def measure_run(env, before) -> subprocess.CompletedProcess[str]:
     """`kvstudio advise starter --measure --json` at its smallest useful size (one chunk of
-    256 tokens): every mode measured for real in a fresh engine, kept in the module's store."""
-    args = ("--measure", "--chunks", "1", "--chunk-tokens", "256", "--json")
+    128 tokens): every mode measured for real in a fresh engine, kept in the module's store."""
+    args = ("--measure", "--chunks", "1", "--chunk-tokens", "128", "--json")
     return kvstudio("advise", "starter", *args, env=env, timeout=600)
 
 
@@ -103,7 +103,7 @@ def test_measure_says_its_time_first_and_the_next_advice_reads_the_store(
     rows = json.loads(measure_run.stdout)["modes"]
     quantized = [r for r in rows if r["kv"] != "f16/f16"]
     assert {r["kv"] for r in quantized} == set(measured)  # every one measured, none lent
-    assert all(r["scored_tokens"] == 127 for r in quantized)  # 256 tokens, the second half
+    assert all(r["scored_tokens"] == 63 for r in quantized)  # 128 tokens, the second half
     # Without --measure the next advice finds the same figures in the store, where before the
     # measurement it had none.
     again = {r["kv"]: r for r in advise_json(env)["modes"]}
