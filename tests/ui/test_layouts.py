@@ -10,8 +10,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
 
+from app.platform import units
 from app.ui.dashboard.page import DashboardPage
 from app.ui.models.page import ModelsPage
+from app.ui.models.repo_files_model import ENTRY_ROLE, HEADERS, SIZE_COLUMN
 from tests.ui.layout_checks import LARGE, SMALL, layout_problems, show_at
 from tests.waits import HANG_GUARD_MS
 
@@ -99,8 +101,31 @@ def test_file_names_keep_their_quantization_and_columns_their_names(qtbot, app_w
         margins = 2 * header.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin)
         model = header.model()
         for col in range(model.columnCount()):
+            if header.isSectionHidden(col):  # Size in a narrow window (the next test)
+                continue
             title = model.headerData(col, Qt.Orientation.Horizontal)
             assert header.sectionSize(col) >= metrics.horizontalAdvance(title) + margins, title
+
+
+@SIZES
+def test_file_names_are_readable_in_the_narrowest_window(qtbot, app_with_repo, size):
+    """At 1024x640 the File column showed 'Me…_M': the last column (Speed) took half the
+    spare width. There the name keeps the width, 18 characters of it at least, and the Size
+    column gives way (the size is in the name's tooltip and in the line under the list)."""
+    window = app_with_repo.window
+    show_at(window, size)
+    tree = window.findChild(ModelsPage).repo_view.tree
+    narrow = size == SMALL
+    assert tree.isColumnHidden(SIZE_COLUMN) == narrow
+    assert tree.columnWidth(0) > max(tree.columnWidth(c) for c in range(1, len(HEADERS)))
+    for index in _file_rows(tree):
+        option = QStyleOptionViewItem()
+        tree.initViewItemOption(option)
+        option.rect = tree.visualRect(index)
+        tree.itemDelegateForColumn(0).initStyleOption(option, index)
+        assert len(option.text.replace("…", "")) >= 18, option.text  # "Meta-Llama-3.…Q4_K_M"
+        size_text = units.size(index.data(ENTRY_ROLE).total_size)
+        assert size_text in index.data(Qt.ItemDataRole.ToolTipRole)
 
 
 def _file_rows(tree):

@@ -27,6 +27,7 @@ MODE_COLUMN0 = 2  # first KV-mode column in the tree
 # The KV mode columns are named by their K/V types alone (their tooltip says "KV cache"): the
 # tree keeps room for the file's name at 1024 px.
 HEADERS = ("File", "Size") + tuple(m.label for m in COMPARE_MODES) + ("Speed",)
+SIZE_COLUMN = 1  # hidden in a narrow window: the size is in the name's tooltip then
 SPEED_COLUMN = len(HEADERS) - 1  # the fastest KV mode that fits: "about 20 tokens/s"
 RECOMMENDED = "Recommended here"  # after the quantization recommended_file() picks
 
@@ -90,7 +91,7 @@ class RepoFilesModel(PlainItemModel):
             row = [QStandardItem(name), QStandardItem(fmt.size(entry.total_size))]
             row += [QStandardItem("estimating…") for _ in COMPARE_MODES] + [QStandardItem()]
             row[0].setData(entry, ENTRY_ROLE)
-            row[0].setToolTip(entry.first_file)
+            row[0].setToolTip(f"{entry.first_file}: {fmt.size(entry.total_size)}")
             row[1].setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             group[0].appendRow(row)
             self.entries[entry.first_file] = (entry, row[0])

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -40,6 +41,7 @@ from app.ui.models.repo_files_model import (
     ENTRY_ROLE,
     HEADERS,
     MODE_COLUMN0,
+    SIZE_COLUMN,
     SPEED_COLUMN,
     RepoFilesModel,
     quant_tail,
@@ -47,6 +49,8 @@ from app.ui.models.repo_files_model import (
 from app.ui.models.verdicts import VerdictDelegate, budget_text, paint_verdict
 from app.ui.plain_text import plain_label
 from app.ui.tones import WARNING, set_tone
+
+NARROW_WIDTH = 560  # the repo view's width below which the Size column gives way to the name
 
 
 class RepoView(QWidget):
@@ -125,7 +129,7 @@ class RepoView(QWidget):
         self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setAlternatingRowColors(True)
         self.tree.setUniformRowHeights(True)
-        self.tree.setIndentation(14)  # files sit one level in; the name needs the width more
+        self.tree.setIndentation(10)  # files sit one level in; the name needs the width more
         # A narrow window elides a file's name before its quantization, never the quantization.
         self.tree.setItemDelegateForColumn(0, KeepEndDelegate(quant_tail, self.tree))
         for col in range(MODE_COLUMN0, SPEED_COLUMN):
@@ -134,6 +138,15 @@ class RepoView(QWidget):
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col in range(1, len(HEADERS)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        # The width left over goes to the file's name alone: Speed, the last column, took
+        # half of it (at 1024 px the name was cut to 'ge…_M').
+        header.setStretchLastSection(False)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # Narrow (a 1024 px window): the file's name keeps the Size column's width too; its
+        # size is in the name's tooltip and in the line under the list once it is picked.
+        self.tree.setColumnHidden(SIZE_COLUMN, self.width() < NARROW_WIDTH)
 
     def _build_detail(self) -> None:
         """The picked file's figures per KV mode (hidden until it has an estimate)."""
