@@ -6,6 +6,7 @@ charts' numbers, axis titles, legends and marker labels (tests/ui/contrast.py me
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QPoint
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
@@ -151,3 +152,35 @@ def test_dark_spin_box_arrows_stand_out(qtbot, qapp) -> None:
             for y in range(rect.top(), rect.bottom() + 1)
         )
         assert strongest >= 3.0, (part, strongest)
+
+
+def test_the_base_model_notes_buttons_are_the_apps_secondary_buttons(qtbot, qapp) -> None:
+    """The note's Download and mode buttons were Fusion's grey gradient in the light look,
+    beside the app's flat white ones (Chat settings, Regenerate): they are drawn as those
+    now, in each look, with their text at 4.5:1."""
+    from PySide6.QtWidgets import QPushButton, QVBoxLayout
+
+    from app.ui.chat.base_model_note import IN_CHAT, BaseModelNote
+    from app.ui.theme import show_scheme
+    from tests.ui.contrast import painted_background
+
+    holder = QWidget()
+    note = BaseModelNote(IN_CHAT, "Text continuation")
+    regenerate = QPushButton("Regenerate")
+    regenerate.setObjectName("regenerateButton")  # one of the app's secondary buttons
+    layout = QVBoxLayout(holder)
+    layout.addWidget(note)
+    layout.addWidget(regenerate)
+    qtbot.addWidget(holder)
+    holder.resize(900, 200)
+    holder.show()
+    for scheme in (LIGHT, DARK):
+        show_scheme(qapp, scheme)
+        settle()
+        image = holder.grab().toImage()
+        fills = []
+        for button in (regenerate, note.download_button, note.switch_button):
+            rect = button.geometry().translated(button.parentWidget().mapTo(holder, QPoint()))
+            fills.append(painted_background(image, rect.adjusted(3, 3, -3, -3)).name())
+        assert fills == [fills[0]] * 3, (scheme, fills)  # as the app's own secondary button
+        assert contrast_problems(holder) == [], scheme
