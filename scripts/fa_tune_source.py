@@ -34,11 +34,16 @@ OTHER_DECODE += [(256, 8, 2, kv) for kv in (4096, 32768, 131072)]  # Gemma 3 12B
 OTHER_DECODE += [(256, 1, 4, kv) for kv in (32768, 131072)]  # Gemma 3 270M/1B, the starter
 
 
-def _case(head: int, nh: int, nr2: int, kv: int, nb: int, k: str, v: str, extra: str = "") -> str:
+def _case(
+    head: int, nh: int, nr2: int, kv: int, nb: int, k: str, v: str, extra: str = "", tail: str = ""
+) -> str:
+    """One test_flash_attn_ext; `extra` replaces mask .. prec, `tail` adds permute, kv_view,
+    v_is_view_of_k and n_kv_max after the types."""
     rest = extra or "true, false, 0, 0, GGML_PREC_F32"
+    after = f", {tail}" if tail else ""
     return (
         f"    test_cases.emplace_back(new test_flash_attn_ext({head}, {head}, {nh}, {{{nr2}, 1}}, "
-        f"{kv}, {nb}, {rest}, GGML_TYPE_{k}, GGML_TYPE_{v}));"
+        f"{kv}, {nb}, {rest}, GGML_TYPE_{k}, GGML_TYPE_{v}{after}));"
     )
 
 
@@ -92,6 +97,16 @@ def eval_cases() -> list[str]:
             # 64-wide heads share a block only from 32768 cells of KV on (patch 0004).
             for nr2 in (2, 4):
                 cases.append(_case(head, 2, nr2, 32768, 1, "Q8_0", v))
+            # The prompt kernel reading a q8_0 K in place (patch 0005): a whole 512-token batch
+            # over 4,096 cells, K as a permuted view, and the MMA kernel's sparse index lists
+            # (256-wide heads, GQA 8, n_kv_max set; one and eight queries per list).
+            for nr2 in (1, 4):
+                cases.append(_case(head, 2, nr2, 4096, 512, "Q8_0", v))
+            cases.append(_case(head, 2, 4, 512, 32, "Q8_0", v, tail="{0, 2, 1, 3}"))
+            if head == 256:
+                for kv, nb in ((4096, 3), (8192, 64)):
+                    sparse = "{0, 1, 2, 3}, true, false, 512"
+                    cases.append(_case(head, 1, 8, kv, nb, "Q8_0", v, tail=sparse))
     return cases
 
 

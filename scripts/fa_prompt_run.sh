@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Issue 26, item 2 on an H200 (docs/kernel-log.md, "Issue 26 D"): does patch 0005 (llama.cpp's MMA
+# Flash Attention kernel reads a q8_0 K in place, no f16 copy of K) keep every q8_0-K case right,
+# shrink the compute buffer to f16's and keep prompt speed?
+#
+# One CMake tree (/tmp/fa-build, kept while the machine is warm) builds test-backend-ops with our
+# perf and correctness cases (scripts/fa_tune_source.py) and libllama, from the trimmed sdist in
+# .device-carry/ with the first N patches (N = 5: all; 4: before 0005). The Python side of
+# llama-cpp-python is laid out as pip installs it (/tmp/llamapkg/llama_cpp, its lib/ a link to
+# the tree's bin/), so `python3 -m app bench` runs those very libraries, and names their kernel
+# (kvstudio-kernel.txt). Steps, in order, each "name:N":
+#   build:N   apply upstream + N patches to the tree (only changed files are copied in, so ninja
+#             rebuilds only what they touch) and build test-backend-ops and llama
+#   perf:N    FLASH_ATTN_EXT prompt batches (512 tokens) at Llama-3-8B shapes, depths 4k-128k,
+#             f16/f16, q8_0/f16, q8_0/q8_0, with test-backend-ops perf -> perf-N.txt
+#   bench:N   kvstudio bench on the random Llama-3-8B-shaped f16 model (written beside the first
+#             build), context 131,072, depth 32,768, 2,048 prompt and 128 decoded tokens, the
+#             three modes with quality -> bench-N.json/.csv/.log/-recording.json
+#   eval:N    (evalbg:N in the background, from a copy of bin/; evalwait waits for it)
+#             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
+#             f16-K ones of 1, 3 and 32 tokens against the CPU -> eval-N.txt (counts per K/V,
+#             head size and batch) and eval-N.log.xz
+# No step starts after DEADLINE seconds (default 540: a call's limit is 600). Everything goes
+# into one tar in $OUT, re-packed after each step.
+# Usage (device machine, carrying .device-carry): STEPS="build:5 perf:5 bench:5" bash scripts/fa_prompt_run.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+FINAL="${OUT:-$PWD/out}"; O=/tmp/prompt-out; mkdir -p "$O" "$FINAL"
+LOG="$O/prompt.log"
+SDIST_DIR=/tmp/src/llama_cpp_python-0.3.36
+SRC=$SDIST_DIR/vendor/llama.cpp
+B=/tmp/fa-build
+PKG=/tmp/llamapkg
+MODEL=/tmp/llama3-8b-shapes-random-f16.gguf
+DEADLINE="${DEADLINE:-540}"
+TAR="${TAR:-prompt-run}"
+export PYTHONUNBUFFERED=1
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$LOG"; }
+pack() { tar czf "$FINAL/$TAR.tar.gz" -C "$O" . ; }
+
+[ -d "$SRC" ] || { mkdir -p /tmp/src && tar xzf .device-carry/llama_cpp_python-0.3.36.tar.gz -C /tmp/src; }
+[ -d /tmp/site/huggingface_hub ] ||
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device-carry/whl/*.whl
+PRISTINE=/tmp/src/pristine-5
+STAGE=/tmp/src/stage-5
+EDITED="ggml/src/ggml-cuda/fattn-vec.cuh ggml/src/ggml-cuda/fattn-common.cuh ggml/src/ggml-cuda/fattn-mma-f16.cuh ggml/src/ggml-cuda/fattn.cu tests/test-backend-ops.cpp"
+if [ ! -d "$PRISTINE" ]; then
+  for f in $EDITED; do mkdir -p "$PRISTINE/$(dirname "$f")"; cp "$SRC/$f" "$PRISTINE/$f"; done
+fi
+stage() {
+  rm -rf "$STAGE" && cp -r "$PRISTINE" "$STAGE" || return 1
+  python3 -m kernels.patch_set apply "$STAGE" "$1" >>"$LOG" || return 1
+  python3 scripts/fa_tune_source.py "$STAGE" perf-cases && python3 scripts/fa_tune_source.py "$STAGE" eval-cases || return 1
+  for f in $EDITED; do cmp -s "$STAGE/$f" "$SRC/$f" || cp "$STAGE/$f" "$SRC/$f"; done
+}
+
+build() {
+  stage "$1" || { stamp "staging $1 failed"; return 1; }
+  if [ ! -f "$B/build.ninja" ]; then
+    { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader
+      nvcc --version | tail -2; nproc; } >>"$LOG" 2>&1
+    stamp "configure"
+    cmake -S "$SRC" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 "-DGGML_CUDA_FA_QUANTS=q8_0-f16;q8_0-q8_0;f16-f16" \
+      -DLLAMA_BUILD_TESTS=ON -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF -DLLAMA_BUILD_TOOLS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >>"$LOG" 2>&1 || { stamp "configure failed"; return 1; }
+  fi
+  if [ ! -f "$MODEL" ] && [ ! -f /tmp/model.pid ]; then
+    ( PYTHONPATH="/tmp/site:$PWD" python3 scripts/make_random_llama_gguf.py "$MODEL" >"$O/make-model.log" 2>&1
+      echo "model exit $?" >>"$O/make-model.log" ) &
+    echo $! >/tmp/model.pid
+  fi
+  stamp "build $1"
+  cmake --build "$B" --target test-backend-ops llama -j "$(nproc)" >"$O/build-$1.log" 2>&1 \
+    || { stamp "build $1 failed"; tail -30 "$O/build-$1.log" | tee -a "$LOG"; return 1; }
+  python3 -c "from kernels.patch_set import kernel_version; print(kernel_version($1))" >"$B/bin/kvstudio-kernel.txt"
+  mkdir -p "$PKG" && { [ -d "$PKG/llama_cpp" ] || cp -r "$SDIST_DIR/llama_cpp" "$PKG/"; } && ln -sfn "$B/bin" "$PKG/llama_cpp/lib"
+  stamp "built $1: $(cat "$B/bin/kvstudio-kernel.txt")"
+  cuobjdump -res-usage "$B/bin/libggml-cuda.so" 2>/dev/null | grep -A1 "flash_attn_ext_f16" | grep -v "^--" \
+    | sed "s/^/$1 /" >"$O/mma-res-usage-$1.txt"
+}
+
+perf() {
+  stamp "perf $1"
+  "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
+    -p "${PERF_FILTER:-hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=[0-9]+,nb=512,}" 2>&1 \
+    | grep -E "FLASH_ATTN_EXT\(" | sed "s/^/$1 /" >"$O/perf-$1.txt"
+  sed -E 's/hsk=128,hsv=128,nh=8,nr23=\[4,1\],//; s/,permute.*\):/):/' "$O/perf-$1.txt" | tee -a "$LOG"
+}
+
+bench() {
+  if [ -f /tmp/model.pid ]; then wait "$(cat /tmp/model.pid)" 2>/dev/null; fi
+  while [ ! -f "$O/make-model.log" ] || ! grep -q "model exit" "$O/make-model.log"; do
+    [ -f "$MODEL" ] && break; sleep 2; done
+  tail -2 "$O/make-model.log" >>"$LOG" 2>/dev/null
+  stamp "bench $1"
+  PYTHONPATH="$PKG:/tmp/site:$PWD" python3 -m app bench "$MODEL" --ctx 131072 --depth 32768 \
+    --prompt-tokens 2048 --gen-tokens 128 --json --csv "$O/bench-$1.csv" --force \
+    --record "$O/bench-$1-recording.json" >"$O/bench-$1.json" 2>"$O/bench-$1.log"
+  stamp "bench $1 exit $?"
+  PYTHONPATH="/tmp/site:$PWD" python3 -m app bench --results "$O/bench-$1.json" | tee -a "$LOG"
+  python3 - "$O/bench-$1.json" <<'EOF' | tee -a "$LOG"
+import json, sys
+run = json.load(open(sys.argv[1]))
+print("fa_kernel", run.get("fa_kernel"))
+for m in run["modes"]:
+    print(m["mode"], "compute buffer", m["compute_buffer_mib"], "MiB; KV saved", m["kv_saving_mib"],
+          "peak saved", m["peak_saving_mib"], "=", m["peak_saving_of_kv_saving_percent"], "%")
+EOF
+}
+
+evaluate() {  # evaluate N [BIN]: BIN holds test-backend-ops and the libraries (default: the tree's)
+  local bin="${2:-$B/bin}"
+  stamp "eval $1 ($bin)"
+  LD_LIBRARY_PATH="$bin" timeout "${EVAL_S:-420}" "$bin/test-backend-ops" test -b CUDA0 -o FLASH_ATTN_EXT \
+    -p "${EVAL_FILTER:-type_K=q8_0|nb=(1|3|32),.*type_K=f16}" >"/tmp/eval-$1.txt" 2>&1
+  echo "exit $?" >"$O/eval-$1.txt"
+  python3 scripts/fa_eval_summary.py "/tmp/eval-$1.txt" >>"$O/eval-$1.txt"
+  xz -9 -c "/tmp/eval-$1.txt" >"$O/eval-$1.log.xz"
+  stamp "eval $1 done"; tail -12 "$O/eval-$1.txt" | tee -a "$LOG"
+}
+
+for step in ${STEPS:-build:5 perf:5 bench:5}; do
+  if [ $(( $(date +%s) - t0 )) -gt "$DEADLINE" ]; then stamp "deadline: $step not started"; break; fi
+  what=${step%%:*}; n=${step#*:}
+  case "$what" in
+    build) build "$n" || { pack; exit 1; } ;;
+    perf) perf "$n" ;;
+    bench) bench "$n" ;;
+    eval) evaluate "$n" ;;
+    # evalbg:N runs eval:N from a copy of the tree's bin/ in the background (the next build may
+    # replace the tree's libraries meanwhile); evalwait waits for it. Nothing timed runs between.
+    evalbg) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" && { evaluate "$n" "/tmp/bin-$n" & echo $! >/tmp/eval.pid; } ;;
+    evalwait) [ -f /tmp/eval.pid ] && wait "$(cat /tmp/eval.pid)"; rm -f /tmp/eval.pid ;;
+    *) stamp "unknown step $step" ;;
+  esac
+  pack
+done
+stamp "done"
+pack
