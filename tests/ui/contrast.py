@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pyqtgraph as pg
-from PySide6.QtCore import QPoint, QRect
+from PySide6.QtCore import QModelIndex, QPoint, QRect
 from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QStyle,
+    QStyleOptionViewItem,
     QTabBar,
     QTableWidget,
     QTextEdit,
@@ -202,13 +204,23 @@ def _table_problems(table: QTableWidget, image: QImage, check) -> list[str]:  # 
             cell = table.visualItemRect(item).translated(
                 viewport.mapTo(table.window(), QPoint(0, 0))
             )
-            brush = item.foreground()
-            role = (
-                QPalette.ColorRole.HighlightedText if item.isSelected() else QPalette.ColorRole.Text
-            )
-            colour = brush.color() if brush.style().value else table.palette().color(role)
+            colour = _cell_text_colour(table, table.indexFromItem(item))
             check(f"table cell '{item.text()[:20]}'", colour, painted_background(image, cell))
     return []
+
+
+def _cell_text_colour(table: QTableWidget, index: QModelIndex) -> QColor:
+    """The colour the cell's delegate draws its text in: the item's own colour, the table's
+    (selected or not), or what a delegate puts in its place (the verdict cells' dark shades)."""
+    option = QStyleOptionViewItem()
+    table.initViewItemOption(option)
+    if table.selectionModel().isSelected(index):  # as the view paints it
+        option.state |= QStyle.StateFlag.State_Selected
+    delegate = table.itemDelegateForColumn(index.column()) or table.itemDelegate()
+    delegate.initStyleOption(option, index)  # type: ignore[attr-defined]
+    selected = bool(option.state & QStyle.StateFlag.State_Selected)
+    role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+    return option.palette.color(role)
 
 
 def chart_text_colours(plot: pg.PlotWidget) -> list[tuple[str, QColor]]:

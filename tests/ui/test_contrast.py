@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QPoint
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QScrollArea, QWidget
 
 from app.ui.theme import DARK, LIGHT, ThemeController
@@ -184,3 +184,40 @@ def test_the_base_model_notes_buttons_are_the_apps_secondary_buttons(qtbot, qapp
             fills.append(painted_background(image, rect.adjusted(3, 3, -3, -3)).name())
         assert fills == [fills[0]] * 3, (scheme, fills)  # as the app's own secondary button
         assert contrast_problems(holder) == [], scheme
+
+
+def test_verdict_cells_take_the_looks_shades(qtbot, qapp) -> None:
+    """A verdict cell (the file tree, the picked file's table, the Recommended list) was a
+    light green, yellow or red box in the dark look too: drawn through VerdictDelegate it
+    takes the dark look's shades there, its words at 4.5:1 on them in both looks."""
+    from PySide6.QtWidgets import QStyleOptionViewItem, QTableWidget, QTableWidgetItem
+
+    from app.kv.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED
+    from app.ui.models.verdicts import VerdictDelegate, paint_verdict
+    from app.ui.theme import show_scheme
+    from tests.ui.contrast import DARK_LOOK_BRIGHTEST, contrast, luminance, painted_background
+
+    verdicts = (FITS, TIGHT, NO_FIT, UNSUPPORTED)
+    table = QTableWidget(len(verdicts), 1)
+    table.setItemDelegateForColumn(0, VerdictDelegate(table))
+    for row, verdict in enumerate(verdicts):
+        item = QTableWidgetItem(verdict)
+        paint_verdict(item, verdict)
+        table.setItem(row, 0, item)
+    qtbot.addWidget(table)
+    table.resize(300, 200)
+    table.show()
+    for scheme in (LIGHT, DARK):
+        show_scheme(qapp, scheme)
+        settle()
+        image = table.viewport().grab().toImage()
+        for row, verdict in enumerate(verdicts):
+            index = table.model().index(row, 0)
+            option = QStyleOptionViewItem()
+            table.initViewItemOption(option)
+            table.itemDelegateForColumn(0).initStyleOption(option, index)
+            text = option.palette.color(QPalette.ColorRole.Text)
+            background = painted_background(image, table.visualRect(index).adjusted(2, 2, -2, -2))
+            assert contrast(text, background) >= 4.5, (scheme, verdict)
+            if scheme == DARK:
+                assert luminance(background) <= DARK_LOOK_BRIGHTEST, (verdict, background.name())

@@ -21,7 +21,7 @@ from app.load.fit_speed import (
 from app.models.hub.curated_models import CURATED_MODELS, CuratedModel
 from app.platform import units as fmt
 from app.ui.models.flat_table import ListTableModel, row_table
-from app.ui.models.verdicts import VERDICT_COLOURS, budget_text, verdict_text
+from app.ui.models.verdicts import VERDICT_COLOURS, VerdictDelegate, budget_text, verdict_text
 
 CHECKING = "checking…"
 
@@ -123,4 +123,5 @@ def recommended_table(model: RecommendedModel) -> QTableView:
     header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
     for col in range(1, len(RecommendedModel.HEADERS)):
         header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+    table.setItemDelegateForColumn(3, VerdictDelegate(table))  # the fit in the look's shades
     return table

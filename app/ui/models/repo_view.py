@@ -158,6 +158,7 @@ class RepoView(QWidget):
         self.detail.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.detail.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.detail.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.detail.setItemDelegateForColumn(3, VerdictDelegate(self.detail))  # the look's shades
         self.detail.setMaximumHeight(130)
         self.detail.hide()  # until a file with an estimate is picked
         self.detail_label = plain_label(QLabel())

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from PySide6.QtGui import QBrush, QColor, QStandardItem
+from PySide6.QtGui import QBrush, QColor, QPalette, QStandardItem
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QTableWidgetItem
 
 from app.kv.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED, ModeFit
 from app.load.fit_speed import SpeedEstimate
 from app.platform import units as fmt
 from app.platform.probes import FreeMemory
+from app.ui.theme_colours import DARK, scheme_of
 
 # Background / text colours per verdict: readable on light and dark palettes.
 VERDICT_COLOURS = {
@@ -26,6 +27,10 @@ DARK_VERDICT_COLOURS = {
 }
 
 
+# A verdict's light colours -> its dark ones (the cells are painted in the light ones).
+_IN_THE_DARK = {VERDICT_COLOURS[v][0].rgb(): DARK_VERDICT_COLOURS[v] for v in VERDICT_COLOURS}
+
+
 def paint_verdict(item: QStandardItem | QTableWidgetItem, verdict: str) -> None:
     background, foreground = VERDICT_COLOURS[verdict]
     item.setBackground(QBrush(background))
@@ -33,11 +38,16 @@ def paint_verdict(item: QStandardItem | QTableWidgetItem, verdict: str) -> None:
 
 
 class VerdictDelegate(QStyledItemDelegate):
-    """Keeps a verdict cell's colours on a selected row (the name column shows the selection)."""
+    """Keeps a verdict cell's colours on a selected row (the name column shows the selection),
+    in the shades of the look shown: in the dark one, the dark verdict colours."""
 
     def initStyleOption(self, option, index) -> None:
         super().initStyleOption(option, index)
         option.state &= ~QStyle.StateFlag.State_Selected
+        dark = _IN_THE_DARK.get(option.backgroundBrush.color().rgb())
+        if dark is not None and scheme_of(option.palette) == DARK:
+            option.backgroundBrush = QBrush(dark[0])
+            option.palette.setColor(QPalette.ColorRole.Text, dark[1])
 
 
 def verdict_text(fit: ModeFit, speed: SpeedEstimate | None = None, compact: bool = False) -> str:
