@@ -53,9 +53,11 @@ class VerdictDelegate(QStyledItemDelegate):
 def verdict_text(fit: ModeFit, speed: SpeedEstimate | None = None, compact: bool = False) -> str:
     """'fits · max 32K' ('fits · 32K' `compact`, for a column beside others whose tooltip
     says what the number is), or for a file that fits but decodes under
-    SLOW_TOKENS_PER_SECOND at `speed` 'fits, slow: about 3.1 tokens/s'."""
+    SLOW_TOKENS_PER_SECOND at `speed` 'fits, slow: about 3.1 tokens/s' ('fits, slow'
+    `compact`: the file tree's Speed column and the cell's tooltip say how slow, and the
+    longer words left its File column no width at all)."""
     if speed is not None and speed.slow:
-        return f"{fit.verdict}, slow: {speed.describe()}"
+        return f"{fit.verdict}, slow" if compact else f"{fit.verdict}, slow: {speed.describe()}"
     if not fit.largest_n_ctx:
         return fit.verdict
     return f"{fit.verdict} · {'' if compact else 'max '}{fmt.tokens_short(fit.largest_n_ctx)}"
