@@ -117,6 +117,9 @@ def test_engine_killed_while_loading_reading_and_replying(
     reply = page.session.model.messages()[-1]
     assert received == [] and reply.status == INTERRUPTED and reply.content == ""
     assert page.session.model.messages()[-2].content == LONG_PROMPT
+    # The next message in a new conversation: in this one the fresh engine would read the
+    # long prompt again (seconds of CPU, twice), and what is tested here is the restart.
+    page.session.new_conversation()
     _send_and_finish(qtbot, app, "Short one")
     assert app.engine.engine_pid not in pids
     pids.add(app.engine.engine_pid)
