@@ -25,6 +25,7 @@ from typing import IO, Any
 from app.models import gguf_validate as limits
 from app.models.gguf_header import TENSOR_TYPE_SIZES, ArraySummary, GgufHeader, TensorInfo
 from app.models.gguf_validate import check_header, refuse, shown
+from app.models.recent_headers import read_through
 from app.platform import units
 from app.platform.errors import ModelFileMissingError, NotAGgufError, TruncatedGgufError
 
@@ -39,19 +40,7 @@ _FIRST_READ = 8 * 1024 * 1024
 MAX_HEADER_BYTES = limits.MAX_HEADER_BYTES
 
 # GGUF value type ids (gguf spec) -> struct format of one scalar.
-_SCALAR_FORMATS = {
-    0: "B",
-    1: "b",
-    2: "H",
-    3: "h",
-    4: "I",
-    5: "i",
-    6: "f",
-    7: "?",
-    10: "Q",
-    11: "q",
-    12: "d",
-}
+_SCALAR_FORMATS = dict(zip((0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12), "BbHhIif?Qqd", strict=True))
 _STRING, _ARRAY = 8, 9
 _PREAMBLE = 24  # magic, version, tensor count, metadata count
 _TYPE_NAMES = {
@@ -365,14 +354,17 @@ def _check_tensor(name: str, shape: tuple[int, ...], ggml_type: int) -> None:
 
 
 def read_gguf_header(path: str | os.PathLike[str]) -> GgufHeader:
-    """Read and validate a local GGUF file's header (reads only the header bytes, at most
-    MAX_HEADER_BYTES)."""
+    """Read and validate a local GGUF file's header (only its bytes, at most MAX_HEADER_BYTES;
+    not again for an unchanged file read recently, recent_headers)."""
     path = Path(path)
     if not path.is_file():
         raise ModelFileMissingError(f"The model file {path} does not exist.")
-    total = path.stat().st_size
+    return read_through(str(path), lambda: _read_file(path))
+
+
+def _read_file(path: Path) -> GgufHeader:
     with path.open("rb") as f:
-        return read_header_from(f, total, str(path))
+        return read_header_from(f, path.stat().st_size, str(path))
 
 
 def read_header_from(
