@@ -82,4 +82,4 @@ echo "Test builds took $((SECONDS - started)) s" >&2
 # most of a test's time is one thread (Python, Qt, a process starting), so on 2 cores two busy
 # processes beside the run take less of the machine from four than from one; six were no
 # faster (docs/testing.md). `-n 0` after `test` runs it in one process.
-exec .venv/bin/python -m pytest -n 4 --dist loadfile "$@"
+exec .venv/bin/python -m pytest -n 4 --dist loadfile --no-loadscope-reorder "$@"

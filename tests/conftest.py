@@ -68,3 +68,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # Files with slow tests first, the quick files after them. `--dist loadfile` hands each
+    # test process whole files in this order (./quickstart.sh passes --no-loadscope-reorder;
+    # xdist's own order is by test count), so the run ends on files of seconds, not with three
+    # processes idle while one runs a file of two long tests (the engine-killed test, 2.5 min
+    # beside busy loops, was among the last to start).
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
