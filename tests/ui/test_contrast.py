@@ -221,3 +221,30 @@ def test_verdict_cells_take_the_looks_shades(qtbot, qapp) -> None:
             assert contrast(text, background) >= 4.5, (scheme, verdict)
             if scheme == DARK:
                 assert luminance(background) <= DARK_LOOK_BRIGHTEST, (verdict, background.name())
+
+
+def test_a_message_edited_in_place_reads_at_aa_in_both_looks(qtbot, qapp, chat_app) -> None:
+    """The editor in an edited message's bubble: its text, what the keys do, Cancel and
+    Resend, at 4.5:1 on what is painted under them, and no light box in the dark look."""
+    from app.ui.theme import show_scheme
+
+    window = chat_app.window
+    page = window.chat
+    conversation = page.session.new_conversation()
+    user = chat_app.store.add_message(conversation.id, "user", "Fix this sentence, please.")
+    chat_app.store.add_message(conversation.id, "assistant", "Fixed.")
+    page.open_conversation(conversation.id)
+    window.resize(1024, 640)
+    window.show_page("Chat")
+    page.start_edit(user.id)
+    editor = page.view.editor
+    assert editor is not None
+    found: dict[str, list[str]] = {}
+    for scheme in (LIGHT, DARK):
+        show_scheme(qapp, scheme)
+        settle()
+        assert editor.keys.isVisible() and editor.resend_button.isVisible()
+        problems = contrast_problems(editor) + (light_boxes(editor) if scheme == DARK else [])
+        if problems:
+            found[scheme] = problems
+    assert found == {}, found
