@@ -17,8 +17,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from app.backends.built_in import built_in_folder
 from app.backends.manifest import KERNEL_NOTE
-from app.backends.store import built_in_folder
 from kernels.isa_proof import ensure_sdist
 from kernels.package import has_gpu_kernels
 from kernels.patch_set import apply as apply_patches

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from app.backends.store import built_in_folder
+from app.backends.built_in import built_in_folder
 from app.platform.errors import AppError
 from kernels.isa_proof import IsaProofError, ensure_sdist
 from kernels.variants import LLAMA_CPP_PYTHON_VERSION

@@ -39,7 +39,7 @@ from app.backends.signing import SignatureError, trusted_keys
 from app.backends.store import BackendStore, InstalledBackend, Probe
 from app.models.hub.download_control import DownloadCancelled, DownloadControl
 from app.models.hub.partial_file import FetchTarget
-from app.models.hub.transfer import check_free_space
+from app.platform.disk_space import check_free_space
 from app.platform.errors import AppError, ChecksumMismatchError, DownloadError
 
 log = logging.getLogger(__name__)

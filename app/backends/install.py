@@ -27,7 +27,8 @@ from app.backends.store import BackendStore, InstalledBackend, Probe
 from app.models.hub.api_get import certificate_problem
 from app.models.hub.download_control import DownloadControl
 from app.models.hub.partial_file import FetchTarget
-from app.models.hub.transfer import check_free_space, fetch
+from app.models.hub.transfer import fetch
+from app.platform.disk_space import check_free_space
 from app.platform.errors import AppError, BadInputError, DownloadError
 from app.platform.units import size_number
 

@@ -32,7 +32,7 @@ from app.backends.manifest import (
     parse_manifest,
 )
 from app.backends.signing import MAX_SIGNATURE_BYTES, SignatureCheck, check_signature
-from app.models.hub.transfer import check_free_space
+from app.platform.disk_space import check_free_space
 
 BUILT_IN = "built-in"  # app.backends.store.BUILT_IN: no package may take its name
 MAX_ARCHIVE_FILES = 64

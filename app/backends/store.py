@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from app.backends.built_in import built_in_folder
 from app.backends.manifest import (
     BackendManifest,
     BadPackageError,
@@ -58,18 +59,6 @@ class InstalledBackend:
     folder: Path | None  # None: the built-in one
     manifest: BackendManifest | None
     problem: str | None = None  # why it cannot be used, for a damaged package
-
-
-def built_in_folder() -> Path | None:
-    """The folder of the built-in backend's libraries: llama-cpp-python's `llama_cpp/lib`
-    (the portable CPU package's files in the installed app), found without importing
-    llama_cpp, which would load them; None when llama-cpp-python is not installed."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("llama_cpp")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / "lib"
 
 
 def library_folder(backend: InstalledBackend) -> Path | None:

@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.backends.built_in import built_in_folder
 from app.backends.install import archive_name, downloaded_package
 from app.backends.manifest import built_in_kernel
-from app.backends.store import BackendStore, InstalledBackend, built_in_folder
+from app.backends.store import BackendStore, InstalledBackend
 from app.commands import print_error
 from app.engine.backend_probe import probe
 from app.engine.backend_verify import verify

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import llama_cpp
 
+from app.backends.built_in import built_in_folder
 from app.backends.manifest import kernel_of_folder
-from app.backends.store import built_in_folder
 from app.engine import devices, rpc_devices
 from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.cpu_threads import threads_for
@@ -29,9 +29,9 @@ from app.engine.split_devices import as_split_devices
 from app.engine.template_sandbox import RenderLimits
 from app.kv.split_device import SplitDevice
 from app.load.profile import LoadProfile
+from app.models.gguf_read import check_gguf
 from app.models.gguf_tokenizer import check_token_list_file
 from app.models.model_kind import base_model_reason
-from app.models.model_ref import check_gguf
 from app.platform.errors import AppError, BadInputError, EngineFailedError
 from app.platform.memory_ceiling import ceiling_is_the_limit, ceiling_sentence, engine_ceiling
 

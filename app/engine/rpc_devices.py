@@ -15,7 +15,7 @@ import logging
 import os
 from pathlib import Path
 
-from app.backends.store import built_in_folder
+from app.backends.built_in import built_in_folder
 from app.platform.errors import EngineFailedError
 
 log = logging.getLogger(__name__)

@@ -362,6 +362,13 @@ def read_gguf_header(path: str | os.PathLike[str]) -> GgufHeader:
     return read_through(str(path), lambda: _read_file(path))
 
 
+def check_gguf(path: Path) -> GgufHeader:
+    """read_gguf_header, with a folder named as one (the model path the user gave)."""
+    if path.is_dir():
+        raise ModelFileMissingError(f"{path} is a folder, not a .gguf model file.")
+    return read_gguf_header(path)
+
+
 def _read_file(path: Path) -> GgufHeader:
     with path.open("rb") as f:
         return read_header_from(f, path.stat().st_size, str(path))

@@ -11,11 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.models import starter
-from app.models.gguf_header import GgufHeader
-from app.models.gguf_read import read_gguf_header
+from app.models.gguf_read import check_gguf
 from app.models.hub import download_entry, list_gguf_files, parse_model_spec
 from app.models.library import find_model, list_models
-from app.platform.errors import BadInputError, ModelFileMissingError, ModelNotFoundError
+from app.platform.errors import BadInputError, ModelNotFoundError
 from app.platform.safe_text import safe_text
 
 STARTER_WORD = "starter"
@@ -78,11 +77,3 @@ def _from_library_or_hub(
     repo_id, selector = parse_model_spec(text)
     entry = list_gguf_files(repo_id).pick(selector)
     return download_entry(entry, on_progress=on_progress)
-
-
-def check_gguf(path: Path) -> GgufHeader:
-    """Read the header: magic b'GGUF', a parseable header, and a file long enough for the
-    end of its last tensor's data (app.models.gguf_header does the reading)."""
-    if path.is_dir():
-        raise ModelFileMissingError(f"{path} is a folder, not a .gguf model file.")
-    return read_gguf_header(path)

@@ -36,7 +36,8 @@ from huggingface_hub.utils import get_session
 from app.models import starter
 from app.models.hub.download_control import DownloadCancelled, DownloadControl
 from app.models.hub.partial_file import FetchTarget
-from app.models.hub.transfer import check_free_space, fetch
+from app.models.hub.transfer import fetch
+from app.platform.disk_space import check_free_space
 from app.platform.errors import (
     AppError,
     ChecksumMismatchError,

@@ -28,10 +28,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.backends.built_in import built_in_folder
 from app.backends.gpu_detect import detect_gpus
 from app.backends.manifest import SIGNATURE_NAME, built_in_kernel, kernel_text
 from app.backends.signing import UnsignedPackageError
-from app.backends.store import BUILT_IN, BackendStore, InstalledBackend, built_in_folder
+from app.backends.store import BUILT_IN, BackendStore, InstalledBackend
 from app.engine.backend_probe import probe
 from app.engine.backend_verify import VerifyResult, verify
 from app.platform import units as fmt

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.backends import store as backends
+from app.backends.built_in import built_in_folder
 from app.backends.manifest import handles_pair
 from app.commands import worker
 from app.engine import rpc_devices
@@ -26,7 +27,7 @@ RPC_FILES = {"libggml-rpc.so", rpc_server.PROGRAM}
 
 
 def _copy_without(tmp_path: Path, left_out: set[str]) -> Path:
-    real = backends.built_in_folder()
+    real = built_in_folder()
     assert real is not None and (real / "libggml-rpc.so").is_file(), "quickstart builds RPC in"
     copy = tmp_path / "lib"
     copy.mkdir()

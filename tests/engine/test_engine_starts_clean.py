@@ -63,3 +63,19 @@ def test_the_app_and_the_cli_never_import_llama_cpp_themselves() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_the_engine_does_not_import_the_hub_client() -> None:
+    """The engine's modules (what worker.main imports once llama_cpp is in) leave out the Hub
+    client: huggingface_hub and httpx are 0.45 s of imports, paid in every engine process the
+    app starts, for nothing the engine does (app/backends/built_in.py)."""
+    code = (
+        "import sys, llama_cpp, app.engine.engine_loop\n"
+        "print(sorted(m for m in ('huggingface_hub', 'httpx', 'httpx2', 'app.models.hub')"
+        " if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

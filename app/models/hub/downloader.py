@@ -29,7 +29,8 @@ from app.models.hub.hub_errors import status_of, translate
 from app.models.hub.partial_file import FetchTarget
 from app.models.hub.safe_paths import check_commit, check_relative_name, safe_join
 from app.models.hub.tokens import load_token
-from app.models.hub.transfer import check_free_space, fetch, same_origin
+from app.models.hub.transfer import fetch, same_origin
+from app.platform.disk_space import check_free_space
 from app.platform.errors import AppError, DownloadError, HubUnreachableError
 
 log = logging.getLogger(__name__)

@@ -33,8 +33,7 @@ from app.models.hub.partial_file import (
     shutdown_hook,
     write_body,
 )
-from app.platform.errors import ChecksumMismatchError, DiskFullError, DownloadError, GatedRepoError
-from app.platform.units import size
+from app.platform.errors import ChecksumMismatchError, DownloadError, GatedRepoError
 
 log = logging.getLogger(__name__)
 
@@ -42,24 +41,10 @@ MAX_ATTEMPTS_WITHOUT_PROGRESS = 6
 BACKOFF_START_S = 0.5
 BACKOFF_MAX_S = 8.0
 HASH_READ = 8 * 1024 * 1024
-DISK_MARGIN = 64 * 1024 * 1024  # keep this much free beyond the file itself
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _TRANSIENT = (httpx2.TransportError, httpx2.TimeoutException)
 
 use_large_reads()
-
-
-def check_free_space(folder: Path, needed: int) -> None:
-    """DiskFullError when `folder`'s filesystem has less than `needed` bytes (plus a margin)."""
-    import shutil
-
-    folder.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(folder).free
-    if free < needed + min(DISK_MARGIN, needed // 10 + 1):
-        raise DiskFullError(
-            f"Not enough disk space: the download needs {size(needed)} more, "
-            f"but {folder} has only {size(free)} free."
-        )
 
 
 def _hash_existing(path: Path, control: DownloadControl | None) -> tuple[int, hashlib._Hash]:
