@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from app.commands import print_error
-from app.models.hub.env import hub_cache_dir
+from app.models.hub_env import hub_cache_dir
 from app.models.leftovers import delete_leftovers, download_leftovers
 from app.models.library import find_model
 from app.models.library_delete import delete_model

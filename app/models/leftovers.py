@@ -14,8 +14,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from app.models.hub.env import repo_folder_name
 from app.models.hub.safe_paths import check_repo_id
+from app.models.hub_env import repo_folder_name
 
 PARTIAL_SUFFIX = ".incomplete"
 

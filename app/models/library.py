@@ -23,9 +23,9 @@ from pathlib import Path
 
 from app.models import starter
 from app.models.gguf_header import GgufHeader
+from app.models.gguf_names import parse_quantization, split_info
 from app.models.gguf_read import parse_gguf_header, read_gguf_header
-from app.models.hub.client import parse_quantization, split_info
-from app.models.hub.env import hub_cache_dir
+from app.models.hub_env import hub_cache_dir
 from app.models.model_files import (
     FileIdentity,
     file_identity,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from app.models.hub.client import split_info
+from app.models.gguf_names import split_info
 
 FileIdentity = tuple[int, int] | str
 

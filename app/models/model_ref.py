@@ -12,7 +12,6 @@ from pathlib import Path
 
 from app.models import starter
 from app.models.gguf_read import check_gguf
-from app.models.hub import download_entry, list_gguf_files, parse_model_spec
 from app.models.library import find_model, list_models
 from app.platform.errors import BadInputError, ModelNotFoundError
 from app.platform.safe_text import safe_text
@@ -73,6 +72,10 @@ def _from_library_or_hub(
     )
     if not (allow_pull and looks_like_repo):
         return None
+
+    # The Hub client (huggingface_hub, httpx: 0.3 s of imports) only when a repo is named:
+    # every `kvstudio run` and engine start resolves a model, few of them pull one.
+    from app.models.hub import download_entry, list_gguf_files, parse_model_spec
 
     repo_id, selector = parse_model_spec(text)
     entry = list_gguf_files(repo_id).pick(selector)

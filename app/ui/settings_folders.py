@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.models.hub.env import hub_cache_dir
+from app.models.hub_env import hub_cache_dir
 from app.models.model_folders import FolderChoices, ModelFolders
 from app.ui.plain_text import plain_label, plain_tooltip
 

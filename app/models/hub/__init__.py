@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from huggingface_hub import constants as _hf_constants
 
+from app.models.gguf_names import parse_quantization, split_info
 from app.models.hub.client import (
     SORT_KEYS,
     GgufEntry,
@@ -28,9 +29,7 @@ from app.models.hub.client import (
     list_gguf_files,
     list_repo_files,
     parse_model_spec,
-    parse_quantization,
     search_models,
-    split_info,
 )
 from app.models.hub.downloader import (
     DownloadCancelled,

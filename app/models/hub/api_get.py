@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import httpx2
 from huggingface_hub.utils import get_session, hf_raise_for_status
 
-from app.models.hub.env import hub_endpoint
+from app.models.hub_env import hub_endpoint
 from app.platform.errors import HubUnreachableError
 
 log = logging.getLogger(__name__)

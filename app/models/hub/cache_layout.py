@@ -16,8 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.models.hub.env import repo_folder_name
 from app.models.hub.safe_paths import check_commit, check_repo_id, check_sha256, safe_join
+from app.models.hub_env import repo_folder_name
 
 log = logging.getLogger(__name__)
 

@@ -22,11 +22,12 @@ from urllib.parse import quote
 
 from huggingface_hub.utils import build_hf_headers
 
+from app.models.gguf_names import parse_quantization, split_info
 from app.models.hub.api_get import get_json_list
-from app.models.hub.env import hub_endpoint, is_offline
 from app.models.hub.hub_errors import translate
 from app.models.hub.hub_json import GgufEntryJson, HubModelJson
 from app.models.hub.tokens import load_token
+from app.models.hub_env import hub_endpoint, is_offline
 from app.platform.errors import BadInputError, HubUnreachableError, ModelNotFoundError
 
 log = logging.getLogger(__name__)
@@ -34,11 +35,6 @@ log = logging.getLogger(__name__)
 SortKey = Literal["downloads", "likes", "last_modified"]
 SORT_KEYS: tuple[SortKey, ...] = ("downloads", "likes", "last_modified")
 
-_SPLIT_RE = re.compile(r"^(?P<base>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
-# One token of a file name (split on '-', '.', '/') that names a llama.cpp quantization.
-_QUANT_RE = re.compile(
-    r"^(I?Q\d+(?:_[A-Z0-9]+)*|BF16|F16|FP16|F32|FP32|TQ\d_\d|MXFP4(?:_MOE)?)$", re.IGNORECASE
-)
 _PROJECTOR_RE = re.compile(r"(^|[/_-])mmproj", re.IGNORECASE)
 # A repo name that says it is tuned to follow instructions: "...-Instruct", "...-Chat", and
 # Gemma's "-it" (a whole token, so "-italian" is not one).
@@ -182,38 +178,6 @@ class RepoFiles:
 
     def quantizations(self) -> list[str]:
         return sorted({e.quantization or "other" for e in self.entries})
-
-
-# ---- file-name parsing -------------------------------------------------------------------
-
-
-def parse_quantization(path: str) -> str | None:
-    """The quantization a GGUF's name states ('model-Q4_K_M.gguf' -> 'Q4_K_M'), else None.
-
-    The last matching token wins, so a folder name and a file name agree or the file wins;
-    'UD-Q4_K_XL' (unsloth dynamic) keeps its 'UD-' prefix.
-    """
-    stem = path[:-5] if path.lower().endswith(".gguf") else path
-    split = _SPLIT_RE.match(stem + ".gguf")
-    if split:
-        stem = split.group("base")
-    tokens = re.split(r"[-./]", stem)
-    for i in range(len(tokens) - 1, -1, -1):
-        if _QUANT_RE.match(tokens[i]):
-            label = tokens[i].upper()
-            label = {"FP16": "F16", "FP32": "F32"}.get(label, label)
-            if i > 0 and tokens[i - 1].upper() == "UD":
-                return "UD-" + label
-            return label
-    return None
-
-
-def split_info(path: str) -> tuple[str, int, int] | None:
-    """('dir/base', index, count) for 'dir/base-00002-of-00005.gguf', else None."""
-    match = _SPLIT_RE.match(path)
-    if not match:
-        return None
-    return match.group("base"), int(match.group("index")), int(match.group("count"))
 
 
 def group_gguf_files(

@@ -24,12 +24,12 @@ from app.models.hub import cache_layout, transfer
 from app.models.hub.api_get import certificate_problem
 from app.models.hub.client import GgufEntry, RemoteFile
 from app.models.hub.download_control import DownloadCancelled, DownloadControl, DownloadPaused
-from app.models.hub.env import hub_cache_dir, hub_endpoint, is_offline
 from app.models.hub.hub_errors import status_of, translate
 from app.models.hub.partial_file import FetchTarget
 from app.models.hub.safe_paths import check_commit, check_relative_name, safe_join
 from app.models.hub.tokens import load_token
 from app.models.hub.transfer import fetch, same_origin
+from app.models.hub_env import hub_cache_dir, hub_endpoint, is_offline
 from app.platform.disk_space import check_free_space
 from app.platform.errors import AppError, DownloadError, HubUnreachableError
 

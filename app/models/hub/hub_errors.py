@@ -6,7 +6,7 @@ import httpx2
 from huggingface_hub import errors as hf_errors
 
 from app.models.hub.api_get import unreachable_message
-from app.models.hub.env import hub_endpoint
+from app.models.hub_env import hub_endpoint
 from app.platform.errors import (
     AppError,
     GatedRepoError,

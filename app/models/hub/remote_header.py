@@ -19,11 +19,11 @@ from huggingface_hub.utils import build_hf_headers, get_session
 from app.models.gguf_header import GgufHeader
 from app.models.gguf_read import GgufHeaderIncompleteError, parse_gguf_header
 from app.models.gguf_validate import MAX_HEADER_BYTES
-from app.models.hub.env import hub_endpoint, is_offline
 from app.models.hub.hub_errors import gated_message, translate
 from app.models.hub.safe_paths import check_relative_name
 from app.models.hub.tokens import load_token
 from app.models.hub.transfer import same_origin
+from app.models.hub_env import hub_endpoint, is_offline
 from app.platform.errors import (
     DownloadError,
     GatedRepoError,

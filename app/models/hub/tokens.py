@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from app.models.hub.env import hf_home
+from app.models.hub_env import hf_home
 from app.platform.atomic_write import write_atomically
 from app.platform.errors import BadInputError
 
