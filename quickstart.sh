@@ -29,7 +29,7 @@ echo "Installing KV Studio ($extras); the first time compiles llama.cpp (about 1
 
 # pip's wheel cache ignores CMAKE_ARGS: a wheel cached by an earlier install may lack RPC, and a
 # GPU build is compiled afresh, once per set of args (kept out of the cache).
-lib_dir="$(.venv/bin/python -c 'from app.backends.store import built_in_folder; print(built_in_folder())')"
+lib_dir="$(.venv/bin/python -c 'from app.backends.built_in import built_in_folder; print(built_in_folder())')"
 marker=.venv/.llama-cmake-args
 rebuilt=no
 if [ -n "$user_cmake_args" ] && [ "$(cat "$marker" 2>/dev/null)" != "$CMAKE_ARGS" ]; then
