@@ -11,22 +11,15 @@ from app.ui.plain_text import typed_text
 MAX_LINES = 8
 
 
-class InputBox(QPlainTextEdit):
-    """Signals:
+class EnterSendsBox(QPlainTextEdit):
+    """A text box where Enter (or Ctrl+Enter) sends and Shift+Enter starts a new line, as in
+    the message input and the editor of a message being edited. Signals:
     submitted(str): Enter was pressed with text in the box.
-    cancelled(): Escape was pressed (leaves edit mode).
+    cancelled(): Escape was pressed.
     """
 
     submitted = Signal(str)
     cancelled = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("inputBox")
-        self.setPlaceholderText("Type a message…  (Enter sends, Shift+Enter for a new line)")
-        self.setTabChangesFocus(True)
-        self.document().contentsChanged.connect(self.updateGeometry)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
@@ -39,6 +32,18 @@ class InputBox(QPlainTextEdit):
             self.cancelled.emit()
             return
         super().keyPressEvent(event)
+
+
+class InputBox(EnterSendsBox):
+    """The message input (cancelled: Escape, which leaves the text continuation box too)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("inputBox")
+        self.setPlaceholderText("Type a message…  (Enter sends, Shift+Enter for a new line)")
+        self.setTabChangesFocus(True)
+        self.document().contentsChanged.connect(self.updateGeometry)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
     def sizeHint(self) -> QSize:
         lines = min(MAX_LINES, max(2, self.document().blockCount()))

@@ -8,17 +8,17 @@ a new line, Esc cancels; Tab goes on to Cancel and Resend."""
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, Qt, Signal
-from PySide6.QtGui import QFontMetrics, QKeyEvent
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from app.ui.chat.input_box import EnterSendsBox
 from app.ui.plain_text import typed_text
 
 KEYS = (
@@ -28,12 +28,8 @@ MIN_LINES, MAX_LINES = 2, 12  # the text box grows with the text, then scrolls
 _MARGIN = 8  # around the box and the row under it, inside the bubble
 
 
-class EditBox(QPlainTextEdit):
-    """The text being edited. Signals: submitted(str) on Enter or Ctrl+Enter with text in it;
-    cancelled() on Esc."""
-
-    submitted = Signal(str)
-    cancelled = Signal()
+class EditBox(EnterSendsBox):
+    """The text being edited: submitted(str) resends it, cancelled() (Esc) leaves it."""
 
     def __init__(self, text: str, parent: QFrame) -> None:
         super().__init__(parent)
@@ -41,18 +37,6 @@ class EditBox(QPlainTextEdit):
         self.setTabChangesFocus(True)
         self.setPlainText(text)
         self.moveCursor(self.textCursor().MoveOperation.End)
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
-        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            text = typed_text(self)
-            if text.strip():
-                self.submitted.emit(text)
-            return
-        if event.key() == Qt.Key.Key_Escape:
-            self.cancelled.emit()
-            return
-        super().keyPressEvent(event)
 
 
 class MessageEditor(QFrame):
