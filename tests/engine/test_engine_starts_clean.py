@@ -47,6 +47,15 @@ def test_the_engine_child_imports_no_numpy_before_llama_cpp(started_by: str) -> 
     assert result.stdout.split() == ["False", "False"], (started_by, result.stdout)
 
 
+def _printed_by(code: str) -> str:
+    """What `code` prints, run in a clean interpreter."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
 def test_the_app_and_the_cli_never_import_llama_cpp_themselves() -> None:
     """llama.cpp runs in the engine child (a crash costs the engine, never the window): the
     window's modules, the engine client, the load checks and the commands that only start an
@@ -58,24 +67,22 @@ def test_the_app_and_the_cli_never_import_llama_cpp_themselves() -> None:
         "    __import__('app.commands.' + name)\n"
         "print('llama_cpp' in sys.modules)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False"
+    assert _printed_by(code) == "False"
 
 
-def test_the_engine_does_not_import_the_hub_client() -> None:
-    """The engine's modules (what worker.main imports once llama_cpp is in) leave out the Hub
-    client: huggingface_hub and httpx are 0.45 s of imports, paid in every engine process the
-    app starts, for nothing the engine does (app/backends/built_in.py)."""
-    code = (
-        "import sys, llama_cpp, app.engine.engine_loop\n"
-        "print(sorted(m for m in ('huggingface_hub', 'httpx', 'httpx2', 'app.models.hub')"
-        " if m in sys.modules))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+HUB_MODULES = "('huggingface_hub', 'httpx', 'httpx2', 'app.models.hub')"
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [
+        "llama_cpp, app.engine.engine_loop",  # the engine, once worker.main has llama_cpp in
+        "app.cli, app.commands.run, app.commands.bench",  # kvstudio run / bench on a local model
+    ],
+)
+def test_the_engine_and_a_local_run_do_not_import_the_hub_client(modules: str) -> None:
+    """The Hub client (huggingface_hub, httpx: 0.3-0.45 s of imports) is left out of every
+    engine process and of `kvstudio run` on a model already here; it comes in only to pull
+    (app/models/model_ref.py)."""
+    code = f"import sys, {modules}\nprint(sorted(m for m in {HUB_MODULES} if m in sys.modules))"
+    assert _printed_by(code) == "[]"
