@@ -20,6 +20,9 @@
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
 #             f16-K ones of 1, 3 and 32 tokens against the CPU -> eval-N.txt (counts per K/V,
 #             head size and batch) and eval-N.log.xz
+# Patch 0005's in-place path is asked for with KVSTUDIO_FA_Q8_0_K_IN_PLACE=1 (off by default:
+# prompts are slower); every step here runs with IN_PLACE (default 1) as its value, so IN_PLACE=0
+# times the same build without it. (Runs 15-18 predate the switch: the path was always on.)
 # No step starts after DEADLINE seconds (default 540: a call's limit is 600). Everything goes
 # into one tar in $OUT, re-packed after each step.
 # Usage (device machine, carrying .device-carry): STEPS="build:5 perf:5 bench:5" bash scripts/fa_prompt_run.sh
@@ -34,7 +37,7 @@ PKG=/tmp/llamapkg
 MODEL=/tmp/llama3-8b-shapes-random-f16.gguf
 DEADLINE="${DEADLINE:-540}"
 TAR="${TAR:-prompt-run}"
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 KVSTUDIO_FA_Q8_0_K_IN_PLACE="${IN_PLACE:-1}"
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$LOG"; }
 pack() { tar czf "$FINAL/$TAR.tar.gz" -C "$O" . ; }

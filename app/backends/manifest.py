@@ -64,8 +64,8 @@ class BackendManifest:
     # Per GPU target, per K-V pair (gfx1100, q8_0-f16: 624): int8 dot instructions in FA kernels.
     instruction_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     build: dict[str, Any] = field(default_factory=dict)  # seconds, cores, date, note
-    # Which Flash Attention GPU kernels the build carries: "kvstudio-fa.3" for llama.cpp's with
-    # the first 3 patches of kernels/patches, "upstream" for llama.cpp's own (and GPU packages
+    # Which Flash Attention GPU kernels the build carries: "kvstudio-fa.5" for llama.cpp's with
+    # the first 5 patches of kernels/patches, "upstream" for llama.cpp's own (and GPU packages
     # made before the field), "" where there are no CUDA/HIP kernels (CPU, Vulkan).
     kernel: str = ""
     # The release this package belongs to ("0.2.0"; "" for packages made before releases): the

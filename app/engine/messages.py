@@ -221,7 +221,7 @@ class Loaded:
     # RPC connection). Empty for a load on this machine alone.
     device_memory: tuple[SplitDevice, ...] = ()
     # The Flash Attention GPU kernels of the libraries that loaded it (kernel_of_folder):
-    # "kvstudio-fa.3", "upstream", or "" for a build without CUDA/HIP kernels.
+    # "kvstudio-fa.5", "upstream", or "" for a build without CUDA/HIP kernels.
     fa_kernel: str = ""
 
 

@@ -52,9 +52,11 @@ def test_the_patches_are_numbered_described_and_touch_only_the_fa_kernels() -> N
     patches = patch_set.load_patches()
     assert [p.number for p in patches] == list(range(1, len(patches) + 1))
     assert len(patches) >= 3
+    fa_sources = {f"{CUDA}/{name}" for name in ("fattn-vec.cuh", "fattn-common.cuh")}
+    fa_sources |= {f"{CUDA}/fattn-mma-f16.cuh", f"{CUDA}/fattn.cu"}  # 0005: the prompt kernel
     for p in patches:
         assert p.summary.startswith(("CUDA", "CUDA/HIP")), p.name
-        assert {f.path for f in p.files} <= {f"{CUDA}/fattn-vec.cuh", f"{CUDA}/fattn-common.cuh"}
+        assert {f.path for f in p.files} <= fa_sources, p.name
     assert patch_set.kernel_version() == f"kvstudio-fa.{len(patches)}"
     assert patch_set.kernel_version(0) == "upstream"
 
@@ -63,15 +65,23 @@ def test_the_patches_are_numbered_described_and_touch_only_the_fa_kernels() -> N
 def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
     before = _sources(llama_cpp)
     applied = patch_set.apply(llama_cpp)
-    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003", "0004"]
+    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003", "0004", "0005"]
     vec = (llama_cpp / CUDA / "fattn-vec.cuh").read_text()
     common = (llama_cpp / CUDA / "fattn-common.cuh").read_text()
+    mma = (llama_cpp / CUDA / "fattn-mma-f16.cuh").read_text()
+    fattn = (llama_cpp / CUDA / "fattn.cu").read_text()
     assert "constexpr int nthreads_KQ_q = (D/4 < 4 ? D/4 : 4);" in vec  # 0001
     assert "__funnelshift_r(words[l], words[l + 1], shift)" in common  # 0002
     assert "template<int D, int ncols1, int ncols2, ggml_type type_K" in vec  # 0003
     assert "D == 256 ? 2 : 4;" in vec and "<D, 1, heads_per_block, type_K, type_V>" in vec  # 0004
+    # 0005: the MMA kernel reads a q8_0 K in place, and no f16 scratch of K is reserved for it,
+    # when asked for (KVSTUDIO_FA_Q8_0_K_IN_PLACE=1: prompts are slower that way)
+    assert "flash_attn_ext_q8_0_load_tile<DKQ, stride_tile_K, swz, nwarps, nbatch_fa," in mma
+    assert 'getenv("KVSTUDIO_FA_Q8_0_K_IN_PLACE")' in mma
+    assert "launch<DKQ, DV, ncols1, ncols2, true>(ctx, dst)" in mma
+    assert "need_f16_K = !ggml_cuda_flash_attn_ext_mma_reads_q8_0_K(" in fattn
     changed = {name for name, data in _sources(llama_cpp).items() if data != before[name]}
-    assert changed == {"fattn-vec.cuh", "fattn-common.cuh"}
+    assert changed == {"fattn-vec.cuh", "fattn-common.cuh", "fattn-mma-f16.cuh", "fattn.cu"}
 
 
 @pytest.mark.slow
