@@ -190,7 +190,12 @@ def test_verdict_cells_take_the_looks_shades(qtbot, qapp) -> None:
     """A verdict cell (the file tree, the picked file's table, the Recommended list) was a
     light green, yellow or red box in the dark look too: drawn through VerdictDelegate it
     takes the dark look's shades there, its words at 4.5:1 on them in both looks."""
-    from PySide6.QtWidgets import QStyleOptionViewItem, QTableWidget, QTableWidgetItem
+    from PySide6.QtWidgets import (
+        QStyledItemDelegate,
+        QStyleOptionViewItem,
+        QTableWidget,
+        QTableWidgetItem,
+    )
 
     from app.kv.fit import FITS, NO_FIT, TIGHT, UNSUPPORTED
     from app.ui.models.verdicts import VerdictDelegate, paint_verdict
@@ -215,7 +220,9 @@ def test_verdict_cells_take_the_looks_shades(qtbot, qapp) -> None:
             index = table.model().index(row, 0)
             option = QStyleOptionViewItem()
             table.initViewItemOption(option)
-            table.itemDelegateForColumn(0).initStyleOption(option, index)
+            delegate = table.itemDelegateForColumn(0)
+            assert isinstance(delegate, QStyledItemDelegate), delegate
+            delegate.initStyleOption(option, index)
             text = option.palette.color(QPalette.ColorRole.Text)
             background = painted_background(image, table.visualRect(index).adjusted(2, 2, -2, -2))
             assert contrast(text, background) >= 4.5, (scheme, verdict)

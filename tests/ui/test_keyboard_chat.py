@@ -101,6 +101,14 @@ def test_tab_reaches_every_message_and_button_and_enter_presses_it(qtbot, chat_w
     assert QGuiApplication.clipboard().text() == OTHER_ANSWER
 
 
+def _editor_of(view):
+    """The message editor open in `view` (read afresh: after an earlier check that none was
+    open, a type checker would take `view.editor` for None from there on)."""
+    editor = view.editor
+    assert editor is not None, "no message is being edited"
+    return editor
+
+
 def _tab_to_edit(qtbot, page) -> None:
     """From the settings toggle, Tab to the first message's Edit button."""
     user = page.session.model.message_at(0)
@@ -141,8 +149,10 @@ def test_edit_by_keyboard_opens_an_editor_in_the_message_and_esc_leaves_it(
     assert page.session.model.message_at(0).content == QUESTION
     assert page.input.toPlainText() == "a draft"
     # Again, and Cancel pressed with Space leaves it the same way.
-    assert _press(qtbot, Qt.Key.Key_Return) is view.editor.text_box
-    assert _press(qtbot, Qt.Key.Key_Tab) is view.editor.cancel_button
+    focused = _press(qtbot, Qt.Key.Key_Return)
+    reopened = _editor_of(view)
+    assert focused is reopened.text_box
+    assert _press(qtbot, Qt.Key.Key_Tab) is reopened.cancel_button
     assert _press(qtbot, Qt.Key.Key_Space) is view and view.editor is None
 
 
