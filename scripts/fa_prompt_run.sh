@@ -16,6 +16,9 @@
 #   bench:N   kvstudio bench on the random Llama-3-8B-shaped f16 model (written beside the first
 #             build), context 131,072, depth 32,768, 2,048 prompt and 128 decoded tokens, the
 #             three modes with quality -> bench-N.json/.csv/.log/-recording.json
+#   keep:N    copy the tree's bin/ (test-backend-ops and the libraries of build N) to /tmp/bin-N
+#   perfk:N   test-backend-ops perf from /tmp/bin-N (so two builds can be timed in turn, A B A B)
+#             -> perfk-N.txt, appended per turn; PERF_FILTER picks the cases as for perf
 #   eval:N    (evalbg:N in the background, from a copy of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
 #             f16-K ones of 1, 3 and 32 tokens against the CPU -> eval-N.txt (counts per K/V,
@@ -82,6 +85,23 @@ build() {
   stamp "built $1: $(cat "$B/bin/kvstudio-kernel.txt")"
   cuobjdump -res-usage "$B/bin/libggml-cuda.so" 2>/dev/null | grep -A1 "flash_attn_ext_f16" | grep -v "^--" \
     | sed "s/^/$1 /" >"$O/mma-res-usage-$1.txt"
+  cuobjdump -res-usage "$B/bin/libggml-cuda.so" 2>/dev/null | grep -A1 "flash_attn_ext_vec" | grep -v "^--" \
+    | sed "s/^/$1 /" >"$O/vec-res-usage-$1.txt"
+  # Local memory in the vector kernels' machine code: LDL/STL per kernel (0 = no spills).
+  for obj in "$B"/ggml/src/ggml-cuda/CMakeFiles/ggml-cuda.dir/template-instances/fattn-vec-instance-*.o; do
+    cuobjdump -sass "$obj" 2>/dev/null | awk -v v="$1" '
+      /Function : / { f = $3 } f ~ /flash_attn_ext_vec/ && /[^A-Z](LDL|STL)[. ]/ { n[f]++ }
+      /Function : / && $3 ~ /flash_attn_ext_vec/ { seen[$3] = 1 }
+      END { for (k in seen) print v, (k in n ? n[k] : 0), k }'
+  done >"$O/vec-spills-$1.txt"
+}
+
+perfk() {
+  stamp "perfk $1 (/tmp/bin-$1: $(LD_LIBRARY_PATH=/tmp/bin-$1 ldd /tmp/bin-$1/test-backend-ops | grep -o '/[^ ]*libggml-cuda.so'))"
+  LD_LIBRARY_PATH="/tmp/bin-$1" "/tmp/bin-$1/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
+    -p "${PERF_FILTER:-hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=[0-9]+,nb=1,}" 2>&1 \
+    | grep -E "FLASH_ATTN_EXT\(" | sed "s/^/$1 /" >>"$O/perfk-$1.txt"
+  sed -E 's/,permute.*\):/):/' "$O/perfk-$1.txt" | tail -n "${PERFK_TAIL:-16}" >>"$LOG"
 }
 
 perf() {
@@ -132,6 +152,8 @@ for step in ${STEPS:-build:5 perf:5 bench:5}; do
     perf) perf "$n" ;;
     bench) bench "$n" ;;
     eval) evaluate "$n" ;;
+    keep) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" ;;
+    perfk) perfk "$n" ;;
     # evalbg:N runs eval:N from a copy of the tree's bin/ in the background (the next build may
     # replace the tree's libraries meanwhile); evalwait waits for it. Nothing timed runs between.
     evalbg) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" && { evaluate "$n" "/tmp/bin-$n" & echo $! >/tmp/eval.pid; } ;;
