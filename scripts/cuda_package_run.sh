@@ -4,7 +4,10 @@
 #  1. `python -m kernels package cuda-hopper --record` (sm_90, the int8-K FA pairs, GGML_NATIVE=OFF)
 #     -> docs/backend-packages/cuda-hopper.json with the IDP.4A counts read from libggml-cuda.so;
 #  2. `kvstudio backend add --use`, `ls`, `verify` (files, load in a child, FA pairs, IDP.4A);
-#  3. `kvstudio run` and `python -m kernels verify` on a tiny random-weight model, on the package.
+#  3. `kvstudio run` and `python -m kernels verify` on a tiny random-weight model, on the package;
+#  4. `python -m kernels isa-count` on the package's libggml-cuda.so for q8_0/f16 and q8_0/q8_0:
+#     the sm_90 instruction report of the kernels it ships (IDP.4A per flash_attn_ext_vec kernel,
+#     cuobjdump -sass) -> isa-count-sm90-<pair>.json, the summaries in run.log.
 # No llama-cpp-python is installed there: only its Python code (the sdist's llama_cpp/) is on the
 # path, so every library that runs comes from the package. Results go to $OUT (at most 8 files).
 # Needs nvcc, cuobjdump, cmake, python3 with numpy and jinja2; the trimmed sdist and the diskcache
@@ -49,6 +52,12 @@ for kv in q8_0/f16 q8_0/q8_0 f16/f16; do
     python3 -m kernels verify /tmp/tiny.gguf --kv "$kv" --ctx 2048 2>/tmp/verify.log
     echo "(exit $?)"; echo; } >>"$OUT/verify.txt"
   grep -iE "error|warn|fault" /tmp/verify.log | head -5 >>"$LOG"
+done
+lib=/tmp/packages/cuda-hopper/libggml-cuda.so
+for kv in q8_0/f16 q8_0/q8_0; do
+  stamp "isa-count --kv $kv"
+  python3 -m kernels isa-count "$lib" --kv "$kv" --json >"$OUT/isa-count-sm90-${kv/\//-}.json" 2>>"$LOG"
+  python3 -m kernels isa-count "$lib" --kv "$kv" >>"$LOG" 2>&1; echo "(exit $?)" >>"$LOG"
 done
 stamp "done"
 cat "$OUT/backend.txt" "$OUT/verify.txt"
