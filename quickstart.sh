@@ -72,7 +72,7 @@ if ! .venv/bin/lint-imports --no-cache; then
   echo "lint-imports failed: an import breaks the app's shape ([tool.importlinter] in pyproject.toml)." >&2
   exit 1
 fi
-# What the tests build on (the CPU backend package, the kernel proofs' objects), compiled once
+# What the tests build on (the CPU backend package, the kernel proofs' objects, bytecode), compiled once
 # into ~/.cache/kvstudio and timed apart from the tests (scripts/test_builds.py).
 started=$SECONDS
 export KVSTUDIO_TEST_BUILDS="$PWD/.venv/test-builds"

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,6 +17,13 @@ ENV = "KVSTUDIO_TEST_BUILDS"
 CPU_PACKAGE = "packages"  # the CPU package's archive, in this folder
 HIP_REPORT = "isa-proof.json"  # `python -m kernels isa-proof --out`
 CUDA_REPORT = "isa-proof-cuda.json"  # `python -m kernels isa-proof --cuda --out`
+
+
+def bytecode_folder() -> Path:
+    """Where the tests and every process they start keep Python's bytecode (PYTHONPYCACHEPREFIX,
+    set by tests/conftest.py): outside the checkout, so nothing is written into it."""
+    default = Path(tempfile.gettempdir()) / "kvstudio-tests-bytecode"
+    return Path(os.environ.get("PYTHONPYCACHEPREFIX") or default)
 
 
 def prebuilt(name: str) -> Path | None:
