@@ -28,7 +28,6 @@ from app.engine.messages import (
     Finished,
     Generate,
     PromptStarted,
-    SamplingSettings,
     TemplateFallback,
     Token,
     TokenLogprob,
@@ -115,7 +114,7 @@ def run_generation(
             return _finished(
                 command, "", len(tokens), 0, started, 0.0, 0.0, "cancelled", len(tokens)
             )
-        _sample(llm, tokens, s, max_new, cancel, reply, choice)
+        _sample(llm, max_new, cancel, reply, choice)
     reply.flush()
     finished = _finished(
         command,
@@ -190,38 +189,17 @@ class _Reply:
 
 def _sample(
     llm: llama_cpp.Llama,
-    tokens: list[int],
-    s: SamplingSettings,
     max_new: int,
     cancel: CancelCheck,
     reply: _Reply,
     choice: TokenChoice,
 ) -> None:
-    """Sample tokens after the evaluated prompt into `reply` until it ends."""
+    """Sample tokens after the evaluated prompt into `reply` until it ends: each token is
+    chosen from the last decoded position's logits (`choice`, which checks a grammar lazily,
+    as llama.cpp's own sampler does), then decoded so that the next one can be chosen."""
     vocab = llm._model.vocab
-    stream = llm.generate(
-        tokens,
-        top_k=s.top_k,
-        top_p=s.top_p,
-        min_p=s.min_p,
-        temp=s.temperature,
-        repeat_penalty=s.repeat_penalty,
-        reset=True,  # finds the prompt already evaluated by _prefill and samples at once
-        grammar=choice.grammar,
-        logits_processor=choice.processors,
-    )
     while True:
-        try:
-            token = next(stream)
-        except StopIteration:
-            break
-        except RuntimeError:
-            if not cancel.is_set():
-                raise
-            # llama_decode returned 2: aborted mid-token. llama.cpp dropped that
-            # token's cache entries and llm.n_tokens never counted it.
-            reply.reason = "cancelled"
-            break
+        token = choice.sample()
         reply.last_at = time.perf_counter()
         if not reply.first_at:
             reply.first_at = reply.last_at
@@ -236,6 +214,15 @@ def _sample(
             reply.reason = "cancelled"
             break
         if reply.generated >= max_new:
+            break
+        try:
+            llm.eval([token])
+        except RuntimeError:
+            if not cancel.is_set():
+                raise
+            # llama_decode returned 2: aborted mid-token. llama.cpp dropped that
+            # token's cache entries and llm.n_tokens never counted it.
+            reply.reason = "cancelled"
             break
 
 
@@ -326,8 +313,8 @@ def _framed_tokens(llm: llama_cpp.Llama, command: Generate, budget: int) -> tupl
 def _prefill(llm: llama_cpp.Llama, tokens: list[int], cancel: CancelCheck) -> bool:
     """Evaluate the prompt (reusing the cached prefix); False if cancelled meanwhile.
 
-    Afterwards llm holds exactly `tokens`, so llm.generate(tokens) samples
-    at once.
+    Afterwards llm holds exactly `tokens`, and its logits are the last token's: the
+    first token of the reply is sampled from them at once.
     """
     cached = 0
     previous = llm.input_ids[: llm.n_tokens].tolist()
