@@ -39,8 +39,13 @@ MAX_KEPT_ARRAY = 4096
 _FIRST_READ = 8 * 1024 * 1024
 MAX_HEADER_BYTES = limits.MAX_HEADER_BYTES
 
-# GGUF value type ids (gguf spec) -> struct format of one scalar.
+# GGUF value type ids (gguf spec) -> struct format of one scalar, and its compiled
+# little-endian struct (compiled once: the reader unpacks tens of thousands of fields).
 _SCALAR_FORMATS = dict(zip((0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12), "BbHhIif?Qqd", strict=True))
+_SCALARS = {vtype: struct.Struct("<" + fmt) for vtype, fmt in _SCALAR_FORMATS.items()}
+_U32, _U64 = _SCALARS[4], _SCALARS[10]
+# A tensor-table entry after its name: n_dims (read first), then the dimensions, type, offset.
+_TENSOR_TAILS = {d: struct.Struct(f"<{d}QIQ") for d in range(1, limits.MAX_DIMS + 1)}
 _STRING, _ARRAY = 8, 9
 _PREAMBLE = 24  # magic, version, tensor count, metadata count
 _TYPE_NAMES = {
@@ -89,36 +94,65 @@ class _Cursor:
         if self.pos + n > self.end:
             raise GgufHeaderIncompleteError(self.pos + n, self.end)
 
-    def scalar(self, fmt: str) -> Any:
-        size = struct.calcsize(fmt)
-        self.need(size)
-        (value,) = struct.unpack_from("<" + fmt, self.data, self.pos)
-        self.pos += size
-        return value
+    def scalar(self, layout: struct.Struct) -> Any:
+        """One value of `layout` (_SCALARS, _U32, _U64)."""
+        pos = self.pos
+        end = pos + layout.size
+        if end > self.end:
+            raise GgufHeaderIncompleteError(end, self.end)
+        self.pos = end
+        return layout.unpack_from(self.data, pos)[0]
 
-    def raw(self, limit: int, what: str) -> bytes:
-        """A GGUF string's bytes (u64 length, then the bytes), at most `limit` long."""
-        n = self.scalar("Q")
+    def raw(self, limit: int, what: str) -> memoryview:
+        """A GGUF string's bytes (u64 length, then the bytes), at most `limit` long: a view
+        of the prefix, not a copy (str(view, "utf-8") decodes it)."""
+        pos, end = self.pos, self.end
+        if pos + 8 > end:
+            raise GgufHeaderIncompleteError(pos + 8, end)
+        (n,) = _U64.unpack_from(self.data, pos)
         if n > limit:
             raise refuse(f"has {what} of {n:,} bytes (at most {limit:,})", "length")
-        self.need(n)
-        raw = bytes(self.data[self.pos : self.pos + n])
-        self.pos += n
-        return raw
+        pos += 8
+        stop = pos + n
+        if stop > end:
+            raise GgufHeaderIncompleteError(stop, end)
+        self.pos = stop
+        return self.data[pos:stop]
 
     def string(self, what: str) -> str:
-        text = self.raw(limits.MAX_STRING_BYTES, what).decode("utf-8", errors="replace")
+        text = str(self.raw(limits.MAX_STRING_BYTES, what), "utf-8", "replace")
         self.keep(len(text))
         return text
+
+    def strings(self, count: int, what: str) -> list[str]:
+        """`count` strings in a row, each as `string` reads it (a kept array's elements)."""
+        data, pos, end, kept = self.data, self.pos, self.end, self.kept
+        limit, most = limits.MAX_STRING_BYTES, limits.MAX_KEPT_BYTES
+        unpack = _U64.unpack_from
+        texts = []
+        for _ in range(count):
+            if pos + 8 > end:
+                raise GgufHeaderIncompleteError(pos + 8, end)
+            (n,) = unpack(data, pos)
+            if n > limit:
+                raise refuse(f"has {what} of {n:,} bytes (at most {limit:,})", "length")
+            pos += 8
+            stop = pos + n
+            if stop > end:
+                raise GgufHeaderIncompleteError(stop, end)
+            text = str(data[pos:stop], "utf-8", "replace")
+            kept += len(text)
+            if kept > most:
+                raise _too_much_kept()
+            texts.append(text)
+            pos = stop
+        self.pos, self.kept = pos, kept
+        return texts
 
     def keep(self, n: int) -> None:
         self.kept += n
         if self.kept > limits.MAX_KEPT_BYTES:
-            raise refuse(
-                f"holds more than {units.size(limits.MAX_KEPT_BYTES, 0, unit='MiB')} of metadata "
-                "besides its tokenizer",
-                "length",
-            )
+            raise _too_much_kept()
 
     def skip_strings(self, count: int, what: str) -> None:
         # The hot loop of every read (262,144 tokens for the starter model): kept tight.
@@ -137,13 +171,18 @@ class _Cursor:
         self.need(0)
 
 
-_U64 = struct.Struct("<Q")
+def _too_much_kept() -> Exception:
+    return refuse(
+        f"holds more than {units.size(limits.MAX_KEPT_BYTES, 0, unit='MiB')} of metadata "
+        "besides its tokenizer",
+        "length",
+    )
 
 
 def _key(cur: _Cursor, index: int, seen: Container[str]) -> str:
     raw = cur.raw(limits.MAX_KEY_BYTES, f"a metadata key (number {index + 1})")
     try:
-        key = raw.decode("utf-8")
+        key = str(raw, "utf-8")
     except UnicodeDecodeError:
         raise refuse(f"has metadata key number {index + 1} that is not text", "key") from None
     if not key:
@@ -155,8 +194,9 @@ def _key(cur: _Cursor, index: int, seen: Container[str]) -> str:
 
 
 def _read_value(cur: _Cursor, vtype: int, key: str) -> Any:
-    if vtype in _SCALAR_FORMATS:
-        return cur.scalar(_SCALAR_FORMATS[vtype])
+    layout = _SCALARS.get(vtype)
+    if layout is not None:
+        return cur.scalar(layout)
     if vtype == _STRING:
         return cur.string(f"a string of {shown(key)}")
     if vtype == _ARRAY:
@@ -165,8 +205,8 @@ def _read_value(cur: _Cursor, vtype: int, key: str) -> Any:
 
 
 def _read_array(cur: _Cursor, key: str) -> Any:
-    etype = cur.scalar("I")
-    count = cur.scalar("Q")
+    etype = cur.scalar(_U32)
+    count = cur.scalar(_U64)
     if etype == _ARRAY:
         raise refuse(f"has nested arrays (in {shown(key)}), which llama.cpp refuses", "value-type")
     if etype not in _SCALAR_FORMATS and etype != _STRING:
@@ -177,7 +217,7 @@ def _read_array(cur: _Cursor, key: str) -> Any:
             f"(at most {limits.MAX_ARRAY_LENGTH:,})",
             "length",
         )
-    size = 8 if etype == _STRING else struct.calcsize(_SCALAR_FORMATS[etype])
+    size = 8 if etype == _STRING else _SCALARS[etype].size
     cur.need(size * count)  # a count past the bytes left fails here, before any loop
     what = f"a string in {shown(key)}"
     if count > MAX_KEPT_ARRAY:
@@ -188,7 +228,7 @@ def _read_array(cur: _Cursor, key: str) -> Any:
         return ArraySummary(_TYPE_NAMES[etype], count)
     cur.keep(8 * count)
     if etype == _STRING:
-        return [cur.string(what) for _ in range(count)]
+        return cur.strings(count, what)
     fmt = _SCALAR_FORMATS[etype]
     values = list(struct.unpack_from(f"<{count}{fmt}", cur.data, cur.pos))
     cur.pos += size * count
@@ -250,8 +290,8 @@ def _parse(data: bytes | memoryview, total_size: int | None) -> GgufHeader:
     version = _check_magic_and_version(data)
     cur = _Cursor(data)
     cur.pos = 8
-    n_tensors = cur.scalar("Q")
-    n_kv = cur.scalar("Q")
+    n_tensors = cur.scalar(_U64)
+    n_kv = cur.scalar(_U64)
     for count, cap, what in (
         (n_tensors, limits.MAX_TENSORS, "tensors"),
         (n_kv, limits.MAX_METADATA_KEYS, "metadata keys"),
@@ -262,7 +302,7 @@ def _parse(data: bytes | memoryview, total_size: int | None) -> GgufHeader:
     value_types: dict[str, int] = {}
     for index in range(n_kv):
         key = _key(cur, index, metadata)
-        vtype = cur.scalar("I")
+        vtype = cur.scalar(_U32)
         metadata[key] = _read_value(cur, vtype, key)
         value_types[key] = vtype
     alignment = _alignment(metadata, value_types)
@@ -295,12 +335,30 @@ def _alignment(metadata: Mapping[str, object], value_types: dict[str, int]) -> i
 
 
 def _read_tensors(cur: _Cursor, n_tensors: int) -> tuple[TensorInfo, ...]:
+    """The tensor table: per entry a name (u64 length, bytes), n_dims (u32), the dimensions
+    (u64 each), the type (u32) and the offset (u64). Unrolled, as the cursor's reads would be
+    (every check, refusal and bytes_needed the same), for the thousands of entries of a big
+    model's table."""
+    data, end, pos = cur.data, cur.end, cur.pos
+    unpack_u64, unpack_u32 = _U64.unpack_from, _U32.unpack_from
+    name_limit, max_dims = limits.MAX_TENSOR_NAME_BYTES, limits.MAX_DIMS
     tensors = []
     names: set[str] = set()
     for index in range(n_tensors):
-        raw = cur.raw(limits.MAX_TENSOR_NAME_BYTES, f"a tensor name (number {index + 1})")
+        start = pos + 8
+        if start > end:
+            raise GgufHeaderIncompleteError(start, end)
+        (n,) = unpack_u64(data, pos)
+        if n > name_limit:
+            raise refuse(
+                f"has a tensor name (number {index + 1}) of {n:,} bytes (at most {name_limit:,})",
+                "length",
+            )
+        pos = start + n
+        if pos > end:
+            raise GgufHeaderIncompleteError(pos, end)
         try:
-            name = raw.decode("utf-8")
+            name = str(data[start:pos], "utf-8")
         except UnicodeDecodeError:
             raise refuse(
                 f"has tensor number {index + 1} whose name is not text", "tensor"
@@ -309,20 +367,27 @@ def _read_tensors(cur: _Cursor, n_tensors: int) -> tuple[TensorInfo, ...]:
             what = "an empty name" if not name else f"the name {shown(name)} twice"
             raise refuse(f"has {what} in its tensor table", "tensor")
         names.add(name)
-        n_dims = cur.scalar("I")
-        if not 1 <= n_dims <= limits.MAX_DIMS:
+        if pos + 4 > end:
+            raise GgufHeaderIncompleteError(pos + 4, end)
+        (n_dims,) = unpack_u32(data, pos)
+        pos += 4
+        if not 1 <= n_dims <= max_dims:
             raise refuse(
                 f"gives tensor {shown(name)} {n_dims:,} dimensions "
-                f"(llama.cpp reads 1 to {limits.MAX_DIMS})",
+                f"(llama.cpp reads 1 to {max_dims})",
                 "tensor",
             )
-        cur.need(8 * n_dims)
-        shape = struct.unpack_from(f"<{n_dims}Q", cur.data, cur.pos)
-        cur.pos += 8 * n_dims
-        ggml_type = cur.scalar("I")
-        offset = cur.scalar("Q")
+        tail = _TENSOR_TAILS[n_dims]
+        if pos + tail.size > end:  # the first of the dimensions, type and offset past the end
+            dims_end = pos + 8 * n_dims
+            needed = next(stop for stop in (dims_end, dims_end + 4, dims_end + 12) if stop > end)
+            raise GgufHeaderIncompleteError(needed, end)
+        values = tail.unpack_from(data, pos)
+        pos += tail.size
+        shape, ggml_type = values[:n_dims], values[n_dims]
         _check_tensor(name, shape, ggml_type)
-        tensors.append(TensorInfo(name, tuple(int(d) for d in shape), ggml_type, int(offset)))
+        tensors.append(TensorInfo(name, shape, ggml_type, values[n_dims + 1]))
+    cur.pos = pos
     return tuple(tensors)
 
 
