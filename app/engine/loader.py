@@ -29,8 +29,7 @@ from app.engine.split_devices import as_split_devices
 from app.engine.template_sandbox import RenderLimits
 from app.kv.split_device import SplitDevice
 from app.load.profile import LoadProfile
-from app.models.gguf_read import check_gguf
-from app.models.gguf_tokenizer import check_token_list_file
+from app.models.checked_models import check_model_file
 from app.models.model_kind import base_model_reason
 from app.platform.errors import AppError, BadInputError, EngineFailedError
 from app.platform.memory_ceiling import ceiling_is_the_limit, ceiling_sentence, engine_ceiling
@@ -56,8 +55,9 @@ def load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
 def _load_model(options: LoadProfile, router: LlamaLogRouter) -> LoadedModel:
     path = Path(options.model_path)
     # Missing, not a GGUF, truncated, hostile: a sentence, before llama.cpp sees it. The long
-    # token list is checked here, once per load, not on every header read (gguf_tokenizer).
-    check_token_list_file(path, check_gguf(path))
+    # token list is checked here, not on every header read (gguf_tokenizer); neither again for
+    # an unchanged file that passed before (checked_models).
+    check_model_file(path)
     if options.n_ctx <= 0:
         raise EngineFailedError(f"The context size must be positive, not {options.n_ctx}.")
     if options.repack_weights and devices.has_amx():
@@ -165,7 +165,7 @@ def check_loadable(options: LoadProfile, router: LlamaLogRouter) -> None:
     model. Raises AppError with llama.cpp's reason; loading the file can still fail later."""
 
     path = Path(options.model_path)
-    check_token_list_file(path, check_gguf(path))  # a repeated token aborts this load too
+    check_model_file(path)  # a repeated token aborts this load too
     router.flush()
     router.take_lines()
     params = llama_cpp.llama_model_default_params()

@@ -20,7 +20,8 @@ the architecture rules apply only to files with weights.
 list when the reader kept it (at most gguf_read.MAX_KEPT_ARRAY tokens). A longer list is only
 summarised there, since walking 262,144 tokens into a set costs ~0.2 s and ~19 MiB on every
 header read (the library lists, the fuzz); `check_token_list_file` reads it from the file once,
-in the engine, before llama.cpp loads it.
+in the engine, before llama.cpp loads it (and not again while the file is unchanged, once it
+passed: app.models.checked_models).
 """
 
 from __future__ import annotations

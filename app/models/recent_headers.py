@@ -21,11 +21,24 @@ _KEPT = 8
 _RACY_S = 2.0
 
 Header = TypeVar("Header")
-_Key = tuple[str, int, int, int, int, int]
+FileKey = tuple[str, int, int, int, int, int]
 
 _now = time.time  # the tests move it on, as if a file had been downloaded earlier
 _lock = threading.Lock()
-_recent: OrderedDict[_Key, object] = OrderedDict()
+_recent: OrderedDict[FileKey, object] = OrderedDict()
+
+
+def file_key(path: str, info: os.stat_result) -> FileKey:
+    """What tells the file at `path` (stat `info`) unchanged: where it is, which file it is,
+    its size and its modification and change times (a change time cannot be set back)."""
+    return (os.path.realpath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
+            info.st_ctime_ns)  # fmt: skip
+
+
+def changed_lately(info: os.stat_result) -> bool:
+    """Whether the file (stat `info`) changed in the last two seconds: then a same-size rewrite
+    in the same clock tick would keep its key, so nothing may be remembered by that key."""
+    return _now() - max(info.st_mtime_ns, info.st_ctime_ns) / 1e9 <= _RACY_S
 
 
 def read_through(path: str, read: Callable[[], Header]) -> Header:
@@ -35,15 +48,14 @@ def read_through(path: str, read: Callable[[], Header]) -> Header:
         info = os.stat(path)
     except OSError:
         return read()  # the reader says why, in its words
-    key = (os.path.realpath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
-           info.st_ctime_ns)  # fmt: skip
+    key = file_key(path, info)
     with _lock:
         kept = _recent.get(key)
         if kept is not None:
             _recent.move_to_end(key)
             return kept  # type: ignore[return-value]  # stored by this function for this key
     header = read()
-    if _now() - max(info.st_mtime_ns, info.st_ctime_ns) / 1e9 > _RACY_S:
+    if not changed_lately(info):
         with _lock:
             _recent[key] = header
             while len(_recent) > _KEPT:
