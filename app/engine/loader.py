@@ -25,7 +25,6 @@ from app.engine.cpu_threads import threads_for
 from app.engine.llama_log import LlamaLogRouter
 from app.engine.log_parse import parse_log
 from app.engine.messages import Loaded
-from app.engine.split_devices import as_split_devices
 from app.engine.template_sandbox import RenderLimits
 from app.kv.split_device import SplitDevice
 from app.load.profile import LoadProfile
@@ -301,6 +300,10 @@ def _fa_kernel() -> str:
 def _device_memory() -> tuple[SplitDevice, ...]:
     """Each device's memory after a load across workers (a worker's asked over the engine's
     own RPC connection: a second client would wait behind it)."""
+    # Imported here, for a load across workers only: split_devices brings the backend store,
+    # its signature checks (cryptography) and the memory probes (psutil), 0.1 s of imports
+    # that every engine start paid for this one function.
+    from app.engine.split_devices import as_split_devices
 
     try:
         found = devices.list_devices()

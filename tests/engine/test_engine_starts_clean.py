@@ -86,3 +86,14 @@ def test_the_engine_and_a_local_run_do_not_import_the_hub_client(modules: str) -
     (app/models/model_ref.py)."""
     code = f"import sys, {modules}\nprint(sorted(m for m in {HUB_MODULES} if m in sys.modules))"
     assert _printed_by(code) == "[]"
+
+
+def test_the_engine_starts_without_what_only_a_rare_load_needs() -> None:
+    """The GGUF reader (a file that passed its checks before is not checked again,
+    app/models/checked_models.py), the backend store with its package signatures (cryptography)
+    and the memory probes (psutil, for a load across RPC workers): about 0.15 s of CPU at every
+    engine start before they moved into the functions that use them."""
+    rare = "('app.models.gguf_read', 'app.backends.store', 'cryptography', 'psutil')"
+    code = "import sys, llama_cpp, app.engine.engine_loop\n"
+    code += f"print([m for m in {rare} if m in sys.modules])"
+    assert _printed_by(code) == "[]"
