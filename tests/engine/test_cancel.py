@@ -57,9 +57,9 @@ def model(starter_model_path) -> Iterator[Any]:
 
 
 class CancelWhenDecoding:
-    """Wraps llm.eval (which both the prompt evaluation and the reply's token loop call,
-    app/engine/generation.py): on the `nth` call that has tokens to decode, sets the cancel flag and then
-    lets llama.cpp decode. Records whether that decode was aborted."""
+    """Wraps llm.eval (which both the prompt evaluation and the reply's token loop in
+    app/engine/generation.py call): on the `nth` call that has tokens to decode, sets the
+    cancel flag and then lets llama.cpp decode. Records whether that decode was aborted."""
 
     def __init__(self, llm: Any, flag: CancelFlag, nth: int) -> None:
         self.llm, self.flag, self.nth = llm, flag, nth
