@@ -19,6 +19,13 @@
 #   keep:N    copy the tree's bin/ (test-backend-ops and the libraries of build N) to /tmp/bin-N
 #   perfk:N   test-backend-ops perf from /tmp/bin-N (so two builds can be timed in turn, A B A B)
 #             -> perfk-N.txt, appended per turn; PERF_FILTER picks the cases as for perf
+#   perfv:V   test-backend-ops perf from the tree's bin/ with KVSTUDIO_FA_VEC_VARIANT=V (the run-22
+#             experiment's patch picks a variant of the 4-head q8_0-K kernel at run time, so the
+#             variants of one build are timed in turn, A B C A B C) -> perfv-V.txt, appended per
+#             turn, with the occupancy and grid each launch shape ran at -> perfv-V-launch.txt
+#   evalv:V   eval with KVSTUDIO_FA_VEC_VARIANT=V (EVAL_FILTER as for eval) -> eval-vV.txt
+#   ncuv:V    Nsight Compute on the vector kernels with KVSTUDIO_FA_VEC_VARIANT=V, q8_0/q8_0 and
+#             q8_0/f16 at NCU_KV (default 32768) cells -> ncu-v.csv, appended
 #   eval:N    (evalbg:N in the background, from a copy of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
 #             f16-K ones of 1, 3 and 32 tokens against the CPU -> eval-N.txt (counts per K/V,
@@ -26,6 +33,10 @@
 # Patch 0005's in-place path is asked for with KVSTUDIO_FA_Q8_0_K_IN_PLACE=1 (off by default:
 # prompts are slower); every step here runs with IN_PLACE (default 1) as its value, so IN_PLACE=0
 # times the same build without it. (Runs 15-18 predate the switch: the path was always on.)
+# XPATCH=FILE applies one more patch (a unified diff against llama.cpp, as kernels/patches) on top
+# of the first N patches in build:N, for an experiment kept outside kernels/patches; the kernel
+# name in kvstudio-kernel.txt then ends in "+FILE's name". TARGETS (default "test-backend-ops
+# llama") are the CMake targets built; NO_MODEL=1 skips writing the bench model beside the build.
 # No step starts after DEADLINE seconds (default 540: a call's limit is 600). Everything goes
 # into one tar in $OUT, re-packed after each step.
 # Usage (device machine, carrying .device-carry): STEPS="build:5 perf:5 bench:5" bash scripts/fa_prompt_run.sh
@@ -46,7 +57,7 @@ stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$LOG"; }
 pack() { tar czf "$FINAL/$TAR.tar.gz" -C "$O" . ; }
 
 [ -d "$SRC" ] || { mkdir -p /tmp/src && tar xzf .device-carry/llama_cpp_python-0.3.36.tar.gz -C /tmp/src; }
-[ -d /tmp/site/huggingface_hub ] ||
+[ -d /tmp/site/huggingface_hub ] || ! ls .device-carry/whl/*.whl >/dev/null 2>&1 ||
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device-carry/whl/*.whl
 PRISTINE=/tmp/src/pristine-5
 STAGE=/tmp/src/stage-5
@@ -57,6 +68,22 @@ fi
 stage() {
   rm -rf "$STAGE" && cp -r "$PRISTINE" "$STAGE" || return 1
   python3 -m kernels.patch_set apply "$STAGE" "$1" >>"$LOG" || return 1
+  if [ -n "${XPATCH:-}" ]; then
+    python3 - "$STAGE" "$XPATCH" >>"$LOG" <<'EOF' || return 1
+import sys
+from pathlib import Path
+
+from kernels import patch_set
+
+root, path = Path(sys.argv[1]), Path(sys.argv[2])
+patch = patch_set.parse(path.read_text(encoding="utf-8"), path.stem)
+for file_patch in patch.files:
+    target = root / file_patch.path
+    lines = target.read_text(encoding="utf-8").split("\n")
+    target.write_text("\n".join(patch_set._apply_file(lines, file_patch, patch.name)), encoding="utf-8")
+print(f"applied {path.name} on top")
+EOF
+  fi
   python3 scripts/fa_tune_source.py "$STAGE" perf-cases && python3 scripts/fa_tune_source.py "$STAGE" eval-cases || return 1
   for f in $EDITED; do cmp -s "$STAGE/$f" "$SRC/$f" || cp "$STAGE/$f" "$SRC/$f"; done
 }
@@ -72,15 +99,17 @@ build() {
       -DLLAMA_BUILD_TESTS=ON -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF -DLLAMA_BUILD_TOOLS=OFF \
       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >>"$LOG" 2>&1 || { stamp "configure failed"; return 1; }
   fi
-  if [ ! -f "$MODEL" ] && [ ! -f /tmp/model.pid ]; then
+  if [ -z "${NO_MODEL:-}" ] && [ ! -f "$MODEL" ] && [ ! -f /tmp/model.pid ]; then
     ( PYTHONPATH="/tmp/site:$PWD" python3 scripts/make_random_llama_gguf.py "$MODEL" >"$O/make-model.log" 2>&1
       echo "model exit $?" >>"$O/make-model.log" ) &
     echo $! >/tmp/model.pid
   fi
   stamp "build $1"
-  cmake --build "$B" --target test-backend-ops llama -j "$(nproc)" >"$O/build-$1.log" 2>&1 \
+  # shellcheck disable=SC2086
+  cmake --build "$B" --target ${TARGETS:-test-backend-ops llama} -j "$(nproc)" >"$O/build-$1.log" 2>&1 \
     || { stamp "build $1 failed"; tail -30 "$O/build-$1.log" | tee -a "$LOG"; return 1; }
   python3 -c "from kernels.patch_set import kernel_version; print(kernel_version($1))" >"$B/bin/kvstudio-kernel.txt"
+  [ -z "${XPATCH:-}" ] || sed -i "s/\$/+$(basename "$XPATCH")/" "$B/bin/kvstudio-kernel.txt"
   mkdir -p "$PKG" && { [ -d "$PKG/llama_cpp" ] || cp -r "$SDIST_DIR/llama_cpp" "$PKG/"; } && ln -sfn "$B/bin" "$PKG/llama_cpp/lib"
   stamp "built $1: $(cat "$B/bin/kvstudio-kernel.txt")"
   cuobjdump -res-usage "$B/bin/libggml-cuda.so" 2>/dev/null | grep -A1 "flash_attn_ext_f16" | grep -v "^--" \
@@ -102,6 +131,34 @@ perfk() {
     -p "${PERF_FILTER:-hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=[0-9]+,nb=1,}" 2>&1 \
     | grep -E "FLASH_ATTN_EXT\(" | sed "s/^/$1 /" >>"$O/perfk-$1.txt"
   sed -E 's/,permute.*\):/):/' "$O/perfk-$1.txt" | tail -n "${PERFK_TAIL:-16}" >>"$LOG"
+}
+
+perfv() {
+  stamp "perfv $1 (KVSTUDIO_FA_VEC_VARIANT=$1, $(cat "$B/bin/kvstudio-kernel.txt"))"
+  KVSTUDIO_FA_VEC_VARIANT="$1" KVSTUDIO_FA_LAUNCH_REPORT=1 "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
+    -p "${PERF_FILTER:-hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=(32768|131072),nb=1,}" >/tmp/perfv.txt 2>&1
+  grep -E "FLASH_ATTN_EXT\(" /tmp/perfv.txt | sed "s/^/$1 /" >>"$O/perfv-$1.txt"
+  grep -E "^kvstudio-" /tmp/perfv.txt | sed "s/^/$1 /" >>"$O/perfv-$1-launch.txt"
+  grep -E "FLASH_ATTN_EXT\(" /tmp/perfv.txt | sed -E "s/^/$1 /; s/hsk=128,hsv=128,nh=8,nr23=\[4,1\],//; s/,mask=1.*prec=f32//; s/,permute.*\):/):/; s/ - [0-9.]+ [MG]FLOP.*//" | tee -a "$LOG"
+}
+
+ncuv() {
+  stamp "ncuv $1"
+  for kv in "q8_0,type_V=q8_0" "q8_0,type_V=f16"; do
+    KVSTUDIO_FA_VEC_VARIANT="$1" ncu --clock-control none --kernel-name regex:flash_attn_ext_vec -c "${NCU_COUNT:-4}" --csv \
+      --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,sm__inst_executed.sum \
+      "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
+      -p "hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=${NCU_KV:-32768},nb=1,.*type_K=$kv" 2>>"$LOG" | grep -E '^"' | sed "s/^/$1,/" >>"$O/ncu-v.csv"
+  done
+  python3 - "$O/ncu-v.csv" "$1" <<'PY' | tee -a "$LOG"
+import csv
+import sys
+
+for row in csv.reader(open(sys.argv[1])):
+    # variant, then ncu's columns: ID, process, name, host, kernel, ..., metric name, unit, value
+    if len(row) > 6 and row[0] == sys.argv[2]:
+        print(row[0], row[1], row[5].split(">(")[0].replace("void flash_attn_ext_vec", "")[-60:], row[-3], row[-1])
+PY
 }
 
 perf() {
@@ -154,6 +211,9 @@ for step in ${STEPS:-build:5 perf:5 bench:5}; do
     eval) evaluate "$n" ;;
     keep) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" ;;
     perfk) perfk "$n" ;;
+    perfv) perfv "$n" ;;
+    evalv) KVSTUDIO_FA_VEC_VARIANT="$n" evaluate "v$n" ;;
+    ncuv) ncuv "$n" ;;
     # evalbg:N runs eval:N from a copy of the tree's bin/ in the background (the next build may
     # replace the tree's libraries meanwhile); evalwait waits for it. Nothing timed runs between.
     evalbg) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" && { evaluate "$n" "/tmp/bin-$n" & echo $! >/tmp/eval.pid; } ;;
