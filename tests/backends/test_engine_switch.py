@@ -13,6 +13,7 @@ from app.engine.messages import Failed, Finished, Generate, Load, Loaded, Sampli
 from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
 from tests.backends.package_edits import mapped_libllama
+from tests.engine_events import next_event
 from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
@@ -22,16 +23,12 @@ GREEDY = SamplingSettings(temperature=0.0, max_tokens=6)
 
 def generate(proc: EngineProcess, model: Path) -> Finished:
     proc.send(Load(LoadProfile(model_path=str(model), n_ctx=512, n_threads=ENGINE_THREADS, seed=1)))
-    event = proc.recv(timeout=180)
-    while event is not None and not isinstance(event, (Loaded, Failed)):
-        event = proc.recv(timeout=180)
-    assert isinstance(event, Loaded), event
+    _, loaded = next_event(proc, (Loaded, Failed))
+    assert isinstance(loaded, Loaded), loaded
     proc.send(Generate("switch", GREEDY, prompt="The capital of France is"))
-    while True:
-        event = proc.recv(timeout=180)
-        if isinstance(event, (Finished, Failed)):
-            assert isinstance(event, Finished), event
-            return event
+    _, finished = next_event(proc, (Finished, Failed))
+    assert isinstance(finished, Finished), finished
+    return finished
 
 
 def test_engine_switches_to_the_package_and_back(store, cpu_package, starter_model_path):

@@ -22,6 +22,7 @@ from tests.backends.rpc_worker_fixtures import (
     workers,
 )
 from tests.cli_runner import assert_bad_input, kvstudio
+from tests.engine_events import next_event
 
 pytestmark = pytest.mark.slow
 
@@ -88,33 +89,25 @@ def test_a_worker_that_dies_mid_reply_is_named_and_the_engine_goes_on(cpu_chosen
                 rpc_workers=(a.address, b.address),
             )
             proc.send(Load(options))
-            assert isinstance(_next(proc, Loaded, Failed), Loaded)
+            assert isinstance(next_event(proc, (Loaded, Failed))[1], Loaded)
             proc.send(
                 Generate("long", SamplingSettings(temperature=0, max_tokens=400), prompt=PROMPT)
             )
-            assert isinstance(_next(proc, Token, Failed), Token)
+            assert isinstance(next_event(proc, (Token, Failed))[1], Token)
             b.stop(signal.SIGTERM)  # the worker stops its rpc-server mid-reply
             with pytest.raises(EngineCrashedError) as crashed:
-                _next(proc, Finished, Failed)
+                next_event(proc, (Finished, Failed))
             assert str(crashed.value).startswith(f"The worker at {b.address} stopped answering")
 
             proc.send(Load(replace(options, rpc_workers=(a.address,))))
-            assert isinstance(_next(proc, Loaded, Failed), Loaded)
+            assert isinstance(next_event(proc, (Loaded, Failed))[1], Loaded)
             proc.send(
                 Generate("again", SamplingSettings(temperature=0, max_tokens=4), prompt=PROMPT)
             )
-            finished = _next(proc, Finished, Failed)
+            finished = next_event(proc, (Finished, Failed))[1]
             assert isinstance(finished, Finished) and finished.generated_tokens == 4
         finally:
             proc.stop()
-
-
-def _next(proc: EngineProcess, *kinds: type) -> object:
-    while True:
-        event = proc.recv(timeout=120)
-        assert event is not None, "the engine sent nothing for 120 s"
-        if isinstance(event, kinds):
-            return event
 
 
 @pytest.mark.parametrize("started_with", ["a terminal", "a script's background job"])

@@ -13,16 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.messages import Failed, Load, Loaded
+from app.engine.messages import Failed, Loaded
 from app.engine.process import EngineProcess
-from app.kv.kv_types import KvMode
-from app.load.profile import LoadProfile
 from app.models import gguf_read, gguf_tokenizer, recent_headers
 from app.models.checked_models import check_model_file, checks_fingerprint, record_path
 from app.models.recent_headers import file_key
 from app.platform.errors import InvalidGgufError
 from app.platform.paths import cache_dir
-from tests.engine_threads import ENGINE_THREADS
+from tests.engine_events import load_answer
 from tests.gguf_factory import write_tiny_gguf
 from tests.hostile_gguf import STRING, set_value
 
@@ -167,25 +165,6 @@ def test_the_cache_folder_is_the_tests_or_follows_the_data_folder(
     assert cache_dir() == tmp_path / "data" / "cache"
 
 
-def _load(engine: EngineProcess, path: Path) -> Loaded | Failed:
-    engine.send(
-        Load(
-            LoadProfile(
-                model_path=str(path),
-                n_ctx=256,
-                kv=KvMode.of("f16", "f16"),
-                n_threads=ENGINE_THREADS,
-            )
-        )
-    )
-    deadline = time.monotonic() + 300  # a hang guard; the answer comes as an event
-    while time.monotonic() < deadline:
-        event = engine.recv(timeout=deadline - time.monotonic())
-        if isinstance(event, (Loaded, Failed)):
-            return event
-    raise AssertionError("the engine did not answer the load")
-
-
 def test_the_engine_trusts_the_record_and_checks_a_changed_file_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -219,16 +198,16 @@ def test_the_engine_trusts_the_record_and_checks_a_changed_file_again(
     engine = EngineProcess()
     try:
         engine.start()
-        assert isinstance(_load(engine, long_string), Loaded)  # not checked: recorded
+        assert isinstance(load_answer(engine, long_string), Loaded)  # not checked: recorded
 
-        answer = _load(engine, long_vocab)
+        answer = load_answer(engine, long_vocab)
         assert isinstance(answer, Failed) and answer.message == refused_for_its_token
 
         record_path().unlink()
-        answer = _load(engine, long_string)
+        answer = load_answer(engine, long_string)
         assert isinstance(answer, Failed) and answer.message == refused_for_its_string
 
         record_path().write_bytes(b"\x00 not a record")
-        assert isinstance(_load(engine, tiny), Loaded)
+        assert isinstance(load_answer(engine, tiny), Loaded)
     finally:
         engine.stop()

@@ -12,18 +12,15 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from app.engine.messages import Failed, Load, Loaded
+from app.engine.messages import Failed, Loaded
 from app.engine.process import EngineProcess
-from app.kv.kv_types import KvMode
-from app.load.profile import LoadProfile
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import InvalidGgufError
-from tests.engine_threads import ENGINE_THREADS
+from tests.engine_events import load_answer
 from tests.gguf_factory import tiny_vocab, write_tiny_gguf
 from tests.hostile_gguf import ARRAY, STRING, UINT32, header_layout, set_value
 
@@ -108,22 +105,6 @@ def test_larger_alignments_and_real_tokenizers_still_load(tmp_path) -> None:
         assert read_gguf_header(path).architecture == "llama", name
 
 
-def _profile(path: Path) -> LoadProfile:
-    return LoadProfile(
-        model_path=str(path), n_ctx=256, kv=KvMode.of("f16", "f16"), n_threads=ENGINE_THREADS
-    )
-
-
-def _answer(engine: EngineProcess, path: Path) -> Loaded | Failed:
-    engine.send(Load(_profile(path)))
-    deadline = time.monotonic() + 300  # a hang guard; the answer comes as an event
-    while time.monotonic() < deadline:
-        event = engine.recv(timeout=deadline - time.monotonic())
-        if isinstance(event, (Loaded, Failed)):
-            return event
-    raise AssertionError("the engine did not answer the load")
-
-
 @pytest.mark.slow
 def test_the_engine_refuses_them_and_stays_up(tmp_path) -> None:
     """Through the real engine: each file, the RWKV one too, is refused with the sentence, the
@@ -144,10 +125,10 @@ def test_the_engine_refuses_them_and_stays_up(tmp_path) -> None:
         engine.start()
         pid = engine.pid
         for case, (path, said) in files.items():
-            answer = _answer(engine, path)
+            answer = load_answer(engine, path)
             assert isinstance(answer, Failed) and said in answer.message, (case, answer)
             assert "\n" not in answer.message and engine.pid == pid, case
-        assert isinstance(_answer(engine, tmp_path / "tiny.gguf"), Loaded)
+        assert isinstance(load_answer(engine, tmp_path / "tiny.gguf"), Loaded)
         assert engine.pid == pid
     finally:
         engine.stop()

@@ -25,6 +25,7 @@ from app.engine.messages import Failed, Finished, Generate, Load, Loaded, Sampli
 from app.engine.process import EngineProcess
 from app.kv.kv_types import KvMode
 from app.load.profile import LoadProfile
+from tests.engine_events import next_event
 from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
@@ -175,24 +176,10 @@ def engine(starter_model_path) -> Iterator[EngineProcess]:
     # One batch for a whole long prompt: only the abort callback can stop it part-way. On the
     # CPU, where llama.cpp checks that callback between graph nodes (as in the tests above).
     proc.send(Load(_options(starter_model_path, n_batch=N_CTX, n_gpu_layers=0)))
-    _, loaded = _wait(proc, (Loaded, Failed))
+    _, loaded = next_event(proc, (Loaded, Failed))
     assert isinstance(loaded, Loaded), loaded
     yield proc
     proc.stop()
-
-
-def _wait(
-    proc: EngineProcess, kinds: tuple[type, ...], timeout: float = 120.0
-) -> tuple[list, object]:
-    seen: list = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        event = proc.recv(timeout=deadline - time.monotonic())
-        if isinstance(event, kinds):
-            return seen, event
-        if event is not None:
-            seen.append(event)
-    raise AssertionError(f"no {kinds} within {timeout} s; got {seen[-5:]}")
 
 
 def test_stop_latency_in_the_engine_process(engine):
@@ -208,10 +195,10 @@ def test_stop_latency_in_the_engine_process(engine):
         )
     )
     for _ in range(3):
-        _wait(engine, (Token,))
+        next_event(engine, (Token,))
     cancelled_at = time.perf_counter()
     engine.cancel()
-    _, finished = _wait(engine, (Finished, Failed), timeout=30)
+    _, finished = next_event(engine, (Finished, Failed))
     reply_latency = time.perf_counter() - cancelled_at
     assert isinstance(finished, Finished) and finished.stop_reason == "cancelled"
     assert finished.generated_tokens < 100
@@ -221,7 +208,7 @@ def test_stop_latency_in_the_engine_process(engine):
     engine.send(
         Generate("full", SamplingSettings(temperature=0.0, max_tokens=1), prompt=LONG_PROMPT)
     )
-    _, full = _wait(engine, (Finished, Failed))
+    _, full = next_event(engine, (Finished, Failed))
     assert isinstance(full, Finished) and full.prompt_tokens > 800
     engine.send(Generate("before", SamplingSettings(temperature=0.0, max_tokens=1), prompt="Hi"))
     engine.send(
@@ -229,11 +216,11 @@ def test_stop_latency_in_the_engine_process(engine):
             "prompt", SamplingSettings(temperature=0.0, max_tokens=8), prompt=LONG_PROMPT + "!"
         )
     )
-    _, before = _wait(engine, (Finished, Failed))
+    _, before = next_event(engine, (Finished, Failed))
     assert isinstance(before, Finished) and before.request_id == "before"
     cancelled_at = time.perf_counter()
     engine.cancel()
-    _, finished = _wait(engine, (Finished, Failed), timeout=60)
+    _, finished = next_event(engine, (Finished, Failed))
     prompt_latency = time.perf_counter() - cancelled_at
     assert isinstance(finished, Finished) and finished.stop_reason == "cancelled"
     assert finished.generated_tokens == 0
@@ -251,5 +238,5 @@ def test_stop_latency_in_the_engine_process(engine):
             prompt="The capital of France is",
         )
     )
-    _, after = _wait(engine, (Finished, Failed))
+    _, after = next_event(engine, (Finished, Failed))
     assert isinstance(after, Finished) and after.generated_tokens == 8

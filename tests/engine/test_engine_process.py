@@ -25,6 +25,7 @@ from app.kv.kv_types import KvMode, kv_type
 from app.load.profile import LoadProfile
 from app.models.gguf_read import read_gguf_header
 from app.platform.errors import EngineCrashedError
+from tests.engine_events import next_event
 from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
@@ -40,24 +41,9 @@ def _options(path: Path, kv: str = "q8_0/f16") -> LoadProfile:
     )
 
 
-def _wait(
-    proc: EngineProcess, kinds: tuple[type, ...], timeout: float = 120.0
-) -> tuple[list, object]:
-    """Events until one of `kinds` (returned with everything before it)."""
-    seen: list = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        event = proc.recv(timeout=deadline - time.monotonic())
-        if isinstance(event, kinds):
-            return seen, event
-        if event is not None:
-            seen.append(event)
-    raise AssertionError(f"no {kinds} within {timeout} s; got {seen[-5:]}")
-
-
 def _load(proc: EngineProcess, options: LoadProfile) -> Loaded:
     proc.send(Load(options))
-    _, event = _wait(proc, (Loaded, Failed))
+    _, event = next_event(proc, (Loaded, Failed))
     assert isinstance(event, Loaded), event
     return event
 
@@ -90,7 +76,7 @@ def test_load_reports_both_gemma3_caches(loaded_q8):
 
 def test_generation_streams_tokens(engine, loaded_q8):
     engine.send(Generate("stream", GREEDY, prompt="The capital of France is"))
-    events, finished = _wait(engine, (Finished, Failed))
+    events, finished = next_event(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
     started, tokens = events[0], events[1:]
     assert isinstance(started, PromptStarted) and started.request_id == "stream"
@@ -107,7 +93,7 @@ def test_events_carry_engine_times_on_this_machine_s_clock(engine, loaded_q8):
     which is the same clock here: the GUI places them where they happened."""
     before = time.monotonic()
     engine.send(Generate("timed", GREEDY, prompt="The capital of France is"))
-    events, finished = _wait(engine, (Finished, Failed))
+    events, finished = next_event(engine, (Finished, Failed))
     after = time.monotonic()
     assert isinstance(finished, Finished), finished
     times = [e.at for e in events] + [finished.at]
@@ -123,7 +109,7 @@ def test_chat_uses_the_gemma_turn_format(engine, loaded_q8):
     engine.send(
         Generate("chat", SamplingSettings(temperature=0.0, max_tokens=6), messages=messages)
     )
-    _, finished = _wait(engine, (Finished, Failed))
+    _, finished = next_event(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
     # <bos><start_of_turn>user\nSay hello.<end_of_turn>\n<start_of_turn>model\n
     assert 10 <= finished.prompt_tokens <= 16
@@ -161,17 +147,17 @@ def test_bad_file_load_fails_in_words_and_engine_stays_usable(
     bad.write_bytes(b"this is not a model\n" * 10)
     pid = engine.pid
     engine.send(Load(_options(bad)))
-    _, failed = _wait(engine, (Failed, Loaded))
+    _, failed = next_event(engine, (Failed, Loaded))
     assert isinstance(failed, Failed) and "not a GGUF" in failed.message
     assert "\n" not in failed.message and engine.pid == pid and engine.is_alive()
     # A refused file leaves the loaded model loaded (tests/engine/test_load_keeps_model.py).
     assert failed.kept is not None and failed.kept.model_path == str(starter_model_path)
     engine.send(Generate("after-bad", GREEDY, prompt="Hi"))
-    _, event = _wait(engine, (Failed, Finished))
+    _, event = next_event(engine, (Failed, Finished))
     assert isinstance(event, Finished)
     _load(engine, _options(starter_model_path))
     engine.send(Generate("after-reload", GREEDY, prompt="Hi"))
-    _, event = _wait(engine, (Failed, Finished))
+    _, event = next_event(engine, (Failed, Finished))
     assert isinstance(event, Finished)
 
 
@@ -181,11 +167,11 @@ def test_killed_engine_is_reported_and_replaced(starter_model_path, tmp_path):
         proc.start()
         _load(proc, _options(starter_model_path))
         proc.send(Generate("warm", GREEDY, prompt="Once"))
-        _wait(proc, (Finished,))
+        next_event(proc, (Finished,))
         bad = tmp_path / "bad.gguf"
         bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 8)
         proc.send(Load(_options(bad)))  # the engine logs this failure to its stderr
-        _wait(proc, (Failed,))
+        next_event(proc, (Failed,))
         first_pid = proc.pid
         os.kill(first_pid, signal.SIGKILL)
         with pytest.raises(EngineCrashedError) as crash:
@@ -197,7 +183,7 @@ def test_killed_engine_is_reported_and_replaced(starter_model_path, tmp_path):
         loaded = _load(proc, _options(starter_model_path))  # the next send starts a new engine
         assert proc.pid != first_pid and loaded.kv_caches
         proc.send(Generate("again", GREEDY, prompt="Hello"))
-        _, finished = _wait(proc, (Finished, Failed))
+        _, finished = next_event(proc, (Finished, Failed))
         assert isinstance(finished, Finished) and finished.generated_tokens == 8
     finally:
         proc.stop()
@@ -215,21 +201,21 @@ def test_reusing_a_prompt_prefix_past_the_sliding_window_gives_the_fresh_answer(
     replies = []
     for request, prompt in (("a", first), ("b", second)):
         engine.send(Generate(request, sampling, prompt=prompt))
-        _, finished = _wait(engine, (Finished, Failed))
+        _, finished = next_event(engine, (Finished, Failed))
         assert isinstance(finished, Finished), finished
         replies.append(finished)
     assert replies[0].prompt_tokens > 1100
     engine.send(Load(loaded_q8.options))  # a fresh context
-    _wait(engine, (Loaded,))
+    next_event(engine, (Loaded,))
     engine.send(Generate("fresh", sampling, prompt=second))
-    _, fresh = _wait(engine, (Finished, Failed))
+    _, fresh = next_event(engine, (Finished, Failed))
     assert fresh.text == replies[1].text
 
 
 def test_stop_string_ends_the_reply_before_it(engine, loaded_q8):
     sampling = SamplingSettings(temperature=0.0, max_tokens=40, stop=("7",))
     engine.send(Generate("stop", sampling, prompt="1, 2, 3, 4,"))
-    events, finished = _wait(engine, (Finished, Failed))
+    events, finished = next_event(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
     tokens = [e for e in events if isinstance(e, Token)]
     assert finished.stop_reason == "stop" and "7" not in finished.text
@@ -241,15 +227,15 @@ def test_evaluate_and_bench_are_dispatched_and_generation_still_works(engine, lo
 
     text = " ".join(f"The number {i} comes after {i - 1}." for i in range(1, 80))
     engine.send(Evaluate("ppl", text, chunk_tokens=128, n_chunks=1))
-    _, evaluated = _wait(engine, (Evaluated, Failed))
+    _, evaluated = next_event(engine, (Evaluated, Failed))
     assert isinstance(evaluated, Evaluated), evaluated
     assert evaluated.perplexity > 1 and evaluated.scored_tokens > 0
     engine.send(Bench("bench", depth=0, n_prompt=32, n_gen=4))
-    _, done = _wait(engine, (BenchDone, Failed))
+    _, done = next_event(engine, (BenchDone, Failed))
     assert isinstance(done, BenchDone), done
     assert done.decode_tokens_per_second > 0
     engine.send(Generate("after-measures", GREEDY, prompt="The capital of France is"))
-    _, finished = _wait(engine, (Finished, Failed))
+    _, finished = next_event(engine, (Finished, Failed))
     assert isinstance(finished, Finished) and finished.generated_tokens == 8
 
 
@@ -265,9 +251,9 @@ def test_a_conversation_longer_than_the_context_drops_its_oldest_turns(engine, l
     # 1024 of the 2048 tokens. The reply itself is cut short once it has started.
     sampling = SamplingSettings(temperature=0.0, max_tokens=1024)
     engine.send(Generate("long-chat", sampling, messages=tuple(messages)))
-    seen, _ = _wait(engine, (Token,))
+    seen, _ = next_event(engine, (Token,))
     engine.cancel()
-    more, finished = _wait(engine, (Finished, Failed))
+    more, finished = next_event(engine, (Finished, Failed))
     assert isinstance(finished, Finished), finished
     # A notice about the conversation, sent before the prompt starts; not a kernel warning.
     assert [type(e) for e in seen[:2]] == [ContextTrimmed, PromptStarted]

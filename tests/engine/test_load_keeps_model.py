@@ -9,7 +9,8 @@ import pytest
 
 from app.engine.messages import Failed, Finished, Generate, Load, SamplingSettings
 from app.engine.process import EngineProcess
-from tests.engine.test_engine_process import _load, _options, _wait
+from tests.engine.test_engine_process import _load, _options
+from tests.engine_events import next_event
 from tests.gguf_factory import write_unknown_arch_gguf, write_vocab_only_gguf
 
 pytestmark = pytest.mark.slow
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.slow
 def _reply(proc: EngineProcess, request_id: str) -> Finished:
     sampling = SamplingSettings(temperature=0.0, max_tokens=3)
     proc.send(Generate(request_id, sampling=sampling, prompt="The capital of France is"))
-    _, event = _wait(proc, (Finished, Failed))
+    _, event = next_event(proc, (Finished, Failed))
     assert isinstance(event, Finished), event
     return event
 
@@ -30,7 +31,7 @@ def test_a_refused_model_leaves_the_loaded_one_loaded(starter_model_path, tmp_pa
         before = _load(proc, _options(starter_model_path))
 
         proc.send(Load(_options(strange)))
-        _, failed = _wait(proc, (Failed,))
+        _, failed = next_event(proc, (Failed,))
         assert isinstance(failed, Failed)
         assert failed.message == (
             "llama.cpp could not load strange.gguf: unknown model architecture: 'strangearch'."
@@ -40,7 +41,7 @@ def test_a_refused_model_leaves_the_loaded_one_loaded(starter_model_path, tmp_pa
         assert _reply(proc, "after-strange").generated_tokens > 0
 
         proc.send(Load(_options(no_tensors)))
-        _, failed = _wait(proc, (Failed,))
+        _, failed = next_event(proc, (Failed,))
         assert isinstance(failed, Failed)
         assert "could not load no-tensors.gguf" in failed.message
         assert failed.kept is not None and failed.reloaded
@@ -52,5 +53,5 @@ def test_a_refused_first_model_is_a_plain_failure(tmp_path) -> None:
     strange = write_unknown_arch_gguf(tmp_path / "strange.gguf")
     with EngineProcess() as proc:
         proc.send(Load(_options(strange)))
-        _, failed = _wait(proc, (Failed,))
+        _, failed = next_event(proc, (Failed,))
         assert isinstance(failed, Failed) and failed.kept is None

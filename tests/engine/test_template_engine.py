@@ -23,6 +23,7 @@ from app.engine.messages import (
 )
 from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
+from tests.engine_events import next_event
 from tests.engine_threads import ENGINE_THREADS
 from tests.gguf_factory import write_tiny_gguf
 
@@ -50,19 +51,9 @@ LOOPS_ON_LOOP = (
 BOMBS_ON_BOMB = "{% if messages[-1].content == 'bomb' %}{{ 'x' * 10**9 }}{% endif %}" + CHATML
 
 
-def _until(proc: EngineProcess, kinds: tuple[type, ...]) -> tuple[list[object], object]:
-    seen: list[object] = []
-    while True:
-        event = proc.recv(timeout=120)
-        assert event is not None, f"no {kinds} within 120 s; got {seen[-5:]}"
-        if isinstance(event, kinds):
-            return seen, event
-        seen.append(event)
-
-
 def _load(proc: EngineProcess, path: Path) -> Loaded:
     proc.send(Load(LoadProfile(model_path=str(path), n_ctx=256, n_threads=ENGINE_THREADS, seed=1)))
-    _, event = _until(proc, (Loaded, Failed))
+    _, event = next_event(proc, (Loaded, Failed))
     assert isinstance(event, Loaded), event
     return event
 
@@ -98,9 +89,9 @@ def test_a_hostile_template_loads_with_the_plain_one_and_says_why(engine, tmp_pa
     )
     _load(engine, path)
     engine.send(Generate("raw", GREEDY, prompt="the"))
-    _, raw = _until(engine, (Finished, Failed))
+    _, raw = next_event(engine, (Finished, Failed))
     engine.send(Generate("chat", GREEDY, messages=(ChatMessage("user", "Hi"),)))
-    _, chat = _until(engine, (Finished, Failed))
+    _, chat = next_event(engine, (Finished, Failed))
     assert isinstance(raw, Finished) and isinstance(chat, Finished), (raw, chat)
     peak = _peak_mib(engine.pid)
     assert peak < 1024, peak  # the 10**9 template alone took 1.9 GB before
@@ -116,7 +107,7 @@ def test_stop_ends_an_endless_render_in_the_engine(engine, tmp_path):
     engine.send(Generate("loop", GREEDY, messages=(ChatMessage("user", "loop"),)))
     pressed = time.monotonic()
     engine.cancel()
-    _, finished = _until(engine, (Finished, Failed))
+    _, finished = next_event(engine, (Finished, Failed))
     assert isinstance(finished, Finished) and finished.stop_reason == "cancelled", finished
     # Ended by the Stop, not by the 5 s limit (which refuses the template instead of 'cancelled').
     assert time.monotonic() - pressed < 5
@@ -125,13 +116,13 @@ def test_stop_ends_an_endless_render_in_the_engine(engine, tmp_path):
 def test_a_template_that_breaks_a_limit_mid_chat_falls_back_once(engine, tmp_path, reliability):
     _load(engine, write_tiny_gguf(tmp_path / "bomb.gguf", chat_template=BOMBS_ON_BOMB))
     engine.send(Generate("bomb", GREEDY, messages=(ChatMessage("user", "bomb"),)))
-    seen, finished = _until(engine, (Finished, Failed))
+    seen, finished = next_event(engine, (Finished, Failed))
     assert isinstance(finished, Finished) and finished.generated_tokens > 0, finished
     notices = [e for e in seen if isinstance(e, TemplateFallback)]
     assert [n.chat_format for n in notices] == ["chatml"]
     assert "* would make 1,000,000,000 characters" in notices[0].notice
     engine.send(Generate("again", GREEDY, messages=(ChatMessage("user", "bomb"),)))
-    seen, finished = _until(engine, (Finished, Failed))
+    seen, finished = next_event(engine, (Finished, Failed))
     assert isinstance(finished, Finished)
     assert not [e for e in seen if isinstance(e, TemplateFallback)]  # the plain one from now on
     reliability.record(AREA, "templates refused mid-chat: reply given with the plain one", 1)
