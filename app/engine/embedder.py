@@ -63,16 +63,21 @@ def embedder_main(connection: Connection[object, object], model_path: str) -> No
         apply_ceiling(ceiling)
     import llama_cpp  # before numpy (see app/engine/worker.py)
 
-    llm = llama_cpp.Llama(
-        model_path,
-        n_ctx=EMBED_CONTEXT,
-        n_batch=EMBED_CONTEXT,
-        n_ubatch=EMBED_CONTEXT,
-        n_gpu_layers=0,
-        embedding=True,
-        pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
-        verbose=False,
-    )
+    from app.engine.loader import weights_repacked
+
+    # Weights as the engine loads them: repacked, llama.cpp's AMX kernel crashes on Gemma 3 on
+    # an AMX CPU (llama.cpp issue 20824), which read as "Gemma 3 cannot embed" on such machines.
+    with weights_repacked(False):
+        llm = llama_cpp.Llama(
+            model_path,
+            n_ctx=EMBED_CONTEXT,
+            n_batch=EMBED_CONTEXT,
+            n_ubatch=EMBED_CONTEXT,
+            n_gpu_layers=0,
+            embedding=True,
+            pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+            verbose=False,
+        )
     connection.send("ready")
     while True:
         try:

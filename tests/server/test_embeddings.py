@@ -1,8 +1,9 @@
 """/v1/embeddings through the real server and the real openai client: on a model llama.cpp
 embeds with (a tiny random Llama), the vectors are the ones llama-cpp-python computes for the
 same file, in OpenAI's shapes, float or base64, for strings and token arrays; bad input is a
-400 naming it; on the starter (Gemma 3, which this llama.cpp build crashes on in embedding
-mode) the request is refused in one sentence and chat and completions go on."""
+400 naming it; the starter (Gemma 3) embeds too; when the embedder process dies on a model
+(here: llama.cpp cannot allocate under the engine's memory ceiling) the request is refused in one
+sentence, later ones at once, and chat and completions go on."""
 
 from __future__ import annotations
 
@@ -103,8 +104,21 @@ def test_input_that_cannot_be_embedded_is_a_400_naming_it(tiny_server, fields, p
     assert reply.json()["error"]["param"] == param
 
 
-def test_a_model_llama_cpp_cannot_embed_with_is_refused_and_chat_goes_on(starter_model_path):
+def test_the_starter_embeds(starter_model_path):
     with serve(starter_model_path, n_ctx=512) as served:
+        reply = _client(served.base_url).embeddings.create(model="any", input="Hello")
+    vector = reply.data[0].embedding
+    assert len(vector) == 640  # Gemma 3 270M's embedding width
+    assert math.isclose(math.fsum(x * x for x in vector), 1.0, rel_tol=1e-4)
+
+
+def test_an_embedder_that_dies_on_a_model_is_refused_and_chat_goes_on(
+    starter_model_path, monkeypatch
+):
+    with serve(starter_model_path, n_ctx=512) as served:
+        # The engine is loaded; the embedder starts at the first request under a ceiling far
+        # below what llama.cpp needs, and dies on it as it would on a model it crashes on.
+        monkeypatch.setenv("KVSTUDIO_ENGINE_MEMORY_LIMIT", "64MiB")
         client = _client(served.base_url)
         for _ in range(2):  # the second is refused without trying again
             with pytest.raises(openai.BadRequestError) as refused:
