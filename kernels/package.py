@@ -265,15 +265,7 @@ def build_package(
     sdist = ensure_sdist(log)
     sha = sha256_of(sdist)
     args = cmake_args(variant)
-    if root is not None:
-        generator = ["-G", "Ninja"] if (root / "usr/bin/ninja").exists() else []
-    else:
-        ninja = host_tool("ninja")
-        has_ninja = Path(ninja).is_file()
-        generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if has_ninja else []
-    # The tools' paths are part of the key: CMake's cache names the cmake and ninja that made it,
-    # and another checkout's (since deleted) made a reconfigure fail with "No such file".
-    key = hashlib.sha256("\n".join([*args, *generator]).encode()).hexdigest()[:10]
+    key = hashlib.sha256("\n".join(args).encode()).hexdigest()[:10]
     runner = Runner(root)
     # GPU builds compile llama.cpp's CUDA/HIP kernels with our patches; the others never compile
     # the patched files, so they keep the plain sources (and their cached build).
@@ -292,6 +284,12 @@ def build_package(
     build_dir.mkdir(parents=True, exist_ok=True)
     log_file = build_dir / "kvstudio-build.log"
     fresh = not (build_dir / "CMakeCache.txt").exists()  # else the cached build only relinks
+    if root is not None:
+        generator = ["-G", "Ninja"] if (root / "usr/bin/ninja").exists() else []
+    else:
+        ninja = host_tool("ninja")
+        has_ninja = Path(ninja).is_file()
+        generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if has_ninja else []
     started = time.monotonic()
     log(f"Configuring llama.cpp ({variant.name}): {' '.join(variant.cmake_args) or 'CPU only'}")
     runner.run(["cmake", "-S", src_inside, "-B", build_inside, *generator, *args], log_file)
