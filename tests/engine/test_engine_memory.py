@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import psutil
 import pytest
 
@@ -20,6 +18,7 @@ from app.engine.messages import (
 from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
 from app.models.random_model import write_model
+from tests.engine_events import next_event
 from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.skipif(
@@ -28,12 +27,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _next(proc: EngineProcess, kind: type) -> object:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        event = proc.recv(timeout=deadline - time.monotonic())
-        if isinstance(event, kind):
-            return event
-    raise AssertionError(f"no {kind.__name__} from the engine")
+    return next_event(proc, (kind,), timeout=120)[1]
 
 
 def test_an_unloaded_model_leaves_the_engine_as_small_as_before_it_loaded(tmp_path):
