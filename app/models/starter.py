@@ -106,6 +106,8 @@ def _join_parts(target: Path) -> Path:
     part = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.part")
     try:
         assemble(part, overwrite=True)  # raises ValueError unless the sha256 matches
+        with part.open("rb") as joined:  # on disk before its name says it is whole and checked
+            os.fsync(joined.fileno())
         os.replace(part, target)
     finally:
         part.unlink(missing_ok=True)
