@@ -24,7 +24,8 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from app.backends.manifest import (
@@ -259,7 +260,42 @@ def build_package(
     log: Log = print,
 ) -> Path:
     """Build (or relink from the cached build) and write <out>/<name>/ and its archive (not yet
-    signed: scripts/release.py signs it, with the release's version); returns the folder."""
+    signed: scripts/release.py signs it, with the release's version); returns the folder.
+    One build at a time on this machine: two processes building into one cached folder at once
+    (the test workers, when pytest runs without scripts/test_builds.py first) left a
+    libllama.so with undefined symbols, and they share the unpacked source tree too."""
+    with _held(cache_home() / "backend-build.lock"):
+        return _build_package(variant, out, root=root, jobs=jobs, note=note, log=log)
+
+
+@contextmanager
+def _held(lock: Path) -> Iterator[None]:
+    """An exclusive OS lock on `lock` while the block runs: waits for the holder, and the OS lets
+    go when a holder dies, so a killed build never leaves the cache locked."""
+    import fcntl  # the package builds run on Linux only
+
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as file:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX)
+        yield
+
+
+def _forget_foreign_configure(build_dir: Path, runner: Runner) -> None:
+    """Drop a cached CMake configure made with a cmake that is gone (another checkout's venv,
+    since deleted: CI's clone shares this cache), over which reconfiguring fails in
+    configure_file. The compiled objects stay, so the build after it still only relinks."""
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        return
+    found = re.search(r"^CMAKE_COMMAND:INTERNAL=(.+)$", cache.read_text(errors="replace"), re.M)
+    if found and not runner.host_path(found.group(1).strip()).exists():
+        cache.unlink()
+        shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
+
+
+def _build_package(
+    variant: BuildVariant, out: Path, *, root: Path | None, jobs: int, note: str, log: Log
+) -> Path:
     if root is not None and os.geteuid() != 0:
         raise PackageBuildError("building inside a Debian root needs root (chroot).")
     sdist = ensure_sdist(log)
@@ -283,6 +319,7 @@ def build_package(
     build_dir = runner.host_path(build_inside)
     build_dir.mkdir(parents=True, exist_ok=True)
     log_file = build_dir / "kvstudio-build.log"
+    _forget_foreign_configure(build_dir, runner)
     fresh = not (build_dir / "CMakeCache.txt").exists()  # else the cached build only relinks
     if root is not None:
         generator = ["-G", "Ninja"] if (root / "usr/bin/ninja").exists() else []
