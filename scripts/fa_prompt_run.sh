@@ -15,7 +15,8 @@
 #             f16/f16, q8_0/f16, q8_0/q8_0, with test-backend-ops perf -> perf-N.txt
 #   bench:N   kvstudio bench on the random Llama-3-8B-shaped f16 model (written beside the first
 #             build), context 131,072, depth 32,768, 2,048 prompt and 128 decoded tokens, the
-#             three modes with quality -> bench-N.json/.csv/.log/-recording.json
+#             three modes with quality -> bench-N.json/.csv/.log/-recording.json (BENCH_DEPTH and BENCH_CTX
+#             change the depth and the context: 131072 and 133120 for the deepest)
 #   keep:N    copy the tree's bin/ (test-backend-ops and the libraries of build N) to /tmp/bin-N
 #   perfk:N   test-backend-ops perf from /tmp/bin-N (so two builds can be timed in turn, A B A B)
 #             -> perfk-N.txt, appended per turn; PERF_FILTER picks the cases as for perf
@@ -175,7 +176,7 @@ bench() {
     [ -f "$MODEL" ] && break; sleep 2; done
   tail -2 "$O/make-model.log" >>"$LOG" 2>/dev/null
   stamp "bench $1"
-  PYTHONPATH="$PKG:/tmp/site:$PWD" python3 -m app bench "$MODEL" --ctx 131072 --depth 32768 \
+  PYTHONPATH="$PKG:/tmp/site:$PWD" python3 -m app bench "$MODEL" --ctx "${BENCH_CTX:-131072}" --depth "${BENCH_DEPTH:-32768}" \
     --prompt-tokens 2048 --gen-tokens 128 --json --csv "$O/bench-$1.csv" --force \
     --record "$O/bench-$1-recording.json" >"$O/bench-$1.json" 2>"$O/bench-$1.log"
   stamp "bench $1 exit $?"

@@ -65,7 +65,7 @@ def test_the_patches_are_numbered_described_and_touch_only_the_fa_kernels() -> N
 def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
     before = _sources(llama_cpp)
     applied = patch_set.apply(llama_cpp)
-    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003", "0004", "0005"]
+    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003", "0004", "0005", "0006"]
     vec = (llama_cpp / CUDA / "fattn-vec.cuh").read_text()
     common = (llama_cpp / CUDA / "fattn-common.cuh").read_text()
     mma = (llama_cpp / CUDA / "fattn-mma-f16.cuh").read_text()
@@ -80,6 +80,10 @@ def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
     assert 'getenv("KVSTUDIO_FA_Q8_0_K_IN_PLACE")' in mma
     assert "launch<DKQ, DV, ncols1, ncols2, true>(ctx, dst)" in mma
     assert "need_f16_K = !ggml_cuda_flash_attn_ext_mma_reads_q8_0_K(" in fattn
+    # 0006: on CUDA a q8_0 K block is read in aligned 8-byte loads; HIP keeps 0002's loads
+    eight_byte = "const uint2   * w    = (const uint2 *) (addr & ~uintptr_t(7));"
+    assert eight_byte in common
+    assert common.index("#ifndef GGML_USE_HIP") < common.index(eight_byte)
     changed = {name for name, data in _sources(llama_cpp).items() if data != before[name]}
     assert changed == {"fattn-vec.cuh", "fattn-common.cuh", "fattn-mma-f16.cuh", "fattn.cu"}
 
@@ -175,7 +179,7 @@ def test_the_manifest_says_which_kernel_the_package_carries() -> None:
     rocm = "rocm-rdna3.json"  # recorded before the field: llama.cpp's own kernels
     assert parse_manifest(_manifest(rocm)).kernel == "upstream"
     cuda = "cuda-hopper.json"  # rebuilt with the patches on the H200 (docs/kernel-log.md G)
-    assert parse_manifest(_manifest(cuda)).kernel == "kvstudio-fa.5"
+    assert parse_manifest(_manifest(cuda)).kernel == "kvstudio-fa.6"
     assert parse_manifest(_manifest("vulkan.json")).kernel == ""
     assert parse_manifest(_manifest(cuda, kernel="kvstudio-fa.3")).kernel == "kvstudio-fa.3"
     with pytest.raises(BadPackageError, match=r"^The package's kernel version is not a short"):
