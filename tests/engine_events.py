@@ -30,6 +30,13 @@ def next_event(
     raise AssertionError(f"no {kinds} within {timeout:.0f} s; got {seen[-5:]}")
 
 
+def expect_event(proc: EngineProcess, kinds: tuple[type, ...]) -> object:
+    """The first of `kinds`; an engine that answers Failed first fails the test with its words."""
+    _, event = next_event(proc, (*kinds, Failed))
+    assert not isinstance(event, Failed) or Failed in kinds, event
+    return event
+
+
 def load_answer(proc: EngineProcess, path: Path) -> Loaded | Failed:
     """The engine's answer to loading `path` (small context, f16/f16): Loaded or Failed."""
     profile = LoadProfile(

@@ -15,7 +15,7 @@ import os
 import threading
 from pathlib import Path
 
-from app.platform.atomic_write import write_atomically
+from app.platform.atomic_write import sync_folder, write_atomically
 from app.platform.errors import ModelFileMissingError
 from app.platform.paths import data_dir
 
@@ -109,6 +109,7 @@ def _join_parts(target: Path) -> Path:
         with part.open("rb") as joined:  # on disk before its name says it is whole and checked
             os.fsync(joined.fileno())
         os.replace(part, target)
+        sync_folder(target.parent)  # and the rename survives a power cut
     finally:
         part.unlink(missing_ok=True)
     return target

@@ -37,6 +37,7 @@ from app.models import starter
 from app.models.hub.download_control import DownloadCancelled, DownloadControl
 from app.models.hub.partial_file import FetchTarget
 from app.models.hub.transfer import fetch
+from app.platform.atomic_write import sync_folder
 from app.platform.disk_space import check_free_space
 from app.platform.errors import (
     AppError,
@@ -302,7 +303,7 @@ def _join(
                 f"{hasher.hexdigest()[:12]}… instead of {sha256[:12]}…); nothing was kept."
             )
         os.replace(temp, target)
-        _sync_folder(target.parent)
+        sync_folder(target.parent)
     except OSError as error:
         temp.unlink(missing_ok=True)
         if isinstance(error, AppError):
@@ -321,14 +322,3 @@ def _join(
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the rename itself durable (POSIX; Windows has no directory handles to sync)."""
-    if os.name != "posix":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

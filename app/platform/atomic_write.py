@@ -32,7 +32,7 @@ def write_atomically(path: Path, text: str, *, mode: int | None = None) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _sync_folder(path.parent)
+    sync_folder(path.parent)
 
 
 def _match_old_permissions(path: Path, tmp: Path) -> None:
@@ -45,7 +45,8 @@ def _match_old_permissions(path: Path, tmp: Path) -> None:
         os.chmod(tmp, 0o666 & ~umask)
 
 
-def _sync_folder(folder: Path) -> None:
+def sync_folder(folder: Path) -> None:
+    """Make a rename into `folder` durable: without this, a power cut can undo it (best effort)."""
     if os.name != "posix":
         return  # Windows has no directory handles to flush; its rename is already durable
     with contextlib.suppress(OSError):

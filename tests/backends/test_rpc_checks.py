@@ -33,6 +33,7 @@ from tests.backends.rpc_worker_fixtures import (
     workers,
 )
 from tests.cli_runner import assert_bad_input, kvstudio
+from tests.engine_events import expect_event
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +69,7 @@ def test_each_worker_gets_the_kv_cache_the_fit_check_predicts(cpu_chosen):
             assert [d.label for d in devices] == [f"RPC0 ({a.address})", f"RPC1 ({b.address})"]
             options = LoadProfile(str(model), n_ctx=1024, rpc_workers=(a.address, b.address))
             proc.send(Load(options))
-            loaded = _next(proc)
+            loaded = expect_event(proc, (Loaded, Failed))
         finally:
             proc.stop()
     assert isinstance(loaded, Loaded), loaded
@@ -104,7 +105,7 @@ def test_a_layer_split_set_by_the_user_puts_the_layers_where_asked(cpu_chosen):
                 str(model), n_ctx=1024, rpc_workers=(a.address, b.address), layer_split=(1, 3)
             )
             proc.send(Load(options))
-            loaded = _next(proc)
+            loaded = expect_event(proc, (Loaded, Failed))
         finally:
             proc.stop()
     assert by_user.returncode == 0, by_user.stderr
@@ -133,14 +134,6 @@ def test_a_layer_split_set_by_the_user_puts_the_layers_where_asked(cpu_chosen):
             f"RPC0[{b.address}]": second.kv_bytes_per_cache[index],
         }
         assert logged == {name: float(llama_mib(n)) for name, n in predicted.items() if n}
-
-
-def _next(proc: EngineProcess) -> object:
-    while True:
-        event = proc.recv(timeout=120)
-        assert event is not None, "the engine sent nothing for 120 s"
-        if isinstance(event, Loaded | Failed):
-            return event
 
 
 def test_a_context_that_does_not_fit_on_one_worker_names_it(cpu_chosen):

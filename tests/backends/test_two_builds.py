@@ -12,10 +12,11 @@ import pytest
 
 from app.backends.store import BUILT_IN, BackendStore
 from app.engine.backend_probe import probe
-from app.engine.messages import Failed, Finished, Generate, Load, Loaded, SamplingSettings, Token
+from app.engine.messages import Finished, Generate, Load, Loaded, SamplingSettings, Token
 from app.engine.process import EngineProcess
 from app.load.profile import LoadProfile
 from tests.backends.package_edits import mapped_libllama
+from tests.engine_events import expect_event
 from tests.engine_threads import ENGINE_THREADS
 
 pytestmark = pytest.mark.slow
@@ -24,18 +25,9 @@ PROMPT = "Once upon a time, in a small village by the sea,"
 GREEDY = SamplingSettings(temperature=0.0, max_tokens=24)
 
 
-def _next(proc: EngineProcess, kinds: tuple[type, ...]) -> object:
-    while True:
-        event = proc.recv(timeout=300)  # a hang guard; each event comes in seconds
-        assert event is not None, f"no {kinds} from the engine"
-        if isinstance(event, (*kinds, Failed)):
-            assert not isinstance(event, Failed), event
-            return event
-
-
 def _reply(proc: EngineProcess, request: str) -> Finished:
     proc.send(Generate(request, GREEDY, prompt=PROMPT))
-    finished = _next(proc, (Finished,))
+    finished = expect_event(proc, (Finished,))
     assert isinstance(finished, Finished)
     return finished
 
@@ -51,7 +43,7 @@ def engine(
         proc.send(
             Load(LoadProfile(str(starter_model_path), n_ctx=512, n_threads=ENGINE_THREADS, seed=1))
         )
-        _next(proc, (Loaded,))
+        expect_event(proc, (Loaded,))
         assert proc.backend == request.param
         lib = str(mapped_libllama(proc.pid or 0))
         assert ("site-packages/llama_cpp/lib" in lib) == (request.param == BUILT_IN), lib
@@ -69,9 +61,9 @@ def test_after_a_stop_the_same_prompt_gives_the_same_reply(engine: EngineProcess
     long = SamplingSettings(temperature=0.0, max_tokens=1000)
     engine.send(Generate("stopped", long, prompt=PROMPT))
     for _ in range(3):
-        _next(engine, (Token,))
+        expect_event(engine, (Token,))
     engine.cancel()
-    stopped = _next(engine, (Finished,))
+    stopped = expect_event(engine, (Finished,))
     assert isinstance(stopped, Finished) and stopped.stop_reason == "cancelled"
     shorter, longer = sorted((stopped.text, before.text), key=len)
     assert longer.startswith(shorter)

@@ -102,3 +102,29 @@ def test_two_first_starts_at_once_both_get_the_whole_file(home: Path) -> None:
     with ThreadPoolExecutor(2) as pool:
         paths = list(pool.map(lambda _: first_start(), range(2)))
     assert paths[0] == paths[1] and _sha256(paths[0]) == EXPECTED_SHA256
+
+
+def test_the_joined_file_is_on_disk_before_its_name_and_the_name_after(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A power cut after the join must leave either no model or the whole one: the file's data is
+    flushed before the rename, and the folder (which holds the rename) after it."""
+    import stat
+
+    steps: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        steps.append("flush folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "flush file")
+        real_fsync(fd)
+
+    def replace(src: str | Path, dst: str | Path) -> None:
+        real_replace(src, dst)
+        if Path(dst).suffix == ".gguf":  # the model's own name, not a note beside it
+            steps.append("rename")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    starter.starter_path()
+    model = steps.index("rename")
+    assert steps[model - 1 : model + 2] == ["flush file", "rename", "flush folder"], steps
