@@ -176,9 +176,12 @@ def _manifest(record: str, **fields: object) -> str:
 
 
 def test_the_manifest_says_which_kernel_the_package_carries() -> None:
-    rocm = "rocm-rdna3.json"  # recorded before the field: llama.cpp's own kernels
-    assert parse_manifest(_manifest(rocm)).kernel == "upstream"
-    cuda = "cuda-hopper.json"  # rebuilt with the patches on the H200 (docs/kernel-log.md G)
+    old_rocm = "rocm-rdna3-gfx1100.json"  # recorded before the field: llama.cpp's own kernels
+    assert parse_manifest(_manifest(old_rocm)).kernel == "upstream"
+    # Both GPU packages rebuilt with patches 0001-0006 (docs/kernel-log.md I): rocm-rdna3 here,
+    # cuda-hopper on the H200.
+    assert parse_manifest(_manifest("rocm-rdna3.json")).kernel == "kvstudio-fa.6"
+    cuda = "cuda-hopper.json"
     assert parse_manifest(_manifest(cuda)).kernel == "kvstudio-fa.6"
     assert parse_manifest(_manifest("vulkan.json")).kernel == ""
     assert parse_manifest(_manifest(cuda, kernel="kvstudio-fa.3")).kernel == "kvstudio-fa.3"
@@ -197,3 +200,18 @@ def test_the_built_in_backend_says_what_its_build_left(tmp_path: Path) -> None:
     assert built_in_kernel(lib) == "upstream"  # a plain pip install
     (lib / KERNEL_NOTE).write_text("kvstudio-fa.3\n")
     assert built_in_kernel(lib) == "kvstudio-fa.3"  # `python -m kernels build cuda`
+
+
+def test_the_rebuilt_rdna3_package_holds_what_the_instruction_proof_counts() -> None:
+    """The rocm-rdna3 package built with the patches (counts read from its libggml-hip.so) and the
+    instruction proof of the patched instance files (docs/int8k-isa-report.json) agree, target by
+    target and pair by pair: 1,200 per q8_0-K pair, as the README and docs/backends.md say."""
+    package = json.loads((ROOT / "docs" / "backend-packages" / "rocm-rdna3.json").read_text())
+    proof = json.loads((ROOT / "docs" / "int8k-isa-report.json").read_text())
+    assert package["kernel"] == proof["kernel"] == patch_set.kernel_version()
+    proved = {
+        target: {pair: sum(k["count"] for k in kernels) for pair, kernels in pairs.items()}
+        for target, pairs in proof["kernels"].items()
+    }
+    assert package["instruction_counts"] == proved
+    assert {n for counts in proved.values() for n in counts.values()} == {0, 1200}
