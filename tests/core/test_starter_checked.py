@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -109,8 +110,6 @@ def test_the_joined_file_is_on_disk_before_its_name_and_the_name_after(
 ) -> None:
     """A power cut after the join must leave either no model or the whole one: the file's data is
     flushed before the rename, and the folder (which holds the rename) after it."""
-    import stat
-
     steps: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace
 
