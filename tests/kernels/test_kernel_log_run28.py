@@ -1,0 +1,144 @@
+"""docs/kernel-log.md, section J: the two tables of run 28 are what its raw files say
+(test-backend-ops perf of fa.6 against the candidate in turns, the f16 kernels timed in turns and
+profiled by Nsight Compute), and the section's conclusions follow from them."""
+
+from __future__ import annotations
+
+import csv
+import re
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RAW = ROOT / "docs" / "kernel-log"
+LOG = ROOT / "docs" / "kernel-log.md"
+
+Case = tuple[int, str]  # cells, K/V
+
+
+def _times(name: str) -> dict[tuple[Case, str], list[float]]:
+    """us a call per (case, build or variant), in the file's order."""
+    times: dict[tuple[Case, str], list[float]] = defaultdict(list)
+    for line in (RAW / name).read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        field = dict(re.findall(r"(\w+)=(\[[^\]]*\]|[^,)]+)", line))
+        case = (int(field["kv"]), f"{field['type_K']}/{field['type_V']}")
+        times[case, line.split()[0]].append(float(re.search(r"([\d.]+) us/run", line).group(1)))
+    return times
+
+
+def _section() -> str:
+    return LOG.read_text().split("### J. ")[1].split("\n### ")[0]
+
+
+def _table(header: str) -> list[list[str]]:
+    table = _section().split(header)[1].split("\n\n")[0]
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in table.splitlines()[2:]
+        if line.startswith("|")
+    ]
+
+
+def _numbers(cell: str) -> list[float]:
+    """The numbers in a table cell; "17,350,656" is one number, "384, 167, 3" three."""
+    return [float(n.replace(",", "")) for n in re.findall(r"\d+(?:,\d{3})*(?:\.\d+)?", cell)]
+
+
+def _median(times: dict[tuple[Case, str], list[float]], case: Case, build: str) -> float:
+    return statistics.median(times[case, build])
+
+
+def test_the_candidate_table_is_the_raw_file() -> None:
+    times = _times("2026-12-04-run28-perf.txt")
+    rows = _table("| cells | K/V | fa.6 | candidate |")
+    assert len(rows) == 6
+    for cells, kv, fa6, cand, ratio, fa6_f16, cand_f16 in rows:
+        case = (int(cells.replace(",", "")), kv)
+        f16 = (case[0], "f16/f16")
+        assert _numbers(fa6) == times[case, "6"], case
+        assert _numbers(cand) == times[case, "7"], case
+        assert float(ratio) == round(_median(times, case, "7") / _median(times, case, "6"), 3), case
+        assert float(fa6_f16) == round(_median(times, case, "6") / _median(times, f16, "6"), 2), (
+            case
+        )
+        assert float(cand_f16) == round(_median(times, case, "7") / _median(times, f16, "7"), 2), (
+            case
+        )
+
+
+def test_the_candidate_is_not_worth_shipping_and_v_does_not_limit_at_32k() -> None:
+    """The section's verdict: at most 2.3% anywhere, nothing at 32k, and at 32k fa.6 takes the same
+    time with an f16 V (twice V's bytes) as with a q8_0 V."""
+    times = _times("2026-12-04-run28-perf.txt")
+    gains = {case: _median(times, case, "7") / _median(times, case, "6") for case, _ in times}
+    assert min(gains.values()) > 0.97
+    assert gains[32768, "q8_0/q8_0"] > 0.995
+    fa6_32k = [_median(times, (32768, kv), "6") for kv in ("q8_0/f16", "q8_0/q8_0")]
+    assert abs(fa6_32k[0] / fa6_32k[1] - 1) < 0.01
+
+
+def _ncu(variant: str, metric: str) -> list[float]:
+    with (RAW / "2026-12-04-run28-f16-ncu.csv").open(newline="") as file:
+        return [
+            float(row[-1].replace(",", ""))
+            for row in csv.reader(file)
+            if row[0] == variant and len(row) > 6 and row[-3] == metric
+        ]
+
+
+def test_the_f16_table_is_the_raw_files() -> None:
+    times = _times("2026-12-04-run28-f16-perf.txt")
+    rows = {row[0]: row[1:] for row in _table("| f16/f16, 128-wide |")}
+    for column, variant in enumerate(("0", "16")):
+        assert (
+            _numbers(rows["us a call, 32,768 cells (turns)"][column])
+            == times[(32768, "f16/f16"), variant]
+        )
+        assert (
+            _numbers(rows["us a call, 131,072 cells (turns)"][column])
+            == times[(131072, "f16/f16"), variant]
+        )
+        ncu_us = [round(ns / 1000, 1) for ns in _ncu(variant, "gpu__time_duration.sum")]
+        assert _numbers(rows["Nsight time, 32,768 cells"][column]) == ncu_us
+        for label, metric, scale, digits in (
+            ("DRAM read", "dram__bytes_read.sum", 1e6, 1),
+            ("L2 bytes", "lts__t_bytes.sum", 1e6, 0),
+            ("warps active (% of peak)", "sm__warps_active.avg.pct_of_peak_sustained_active", 1, 1),
+            (
+                "DRAM throughput (% of peak)",
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                1,
+                1,
+            ),
+        ):
+            value = round(statistics.mean(_ncu(variant, metric)) / scale, digits)
+            assert _numbers(rows[label][column]) == [value], (label, variant)
+        for label, metric in (
+            ("L1 sectors, global loads", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+            ("instructions executed", "sm__inst_executed.sum"),
+        ):
+            assert _numbers(rows[label][column]) == _ncu(variant, metric)[:1], label
+        grid, registers, blocks = _numbers(
+            rows["grid, registers, blocks a SM (register limit)"][column]
+        )
+        assert grid == _ncu(variant, "launch__grid_size")[0]
+        assert registers == _ncu(variant, "launch__registers_per_thread")[0]
+        assert blocks == _ncu(variant, "launch__occupancy_limit_registers")[0]
+
+
+def test_the_packed_f16_kernel_is_slower_with_fewer_bytes_and_fewer_warps() -> None:
+    """The section's answer to item 3: slower in every turn, though it moves fewer L2 bytes and runs
+    fewer instructions, with fewer warps a SM and about as many instructions a warp."""
+    times = _times("2026-12-04-run28-f16-perf.txt")
+    for cells in (32768, 131072):
+        assert min(times[(cells, "f16/f16"), "16"]) > 1.3 * max(times[(cells, "f16/f16"), "0"])
+    assert _ncu("16", "lts__t_bytes.sum")[0] < _ncu("0", "lts__t_bytes.sum")[0] / 2.5
+    assert _ncu("16", "sm__warps_active.avg.pct_of_peak_sustained_active")[0] < 13
+    per_warp = {
+        v: _ncu(v, "sm__inst_executed.sum")[0] / (_ncu(v, "launch__grid_size")[0] * 4)
+        for v in ("0", "16")
+    }
+    assert abs(per_warp["16"] / per_warp["0"] - 1) < 0.03
