@@ -26,7 +26,9 @@
 #             turn, with the occupancy and grid each launch shape ran at -> perfv-V-launch.txt
 #   evalv:V   eval with KVSTUDIO_FA_VEC_VARIANT=V (EVAL_FILTER as for eval) -> eval-vV.txt
 #   ncuv:V    Nsight Compute on the vector kernels with KVSTUDIO_FA_VEC_VARIANT=V, q8_0/q8_0 and
-#             q8_0/f16 (or the NCU_PAIRS given) at NCU_KV (default 32768) cells -> ncu-v.csv, appended
+#             q8_0/f16 (or the NCU_PAIRS given) at NCU_KV (default 32768) cells -> ncu-v.csv, appended;
+#             NCU_SECTIONS adds whole Nsight sections (e.g. "WarpStateStats SchedulerStats": what
+#             the warps wait on) to the metrics listed
 #   eval:N    (evalbg:N in the background, from a copy of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
 #             f16-K ones of 1, 3 and 32 tokens against the CPU -> eval-N.txt (counts per K/V,
@@ -148,7 +150,9 @@ ncuv() {
   # NCU_PAIRS: the K/V pairs profiled, as "K,type_V=V" words (default: the two q8_0-K ones)
   # shellcheck disable=SC2086
   for kv in ${NCU_PAIRS:-q8_0,type_V=q8_0 q8_0,type_V=f16}; do
+    # shellcheck disable=SC2046
     KVSTUDIO_FA_VEC_VARIANT="$1" ncu --clock-control none --kernel-name regex:flash_attn_ext_vec -c "${NCU_COUNT:-4}" --csv \
+      $(for s in ${NCU_SECTIONS:-}; do printf -- '--section %s ' "$s"; done) \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,sm__inst_executed.sum \
       "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
       -p "hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=${NCU_KV:-32768},nb=1,.*type_K=$kv" 2>>"$LOG" | grep -E '^"' | sed "s/^/$1,/" >>"$O/ncu-v.csv"

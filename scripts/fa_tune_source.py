@@ -32,6 +32,8 @@ OTHER_DECODE = [(64, 8, 4, kv) for kv in (4096, 32768, 131072)]
 OTHER_DECODE += [(256, 8, 4, 32768)]  # the shape of runs 6-9
 OTHER_DECODE += [(256, 8, 2, kv) for kv in (4096, 32768, 131072)]  # Gemma 3 12B
 OTHER_DECODE += [(256, 1, 4, kv) for kv in (32768, 131072)]  # Gemma 3 270M/1B, the starter
+# Llama 3 at 64k: between 32k, where a third block a SM costs (kernel-log H), and 131k, where it pays.
+OTHER_DECODE += [(128, 8, 4, 65536)]
 
 
 def _case(
