@@ -11,12 +11,11 @@ from app.engine.process import EngineProcess
 from app.kv.kv_types import KvMode
 from app.load.profile import LoadProfile
 from tests.engine_threads import ENGINE_THREADS
-
-HANG_GUARD_S = 300.0
+from tests.waits import ENGINE_HANG_GUARD_S
 
 
 def next_event(
-    proc: EngineProcess, kinds: tuple[type, ...], timeout: float = HANG_GUARD_S
+    proc: EngineProcess, kinds: tuple[type, ...], timeout: float = ENGINE_HANG_GUARD_S
 ) -> tuple[list[object], object]:
     """Events until the first of `kinds`, returned with the events before it."""
     seen: list[object] = []

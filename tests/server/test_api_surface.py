@@ -15,6 +15,7 @@ import pytest
 from openai import OpenAI
 
 from tests.server.served import Served, serve
+from tests.waits import HANG_GUARD_S
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +23,6 @@ N_CTX = 256
 MODEL_ID = "gemma-3-270m-q4_k_m"
 HELLO = [{"role": "user", "content": "Say hello."}]
 TOO_LONG = "word " * 600  # about 600 tokens, over the 256-token context
-HANG_GUARD_S = 120.0
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,9 @@ import threading
 import pytest
 
 from tests.cli_runner import ROOT, assert_bad_input, kvstudio
+from tests.waits import HANG_GUARD_S
 
 pytestmark = pytest.mark.slow
-
-HANG_GUARD_S = 120.0
 
 
 def _status(port: int, host: str) -> int:

@@ -11,12 +11,12 @@ import pytest
 
 from app.models.random_model import write_model
 from tests.session_cycles import Cycle, LoadCycles
+from tests.waits import HANG_GUARD_MS
 
 # Over a second per test on 2 cores: in the full suite, not the fast tier (docs/testing.md).
 pytestmark = pytest.mark.slow
 
 CYCLES = 5
-TIMEOUT_MS = 120_000
 
 
 def test_five_load_reply_unload_cycles_leak_no_files_or_threads(
@@ -28,7 +28,7 @@ def test_five_load_reply_unload_cycles_leak_no_files_or_threads(
     driver.cycle_finished.connect(cycles.append)
     failures: list[str] = []
     driver.failed.connect(failures.append)
-    with qtbot.waitSignals([driver.finished], timeout=TIMEOUT_MS, raising=False) as done:
+    with qtbot.waitSignals([driver.finished], timeout=HANG_GUARD_MS, raising=False) as done:
         driver.start()
     assert not failures, failures[0]
     assert done.signal_triggered, f"only {len(cycles)} of {CYCLES} cycles finished"
