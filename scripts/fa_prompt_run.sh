@@ -27,7 +27,8 @@
 #             turn, with the occupancy and grid each launch shape ran at -> perfv-V-launch.txt
 #   evalv:V   eval with KVSTUDIO_FA_VEC_VARIANT=V (EVAL_FILTER as for eval) -> eval-vV.txt
 #   ncuv:V    Nsight Compute on the vector kernels with KVSTUDIO_FA_VEC_VARIANT=V, q8_0/q8_0 and
-#             q8_0/f16 (or the NCU_PAIRS given) at NCU_KV (default 32768) cells -> ncu-v.csv, appended;
+#             q8_0/f16 (or the NCU_PAIRS given) at NCU_KV (default 32768) cells -> ncu-v.csv
+#             (ncu-v-$NCU_KV.csv where NCU_KV is set), appended;
 #             NCU_SECTIONS adds whole Nsight sections (e.g. "WarpStateStats SchedulerStats": what
 #             the warps wait on) to the metrics listed
 #   eval:N    (evalbg:N in the background, from a copy of bin/; evalwait waits for it)
@@ -156,9 +157,9 @@ ncuv() {
       $(for s in ${NCU_SECTIONS:-}; do printf -- '--section %s ' "$s"; done) \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,sm__inst_executed.sum \
       "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
-      -p "hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=${NCU_KV:-32768},nb=1,.*type_K=$kv" 2>>"$LOG" | grep -E '^"' | sed "s/^/$1,/" >>"$O/ncu-v.csv"
+      -p "hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=${NCU_KV:-32768},nb=1,.*type_K=$kv" 2>>"$LOG" | grep -E '^"' | sed "s/^/$1,/" >>"$O/ncu-v${NCU_KV:+-$NCU_KV}.csv"
   done
-  python3 - "$O/ncu-v.csv" "$1" <<'PY' | tee -a "$LOG"
+  python3 - "$O/ncu-v${NCU_KV:+-$NCU_KV}.csv" "$1" <<'PY' | tee -a "$LOG"
 import csv
 import sys
 
