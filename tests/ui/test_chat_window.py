@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.chats.records import CUT, DONE, STOPPED, STREAMING
+from app.ui.chat import session as chat_session
 from tests.ui.conftest import LOAD_TIMEOUT_MS, REPLY_TIMEOUT_MS
 from tests.waits import HANG_GUARD_MS
 
@@ -100,19 +101,25 @@ def test_settings_set_before_the_first_message_shape_its_reply(qtbot, loaded_cha
     assert panel.max_tokens.value() == 3  # the panel still shows what the chat has
 
 
-def test_stop_during_reply(qtbot, loaded_chat_app) -> None:
+def test_stop_during_reply(qtbot, loaded_chat_app, monkeypatch) -> None:
     app = loaded_chat_app
     page = app.window.chat
+    # Each token saved as it comes (the 0.5 s cadence is tests/core/test_chat_store.py's), so the
+    # save mid-reply is an event this test waits for, not a race with how fast the model writes.
+    monkeypatch.setattr(chat_session, "SAVE_INTERVAL_S", 0.0)
     _new_chat(page, max_tokens=400)
-    tokens = []
-    app.engine.token_received.connect(tokens.append)
+
+    def saved_mid_reply(*_token: object) -> bool:
+        # The session heard the token first (it connected first) and has saved it.
+        return app.store.message(page.session.model.messages()[-1].id).content != ""
+
     qtbot.keyClicks(page.input, "Once upon a time")
-    qtbot.keyClick(page.input, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: len(tokens) >= 2, timeout=REPLY_TIMEOUT_MS)
+    with qtbot.waitSignal(
+        app.engine.token_received, timeout=REPLY_TIMEOUT_MS, check_params_cb=saved_mid_reply
+    ):
+        qtbot.keyClick(page.input, Qt.Key.Key_Return)
     assert page.send_button.text() == "Stop"
     reply_id = page.session.model.messages()[-1].id
-    # Saved while it streams (every 0.5 s), not only at the end.
-    qtbot.waitUntil(lambda: app.store.message(reply_id).content != "", timeout=HANG_GUARD_MS)
     assert app.store.message(reply_id).status == "streaming"
     with qtbot.waitSignal(app.engine.reply_finished, timeout=HANG_GUARD_MS) as blocker:
         page.send_button.click()
