@@ -120,7 +120,7 @@ def test_stop_during_reply(qtbot, loaded_chat_app, monkeypatch) -> None:
         qtbot.keyClick(page.input, Qt.Key.Key_Return)
     assert page.send_button.text() == "Stop"
     reply_id = page.session.model.messages()[-1].id
-    assert app.store.message(reply_id).status == "streaming"
+    assert app.store.message(reply_id).status == STREAMING
     with qtbot.waitSignal(app.engine.reply_finished, timeout=HANG_GUARD_MS) as blocker:
         page.send_button.click()
     assert blocker.args[0].stop_reason == "cancelled"
