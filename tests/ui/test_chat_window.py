@@ -286,10 +286,8 @@ def test_deleting_a_chat_while_it_streams(qtbot, loaded_chat_app, monkeypatch) -
     app = loaded_chat_app
     page = app.window.chat
     _new_chat(page, max_tokens=400)
-    tokens = []
-    app.engine.token_received.connect(tokens.append)
-    page.send("It was a dark and stormy night")
-    qtbot.waitUntil(lambda: len(tokens) >= 1, timeout=REPLY_TIMEOUT_MS)
+    with qtbot.waitSignal(app.engine.token_received, timeout=REPLY_TIMEOUT_MS):
+        page.send("It was a dark and stormy night")
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
     with qtbot.waitSignal(app.engine.reply_finished, timeout=HANG_GUARD_MS):
         page.conversations.ask_delete(page.session.conversation.id)
