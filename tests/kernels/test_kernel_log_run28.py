@@ -142,3 +142,27 @@ def test_the_packed_f16_kernel_is_slower_with_fewer_bytes_and_fewer_warps() -> N
         for v in ("0", "16")
     }
     assert abs(per_warp["16"] / per_warp["0"] - 1) < 0.03
+
+
+def _load_groups(heads: int) -> list[int]:
+    text = (RAW / "2026-12-04-run28-f16-load-groups.txt").read_text()
+    line = re.search(rf"heads a block {heads}: load groups ([\d ]+)", text)
+    assert line is not None
+    return [int(n) for n in line.group(1).split()]
+
+
+def test_the_load_groups_are_what_the_section_says() -> None:
+    """One head: K and V loads issued 16 at a time (three groups of 16); four heads: after Q's 17,
+    one or two at a time, none more than 6; and the registers are the H200 build's."""
+    one, four = _load_groups(1), _load_groups(4)
+    assert one.count(16) == 3
+    assert four[0] == 17 and max(four[1:]) == 6 and four[1:].count(1) + four[1:].count(2) >= 30
+    section = " ".join(_section().split())
+    assert "(groups of 16, 16 and 16)" in section and "(no group larger than 6)" in section
+    registers = re.findall(r"(\S+) REG:(\d+)", (RAW / "2026-12-04-run28-registers.txt").read_text())
+    f16_heads = {
+        name.split("ILi128ELi1ELi")[1][0]: int(n)
+        for name, n in registers
+        if "type1ELS0_1ELb0E" in name
+    }
+    assert f16_heads == {"1": 167, "4": 243}
