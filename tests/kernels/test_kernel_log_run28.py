@@ -144,9 +144,9 @@ def test_the_packed_f16_kernel_is_slower_with_fewer_bytes_and_fewer_warps() -> N
     assert abs(per_warp["16"] / per_warp["0"] - 1) < 0.03
 
 
-def _load_groups(heads: int) -> list[int]:
+def _load_groups(kernel: str) -> list[int]:
     text = (RAW / "2026-12-04-run28-f16-load-groups.txt").read_text()
-    line = re.search(rf"heads a block {heads}: load groups ([\d ]+)", text)
+    line = re.search(rf"{kernel}: load groups ([\d ]+)", text)
     assert line is not None
     return [int(n) for n in line.group(1).split()]
 
@@ -154,7 +154,7 @@ def _load_groups(heads: int) -> list[int]:
 def test_the_load_groups_are_what_the_section_says() -> None:
     """One head: K and V loads issued 16 at a time (three groups of 16); four heads: after Q's 17,
     one or two at a time, none more than 6; and the registers are the H200 build's."""
-    one, four = _load_groups(1), _load_groups(4)
+    one, four = _load_groups("heads a block 1"), _load_groups("heads a block 4")
     assert one.count(16) == 3
     assert four[0] == 17 and max(four[1:]) == 6 and four[1:].count(1) + four[1:].count(2) >= 30
     section = " ".join(_section().split())
@@ -166,3 +166,15 @@ def test_the_load_groups_are_what_the_section_says() -> None:
         if "type1ELS0_1ELb0E" in name
     }
     assert f16_heads == {"1": 167, "4": 243}
+
+
+def test_the_q8_0_kernel_issues_its_loads_together() -> None:
+    """Why the f16 answer does not carry over: fa.6's K=V=q8_0 4-head kernel sends K's loads (36)
+    and V's (63) out in groups before using them."""
+    groups = _load_groups("K=V=q8_0 fa.6 4 heads")
+    assert groups[1:3] == [36, 63]
+    section = " ".join(_section().split())
+    assert "(a group of 36, with 0006's 20 eight-byte loads)" in section
+    assert "V loads together (63)" in section
+    text = (RAW / "2026-12-04-run28-f16-load-groups.txt").read_text()
+    assert "LD.E.64 20," in text
