@@ -166,6 +166,8 @@ def test_the_load_groups_are_what_the_section_says() -> None:
         if "type1ELS0_1ELb0E" in name
     }
     assert f16_heads == {"1": 167, "4": 243}
+    header = (RAW / "2026-12-04-run28-f16-load-groups.txt").read_text().splitlines()[0]
+    assert "registers here 167 with one head a block and 243 with 4" in header
 
 
 def test_the_q8_0_kernel_issues_its_loads_together() -> None:
