@@ -7,44 +7,27 @@ from __future__ import annotations
 import csv
 import re
 import statistics
-from collections import defaultdict
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-RAW = ROOT / "docs" / "kernel-log"
-LOG = ROOT / "docs" / "kernel-log.md"
+from tests.kernels.kernel_log_tables import RAW, numbers, perf_times, section, table
 
 Case = tuple[int, str]  # cells, K/V
 
 
 def _times(name: str) -> dict[tuple[Case, str], list[float]]:
-    """us a call per (case, build or variant), in the file's order."""
-    times: dict[tuple[Case, str], list[float]] = defaultdict(list)
-    for line in (RAW / name).read_text().splitlines():
-        if line.startswith("#"):
-            continue
-        field = dict(re.findall(r"(\w+)=(\[[^\]]*\]|[^,)]+)", line))
-        case = (int(field["kv"]), f"{field['type_K']}/{field['type_V']}")
-        times[case, line.split()[0]].append(float(re.search(r"([\d.]+) us/run", line).group(1)))
-    return times
+    """us a call per (case, build or variant), in the file's order; every case is one token of
+    128-wide heads, 4 Q heads per KV head."""
+    times = perf_times(name)
+    by_case = {((cells, kv), label): t for ((_, _, cells, _, kv), label), t in times.items()}
+    assert len(by_case) == len(times)  # no two shapes folded into one case
+    return by_case
 
 
 def _section() -> str:
-    return LOG.read_text().split("### J. ")[1].split("\n### ")[0]
+    return section("J")
 
 
 def _table(header: str) -> list[list[str]]:
-    table = _section().split(header)[1].split("\n\n")[0]
-    return [
-        [cell.strip() for cell in line.strip("|").split("|")]
-        for line in table.splitlines()[2:]
-        if line.startswith("|")
-    ]
-
-
-def _numbers(cell: str) -> list[float]:
-    """The numbers in a table cell; "17,350,656" is one number, "384, 167, 3" three."""
-    return [float(n.replace(",", "")) for n in re.findall(r"\d+(?:,\d{3})*(?:\.\d+)?", cell)]
+    return table(_section(), header)
 
 
 def _median(times: dict[tuple[Case, str], list[float]], case: Case, build: str) -> float:
@@ -58,8 +41,8 @@ def test_the_candidate_table_is_the_raw_file() -> None:
     for cells, kv, fa6, cand, ratio, fa6_f16, cand_f16 in rows:
         case = (int(cells.replace(",", "")), kv)
         f16 = (case[0], "f16/f16")
-        assert _numbers(fa6) == times[case, "6"], case
-        assert _numbers(cand) == times[case, "7"], case
+        assert numbers(fa6) == times[case, "6"], case
+        assert numbers(cand) == times[case, "7"], case
         assert float(ratio) == round(_median(times, case, "7") / _median(times, case, "6"), 3), case
         assert float(fa6_f16) == round(_median(times, case, "6") / _median(times, f16, "6"), 2), (
             case
@@ -94,15 +77,15 @@ def test_the_f16_table_is_the_raw_files() -> None:
     rows = {row[0]: row[1:] for row in _table("| f16/f16, 128-wide |")}
     for column, variant in enumerate(("0", "16")):
         assert (
-            _numbers(rows["us a call, 32,768 cells (turns)"][column])
+            numbers(rows["us a call, 32,768 cells (turns)"][column])
             == times[(32768, "f16/f16"), variant]
         )
         assert (
-            _numbers(rows["us a call, 131,072 cells (turns)"][column])
+            numbers(rows["us a call, 131,072 cells (turns)"][column])
             == times[(131072, "f16/f16"), variant]
         )
         ncu_us = [round(ns / 1000, 1) for ns in _ncu(variant, "gpu__time_duration.sum")]
-        assert _numbers(rows["Nsight time, 32,768 cells"][column]) == ncu_us
+        assert numbers(rows["Nsight time, 32,768 cells"][column]) == ncu_us
         for label, metric, scale, digits in (
             ("DRAM read", "dram__bytes_read.sum", 1e6, 1),
             ("L2 bytes", "lts__t_bytes.sum", 1e6, 0),
@@ -115,13 +98,13 @@ def test_the_f16_table_is_the_raw_files() -> None:
             ),
         ):
             value = round(statistics.mean(_ncu(variant, metric)) / scale, digits)
-            assert _numbers(rows[label][column]) == [value], (label, variant)
+            assert numbers(rows[label][column]) == [value], (label, variant)
         for label, metric in (
             ("L1 sectors, global loads", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
             ("instructions executed", "sm__inst_executed.sum"),
         ):
-            assert _numbers(rows[label][column]) == _ncu(variant, metric)[:1], label
-        grid, registers, blocks = _numbers(
+            assert numbers(rows[label][column]) == _ncu(variant, metric)[:1], label
+        grid, registers, blocks = numbers(
             rows["grid, registers, blocks a SM (register limit)"][column]
         )
         assert grid == _ncu(variant, "launch__grid_size")[0]
