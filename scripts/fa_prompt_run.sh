@@ -19,8 +19,8 @@
 #             change the depth and the context: 131072 and 133120 for the deepest)
 #   keep:N    copy the tree's bin/ (test-backend-ops and the libraries of build N) to /tmp/bin-N
 #   perfk:N   test-backend-ops perf from /tmp/bin-N (so two builds can be timed in turn, A B A B)
-#             -> perfk-N.txt (perfk-N$PERFK_TAG.txt), appended per turn; PERF_FILTER picks the
-#             cases as for perf
+#             -> perfk-N.txt (perfk-N$PERFK_TAG.txt, its lines labelled N$PERFK_TAG), appended per
+#             turn; PERF_FILTER picks the cases as for perf
 #   perfv:V   test-backend-ops perf from the tree's bin/ with KVSTUDIO_FA_VEC_VARIANT=V (the run-22
 #             experiment's patch picks a variant of the 4-head q8_0-K kernel at run time, so the
 #             variants of one build are timed in turn, A B C A B C) -> perfv-V.txt, appended per
@@ -134,7 +134,7 @@ perfk() {
   stamp "perfk $1 (/tmp/bin-$1: $(LD_LIBRARY_PATH=/tmp/bin-$1 ldd /tmp/bin-$1/test-backend-ops | grep -o '/[^ ]*libggml-cuda.so'))"
   LD_LIBRARY_PATH="/tmp/bin-$1" "/tmp/bin-$1/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
     -p "${PERF_FILTER:-hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=[0-9]+,nb=1,}" 2>&1 \
-    | grep -E "FLASH_ATTN_EXT\(" | sed "s/^/$1 /" >>"$O/perfk-$1${PERFK_TAG:-}.txt"
+    | grep -E "FLASH_ATTN_EXT\(" | sed "s/^/$1${PERFK_TAG:-} /" >>"$O/perfk-$1${PERFK_TAG:-}.txt"
   sed -E 's/,permute.*\):/):/' "$O/perfk-$1${PERFK_TAG:-}.txt" | tail -n "${PERFK_TAIL:-16}" >>"$LOG"
 }
 
