@@ -149,11 +149,14 @@ perfv() {
 
 ncuv() {
   stamp "ncuv $1"
-  # NCU_PAIRS: the K/V pairs profiled, as "K,type_V=V" words (default: the two q8_0-K ones)
+  # NCU_PAIRS: the K/V pairs profiled, as "K,type_V=V" words (default: the two q8_0-K ones);
+  # NCU_KERNELS: the kernels' name regex (default flash_attn_ext_vec; with
+  # "flash_attn_ext_vec|flash_attn_combine_results" also the step joining the sequence's parts,
+  # with NCU_COUNT=8 for both kernels of 4 launches)
   # shellcheck disable=SC2086
   for kv in ${NCU_PAIRS:-q8_0,type_V=q8_0 q8_0,type_V=f16}; do
     # shellcheck disable=SC2046
-    KVSTUDIO_FA_VEC_VARIANT="$1" ncu --clock-control none --kernel-name regex:flash_attn_ext_vec -c "${NCU_COUNT:-4}" --csv \
+    KVSTUDIO_FA_VEC_VARIANT="$1" ncu --clock-control none --kernel-name "regex:${NCU_KERNELS:-flash_attn_ext_vec}" -c "${NCU_COUNT:-4}" --csv \
       $(for s in ${NCU_SECTIONS:-}; do printf -- '--section %s ' "$s"; done) \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,sm__inst_executed.sum \
       "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
