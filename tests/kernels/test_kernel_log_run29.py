@@ -183,3 +183,26 @@ def test_the_prefetch_candidate_leaves_the_in_place_path_slower_than_the_copy() 
         assert medians[case, "7"] < 0.96 * medians[case, "6"]
         assert medians[case, "7"] > 1.1 * medians[case, "6-copy"] > medians[f16_case, "6"]
     assert "2268/2274 tests passed" in (RAW / "2026-12-04-run29-mma-eval.txt").read_text()
+
+
+def _added_lines(name: str) -> list[str]:
+    text = (RAW / name).read_text()
+    return [line[1:] for line in text.splitlines() if line.startswith("+") and line[1:2] != "+"]
+
+
+def test_the_patch_ready_for_0007_is_the_measured_kernel_with_the_lower_threshold() -> None:
+    """Section K proposes 0007 = run 30's candidate with the threshold at 49,152: the code it adds
+    is the candidate's line for line, but for the threshold and the comment citing the runs."""
+    measured = _added_lines("2026-12-04-run30-vec-long-kv.patch.txt")
+    ready = _added_lines("2026-12-04-0007-fattn-vec-long-kv-3-blocks.patch.txt")
+
+    def code(lines: list[str]) -> list[str]:
+        return [line for line in lines if not line.lstrip().startswith("//")]
+
+    differing = [(a, b) for a, b in zip(code(measured), code(ready), strict=True) if a != b]
+    assert differing == [
+        (
+            "        return value != nullptr ? (int64_t) atoll(value) : (int64_t) 65536;",
+            "        return value != nullptr ? (int64_t) atoll(value) : (int64_t) 49152;",
+        )
+    ]
