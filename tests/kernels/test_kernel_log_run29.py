@@ -206,3 +206,26 @@ def test_the_patch_ready_for_0007_is_the_measured_kernel_with_the_lower_threshol
             "        return value != nullptr ? (int64_t) atoll(value) : (int64_t) 49152;",
         )
     ]
+
+
+def test_the_probes_machine_code_is_what_the_section_says() -> None:
+    """K's counts of the int8 probe's instructions per tile, from the recorded local compile."""
+    counts = {
+        (mode, op): int(n)
+        for mode, op, n in (
+            line.split()
+            for line in (RAW / "2026-12-04-qk-probe-sass.txt").read_text().splitlines()
+            if line.startswith("mode")
+        )
+    }
+    text = section("K")
+    f16, i8, row = "mode0", "mode1", "mode2"
+    assert counts[f16, "HMMA.16816.F32"] == 64 and counts[f16, "LDS"] == 128
+    assert "64 `HMMA` and\n128 shared loads" in text
+    assert counts[i8, "IMMA.16832.S8.S8"] == 32
+    assert counts[i8, "LDS"] + counts[i8, "LDS.64"] == 96
+    assert all(counts[i8, op] == 128 for op in ("I2FP.F32.S32", "FMUL", "FFMA"))
+    assert (
+        "32 `IMMA`, 96 shared loads, and the scaling's 128 `I2FP`, 128 `FMUL`, 128\n`FFMA`" in text
+    )
+    assert counts[i8, "FMUL"] - counts[row, "FMUL"] == 96 and "(96 `FMUL` fewer)" in text
