@@ -33,7 +33,7 @@ OTHER_DECODE += [(256, 8, 4, 32768)]  # the shape of runs 6-9
 OTHER_DECODE += [(256, 8, 2, kv) for kv in (4096, 32768, 131072)]  # Gemma 3 12B
 OTHER_DECODE += [(256, 1, 4, kv) for kv in (32768, 131072)]  # Gemma 3 270M/1B, the starter
 # Llama 3 at 48k and 64k: between 32k, where a third block a SM costs (kernel-log H), and 131k,
-# where it pays (run 29: it pays from 64k on; 48k places the threshold closer).
+# where it pays (kernel-log K: it pays from 48k on).
 OTHER_DECODE += [(128, 8, 4, kv) for kv in (49152, 65536)]
 
 
@@ -100,7 +100,7 @@ def eval_cases() -> list[str]:
             # 64-wide heads share a block only from 32768 cells of KV on (patch 0004).
             for nr2 in (2, 4):
                 cases.append(_case(head, 2, nr2, 32768, 1, "Q8_0", v))
-            # 128-wide heads, 4 a block, take the 3-blocks-a-SM kernel from 65536 cells on.
+            # 128-wide heads, 4 a block: past the 3-blocks-a-SM kernel's threshold (kernel-log K).
             if head == 128:
                 cases.append(_case(head, 2, 4, 65536, 1, "Q8_0", v))
             # The prompt kernel reading a q8_0 K in place (patch 0005): a whole 512-token batch
