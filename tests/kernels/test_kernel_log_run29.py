@@ -11,6 +11,7 @@ import lzma
 import re
 import statistics
 
+from kernels.isa_proof import DEFAULT_TARGETS
 from tests.kernels.kernel_log_tables import RAW, numbers, perf_times, section, table
 
 Case = tuple[int, int, str]  # cells, tokens, K/V
@@ -229,3 +230,18 @@ def test_the_probes_machine_code_is_what_the_section_says() -> None:
         "32 `IMMA`, 96 shared loads, and the scaling's 128 `I2FP`, 128 `FMUL`, 128\n`FFMA`" in text
     )
     assert counts[i8, "FMUL"] - counts[row, "FMUL"] == 96 and "(96 `FMUL` fewer)" in text
+
+
+def test_0007_leaves_the_radeon_kernels_as_they_are() -> None:
+    """K says 0007 changes no HIP code: its recorded HIP compile has fa.6's 1,200 v_dot4_i32_iu8
+    per q8_0-K pair on every RDNA3 target the rocm-rdna3 package ships."""
+    rows = [
+        line.split()
+        for line in (RAW / "2026-12-04-0007-hip-check.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    targets = {target for _, target, _ in rows}
+    assert targets == set(DEFAULT_TARGETS)  # the rocm-rdna3 variant's targets
+    assert {pair for pair, _, _ in rows} == {"q8_0-f16", "q8_0-q8_0"} and len(rows) == 10
+    assert {int(n) for _, _, n in rows} == {1200}
+    assert "with 1,200\n`v_dot4_i32_iu8` each, as fa.6" in section("K")
