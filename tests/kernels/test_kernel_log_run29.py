@@ -119,6 +119,7 @@ def _ncu(cells: int) -> dict[tuple[str, str], dict[str, float]]:
         "Active Warps Per Scheduler": "active",
         "Eligible Warps Per Scheduler": "eligible",
         "Issued Warp Per Scheduler": "issued",
+        "sm__inst_executed.sum": "instructions",
     }
     values: dict[tuple[str, str], dict[str, list[float]]] = {}
     text = lzma.decompress((RAW / f"2026-12-04-run29-ncu-{cells}.csv.xz").read_bytes()).decode()
@@ -160,6 +161,23 @@ def test_the_stall_table_is_nsights_files() -> None:
         )
         assert float(between) == round(got["between"], 1)
         assert float(l1tex) == round(got["l1tex"], 2)
+    # More instructions with the third block's kernel, by the percentages the text gives.
+    more = {
+        (depth, kv): round(
+            100 * (ncu[depth]["3", kv]["instructions"] / ncu[depth]["0", kv]["instructions"] - 1), 1
+        )
+        for depth in (32768, 131072)
+        for kv in ("q8_0/f16", "q8_0/q8_0")
+    }
+    assert more == {
+        (32768, "q8_0/q8_0"): 9.8,
+        (131072, "q8_0/q8_0"): 9.1,
+        (32768, "q8_0/f16"): 4.0,
+        (131072, "q8_0/f16"): 2.8,
+    }
+    assert "q8_0/q8_0 +9.8% at 32,768 cells and\n+9.1% at 131,072, q8_0/f16 +4.0% and +2.8%" in (
+        section("K")
+    )
     # The reading: a third block raises warps and issue rate; each warp waits longer on loads.
     for depth in (32768, 131072):
         for kv in ("q8_0/f16", "q8_0/q8_0"):
