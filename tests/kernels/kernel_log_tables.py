@@ -4,8 +4,12 @@ are made with (scripts/fa_turns.py), so there is one reader of test-backend-ops'
 
 from __future__ import annotations
 
+import csv
 import importlib.util
+import io
+import lzma
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -48,3 +52,30 @@ def table(text: str, header: str) -> list[list[str]]:
 def numbers(cell: str) -> list[float]:
     """The numbers in a table cell; "17,350,656" is one number, "384, 167, 3" three."""
     return [float(n.replace(",", "")) for n in re.findall(r"\d+(?:,\d{3})*(?:\.\d+)?", cell)]
+
+
+@dataclass(frozen=True)
+class NcuRow:
+    """One row of the Nsight Compute CSV that scripts/fa_prompt_run.sh's `ncuv` writes: the
+    variant it put first, then ncu's own columns (kernel, metric, value, and, with NCU_SECTIONS,
+    the rules' descriptions after them)."""
+
+    variant: str
+    kernel: str
+    metric: str
+    value: str
+    rules: tuple[str, ...]
+
+    def number(self) -> float:
+        return float(self.value.replace(",", ""))
+
+
+def ncu_rows(name: str) -> list[NcuRow]:
+    """The metric rows of the raw file `name` (plain or .xz), header rows left out."""
+    data = (RAW / name).read_bytes()
+    text = (lzma.decompress(data) if name.endswith(".xz") else data).decode()
+    return [
+        NcuRow(row[0], row[5], row[13], row[15], tuple(row[16:]))
+        for row in csv.reader(io.StringIO(text))
+        if len(row) > 15 and row[1] != "ID"
+    ]

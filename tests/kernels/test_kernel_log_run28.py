@@ -4,11 +4,10 @@ profiled by Nsight Compute), and the section's conclusions follow from them."""
 
 from __future__ import annotations
 
-import csv
 import re
 import statistics
 
-from tests.kernels.kernel_log_tables import RAW, numbers, perf_times, section, table
+from tests.kernels.kernel_log_tables import RAW, ncu_rows, numbers, perf_times, section, table
 
 Case = tuple[int, str]  # cells, K/V
 
@@ -64,12 +63,11 @@ def test_the_candidate_is_not_worth_shipping_and_v_does_not_limit_at_32k() -> No
 
 
 def _ncu(variant: str, metric: str) -> list[float]:
-    with (RAW / "2026-12-04-run28-f16-ncu.csv").open(newline="") as file:
-        return [
-            float(row[-1].replace(",", ""))
-            for row in csv.reader(file)
-            if row[0] == variant and len(row) > 6 and row[-3] == metric
-        ]
+    return [
+        row.number()
+        for row in ncu_rows("2026-12-04-run28-f16-ncu.csv")
+        if row.variant == variant and row.metric == metric
+    ]
 
 
 def test_the_f16_table_is_the_raw_files() -> None:

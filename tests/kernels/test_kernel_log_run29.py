@@ -5,14 +5,18 @@ make the in-place prompt path the default) follow from them."""
 
 from __future__ import annotations
 
-import csv
-import io
-import lzma
 import re
 import statistics
 
 from kernels.isa_proof import DEFAULT_TARGETS
-from tests.kernels.kernel_log_tables import RAW, numbers, perf_times, section, table
+from tests.kernels.kernel_log_tables import (
+    RAW,
+    ncu_rows,
+    numbers,
+    perf_times,
+    section,
+    table,
+)
 
 Case = tuple[int, int, str]  # cells, tokens, K/V
 
@@ -127,20 +131,15 @@ def _ncu(cells: int) -> dict[tuple[str, str], dict[str, float]]:
         "sm__inst_executed.sum": "instructions",
     }
     values: dict[tuple[str, str], dict[str, list[float]]] = {}
-    text = lzma.decompress((RAW / f"2026-12-04-run29-ncu-{cells}.csv.xz").read_bytes()).decode()
-    for row in csv.reader(io.StringIO(text)):
-        kernel = (
-            re.search(r"flash_attn_ext_vec<128, 1, 4, 8, (\d), 0", row[5])
-            if len(row) > 16
-            else None
-        )
-        if not kernel or row[1] == "ID":
+    for row in ncu_rows(f"2026-12-04-run29-ncu-{cells}.csv.xz"):
+        kernel = re.search(r"flash_attn_ext_vec<128, 1, 4, 8, (\d), 0", row.kernel)
+        if not kernel:
             continue
-        key = (row[0], {"8": "q8_0/q8_0", "1": "q8_0/f16"}[kernel.group(1)])
+        key = (row.variant, {"8": "q8_0/q8_0", "1": "q8_0/f16"}[kernel.group(1)])
         got = values.setdefault(key, {})
-        if row[13] in metric:
-            got.setdefault(metric[row[13]], []).append(float(row[15].replace(",", "")))
-        for cell in row[16:]:
+        if row.metric in metric:
+            got.setdefault(metric[row.metric], []).append(row.number())
+        for cell in row.rules:
             stall = re.search(
                 r"spends ([\d.]+) cycles being stalled waiting for a scoreboard dependency on a "
                 r"L1TEX.*?total average of ([\d.]+) cycles",
