@@ -167,9 +167,10 @@ import csv
 import sys
 
 for row in csv.reader(open(sys.argv[1])):
-    # variant, then ncu's columns: ID, process, name, host, kernel, ..., metric name, unit, value
-    if len(row) > 6 and row[0] == sys.argv[2]:
-        print(row[0], row[1], row[5].split(">(")[0].replace("void flash_attn_ext_vec", "")[-60:], row[-3], row[-1])
+    # variant, then ncu's columns: ID, process, name, host, kernel, ..., metric name (13), unit,
+    # value (15), and with NCU_SECTIONS the rules' descriptions after them
+    if len(row) > 15 and row[0] == sys.argv[2] and row[1] != "ID":
+        print(row[0], row[1], row[5].split(">(")[0].replace("void flash_attn_ext_vec", "")[-60:], row[13], row[15])
 PY
 }
 
