@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 import statistics
+from pathlib import Path
 
+from kernels import patch_set
 from kernels.isa_proof import DEFAULT_TARGETS
 from tests.kernels.kernel_log_tables import (
     RAW,
@@ -209,8 +211,10 @@ def test_the_prefetch_candidate_leaves_the_in_place_path_slower_than_the_copy() 
 
 
 def _added_lines(name: str) -> list[str]:
-    text = (RAW / name).read_text()
-    return [line[1:] for line in text.splitlines() if line.startswith("+") and line[1:2] != "+"]
+    """The new side of every hunk, as the patch set's own parser (which the device script's XPATCH
+    applies with) reads the file."""
+    patch = patch_set.parse((RAW / name).read_text(), Path(name).stem)
+    return [line for f in patch.files for hunk in f.hunks for line in hunk.new]
 
 
 def test_the_patch_ready_for_0007_is_the_measured_kernel_with_the_lower_threshold() -> None:
