@@ -41,10 +41,10 @@ says nothing about speed.
 Source: llama-cpp-python {version} as published, without KV Studio's kernel patches; sha256 over
 the files the instances compile from (`ggml/include`, `ggml/src`'s own files, `ggml/src/ggml-cuda`)
 `{sources}`. The CUDA builds ship these kernels with the patches (kernels/patches): read from
-the cuda-hopper package's libggml-cuda.so on the H200 (`kvstudio-fa.6`, 2026-12-04), they are
-18 kernels per q8_0-K pair with 1,200 IDP.4A in all: the 12 per pair below, with the same
-counts, and six that share a block among heads (docs/kernel-log.md, sections F and I); the RDNA3
-page counts the patched kernels.
+the cuda-hopper package's libggml-cuda.so on the H200 (`kvstudio-fa.7`, 2026-12-04), they are
+19 kernels per q8_0-K pair with 1,328 IDP.4A in all: the 12 per pair below, with the same
+counts, six that share a block among heads, and the long-context one of those with 3 blocks per
+SM (docs/kernel-log.md, sections F, I and L); the RDNA3 page counts the patched kernels.
 Toolchain: {toolchain}.
 
 Verdict: **{verdict}**

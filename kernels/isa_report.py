@@ -29,10 +29,11 @@ GGML_TYPE_NAMES = {
 
 _LABEL = re.compile(r"^[0-9a-f]+ <(?P<symbol>[^>]+)>:$")
 # Upstream: <D, ncols, K, V, softcap>. With kernels/patches 0003: <D, ncols1, ncols2, K, V,
-# softcap>, ncols2 being the Q heads of a GQA group that share one block.
+# softcap>, ncols2 being the Q heads of a GQA group that share one block; with 0007 a last
+# long_kv flag (the 3-blocks-per-SM instance launched at long context).
 _FA_VEC = re.compile(
     r"flash_attn_ext_vec<(?P<d>\d+), (?P<ncols>\d+), (?:(?P<heads>\d+), )?\(ggml_type\)(?P<k>\d+), "
-    r"\(ggml_type\)(?P<v>\d+), (?P<softcap>true|false)>"
+    r"\(ggml_type\)(?P<v>\d+), (?P<softcap>true|false)(?:, (?P<long_kv>true|false))?>"
 )
 
 
@@ -54,12 +55,14 @@ class FaVecKernel:
     v_type: str
     softcap: bool
     heads: int = 1  # Q heads of a GQA group per block (kernels/patches 0003)
+    long_kv: bool = False  # the instance launched from a long KV on (kernels/patches 0007)
 
     @property
     def label(self) -> str:
         heads = f" heads={self.heads}" if self.heads > 1 else ""
         softcap = " softcap" if self.softcap else ""
-        return f"D={self.head_size} ncols={self.ncols}{heads}{softcap}"
+        long_kv = " long-kv" if self.long_kv else ""
+        return f"D={self.head_size} ncols={self.ncols}{heads}{softcap}{long_kv}"
 
     @property
     def skipped_by_llama_cpp(self) -> bool:
@@ -177,6 +180,7 @@ def fa_vec_kernel(demangled: str) -> FaVecKernel | None:
         GGML_TYPE_NAMES.get(v, f"type{v}"),
         match["softcap"] == "true",
         int(match["heads"] or 1),
+        match["long_kv"] == "true",
     )
 
 

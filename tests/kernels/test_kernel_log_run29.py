@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kernels import patch_set
 from kernels.isa_proof import DEFAULT_TARGETS
+from kernels.patch_set import PATCH_DIR
 from tests.kernels.kernel_log_tables import (
     RAW,
     ncu_rows,
@@ -210,18 +211,18 @@ def test_the_prefetch_candidate_leaves_the_in_place_path_slower_than_the_copy() 
     assert "2268/2274 tests passed" in (RAW / "2026-12-04-run29-mma-eval.txt").read_text()
 
 
-def _added_lines(name: str) -> list[str]:
+def _added_lines(path: Path) -> list[str]:
     """The new side of every hunk, as the patch set's own parser (which the device script's XPATCH
     applies with) reads the file."""
-    patch = patch_set.parse((RAW / name).read_text(), Path(name).stem)
+    patch = patch_set.parse(path.read_text(), path.stem)
     return [line for f in patch.files for hunk in f.hunks for line in hunk.new]
 
 
-def test_the_patch_ready_for_0007_is_the_measured_kernel_with_the_lower_threshold() -> None:
-    """Section K proposes 0007 = run 30's candidate with the threshold at 49,152: the code it adds
+def test_patch_0007_is_the_measured_kernel_with_the_lower_threshold() -> None:
+    """Patch 0007 is run 30's candidate with the threshold at 49,152 (section K): the code it adds
     is the candidate's line for line, but for the threshold and the comment citing the runs."""
-    measured = _added_lines("2026-12-04-run30-vec-long-kv.patch.txt")
-    ready = _added_lines("2026-12-04-0007-fattn-vec-long-kv-3-blocks.patch.txt")
+    measured = _added_lines(RAW / "2026-12-04-run30-vec-long-kv.patch.txt")
+    ready = _added_lines(PATCH_DIR / "0007-fattn-vec-long-kv-3-blocks.patch")
 
     def code(lines: list[str]) -> list[str]:
         return [line for line in lines if not line.lstrip().startswith("//")]

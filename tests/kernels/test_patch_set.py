@@ -65,7 +65,7 @@ def test_the_patches_are_numbered_described_and_touch_only_the_fa_kernels() -> N
 def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
     before = _sources(llama_cpp)
     applied = patch_set.apply(llama_cpp)
-    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003", "0004", "0005", "0006"]
+    assert [p.name[:4] for p in applied] == ["0001", "0002", "0003", "0004", "0005", "0006", "0007"]
     vec = (llama_cpp / CUDA / "fattn-vec.cuh").read_text()
     common = (llama_cpp / CUDA / "fattn-common.cuh").read_text()
     mma = (llama_cpp / CUDA / "fattn-mma-f16.cuh").read_text()
@@ -84,6 +84,9 @@ def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
     eight_byte = "const uint2   * w    = (const uint2 *) (addr & ~uintptr_t(7));"
     assert eight_byte in common
     assert common.index("#ifndef GGML_USE_HIP") < common.index(eight_byte)
+    # 0007: from 49,152 cells on, one token with 4 q8_0-K heads of 128 runs 3 blocks per SM
+    assert "long_kv ? 3 : (ncols2*D > 256 ? 2 : 3))" in vec
+    assert 'getenv("KVSTUDIO_FA_VEC_LONG_KV_FROM")' in vec and "(int64_t) 49152" in vec
     changed = {name for name, data in _sources(llama_cpp).items() if data != before[name]}
     assert changed == {"fattn-vec.cuh", "fattn-common.cuh", "fattn-mma-f16.cuh", "fattn.cu"}
 
@@ -178,11 +181,11 @@ def _manifest(record: str, **fields: object) -> str:
 def test_the_manifest_says_which_kernel_the_package_carries() -> None:
     old_rocm = "rocm-rdna3-gfx1100.json"  # recorded before the field: llama.cpp's own kernels
     assert parse_manifest(_manifest(old_rocm)).kernel == "upstream"
-    # Both GPU packages rebuilt with patches 0001-0006 (docs/kernel-log.md I): rocm-rdna3 here,
+    # Both GPU packages rebuilt with patches 0001-0007 (docs/kernel-log.md L): rocm-rdna3 here,
     # cuda-hopper on the H200.
-    assert parse_manifest(_manifest("rocm-rdna3.json")).kernel == "kvstudio-fa.6"
+    assert parse_manifest(_manifest("rocm-rdna3.json")).kernel == "kvstudio-fa.7"
     cuda = "cuda-hopper.json"
-    assert parse_manifest(_manifest(cuda)).kernel == "kvstudio-fa.6"
+    assert parse_manifest(_manifest(cuda)).kernel == "kvstudio-fa.7"
     assert parse_manifest(_manifest("vulkan.json")).kernel == ""
     assert parse_manifest(_manifest(cuda, kernel="kvstudio-fa.3")).kernel == "kvstudio-fa.3"
     with pytest.raises(BadPackageError, match=r"^The package's kernel version is not a short"):

@@ -1,9 +1,9 @@
 """The kernel end to end on an H200 (docs/kernel-log.md, "End to end through the app" and I): the
 recordings `kvstudio bench --record` saved there, opened on the dashboard as a user would, name
 the Flash Attention kernels each was measured with, and show what docs/kernel-log.md says: with
-the patched kernels (kvstudio-fa.3; kvstudio-fa.6 at 131,072) an 8-bit K cache decodes faster
-than f16 at depths 32,768 and 131,072, with upstream's slower; the table the dashboard shows is
-the bench's own saved result."""
+the patched kernels (kvstudio-fa.3; kvstudio-fa.6 and fa.7 at 131,072) an 8-bit K cache decodes
+faster than f16 at depths 32,768 and 131,072, with upstream's slower; the table the dashboard
+shows is the bench's own saved result."""
 
 from __future__ import annotations
 
@@ -33,8 +33,15 @@ DECODE_VS_F16 = {
     ("upstream", "f16", "128k"): (0.73, 0.60),
     # Patch 0006 (K read in 8-byte loads), one run on 2026-12-04: docs/kernel-log.md I.
     ("fa6", "f16", "128k"): (1.31, 1.29),
+    # Patch 0007 (a third block per SM from 49,152 cells), one run on 2026-12-04: L.
+    ("fa7", "f16", "128k"): (1.42, 1.33),
 }
-KERNEL = {"patched": "kvstudio-fa.3", "upstream": "upstream", "fa6": "kvstudio-fa.6"}
+KERNEL = {
+    "patched": "kvstudio-fa.3",
+    "upstream": "upstream",
+    "fa6": "kvstudio-fa.6",
+    "fa7": "kvstudio-fa.7",
+}
 DEPTH = {"32k": "32,768", "128k": "131,072"}
 
 
@@ -61,6 +68,6 @@ def test_the_recording_names_its_kernel_and_shows_the_bench_result(
     assert shown == {m["mode"]: m["decode_tokens_per_second"] for m in saved["modes"]}
     ratios = tuple(round(shown[m] / shown["f16/f16"], 2) for m in ("q8_0/f16", "q8_0/q8_0"))
     assert ratios == DECODE_VS_F16[(build, weights, depth)]
-    # The claim itself: patched (fa.3, fa.6), both 8-bit modes decode faster than f16; upstream,
-    # slower.
+    # The claim itself: patched (fa.3, fa.6, fa.7), both 8-bit modes decode faster than f16;
+    # upstream, slower.
     assert (max(ratios) < 1) if build == "upstream" else (min(ratios) > 1)
