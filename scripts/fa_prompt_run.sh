@@ -199,7 +199,8 @@ run = json.load(open(sys.argv[1]))
 print("fa_kernel", run.get("fa_kernel"))
 for m in run["modes"]:
     print(m["mode"], "compute buffer", m["compute_buffer_mib"], "MiB; KV saved", m["kv_saving_mib"],
-          "peak saved", m["peak_saving_mib"], "=", m["peak_saving_of_kv_saving_percent"], "%")
+          "peak saved", m["peak_saving_mib"], "=", m["peak_saving_of_kv_saving_percent"], "%",
+          "| by buffer:", run.get("compute_buffers", {}).get(m["mode"]))
 EOF
 }
 

@@ -34,6 +34,9 @@ class ModeResult:
     k_mib: float = 0.0
     v_mib: float = 0.0
     compute_buffer_bytes: int = 0
+    # (buffer, MiB) as llama.cpp printed each compute buffer ("CUDA0", "CUDA_Host", "CPU"): which
+    # side of the PCIe bus a difference between two modes' buffers lies on
+    compute_buffers: tuple[tuple[str, float], ...] = ()
     load_seconds: float = 0.0
     baseline_memory_bytes: int | None = None  # engine started, nothing loaded
     memory_after_load_bytes: int | None = None
@@ -64,6 +67,7 @@ class ModeResult:
         self.k_mib = round(sum(c.k_mib for c in loaded.kv_caches), 2)
         self.v_mib = round(sum(c.v_mib for c in loaded.kv_caches), 2)
         self.compute_buffer_bytes = sum(b.bytes for b in loaded.compute_buffers)
+        self.compute_buffers = tuple((b.device, b.mib) for b in loaded.compute_buffers)
         self.kv_lines = tuple(c.line for c in loaded.kv_caches)
         self.warnings = tuple(f"{w.kind}: {w.text}" for w in loaded.warnings)
 
@@ -133,7 +137,16 @@ class SavedComparison(TypedDict):
     seconds: float
     modes: list[CompareRow]
     kv_lines: dict[str, list[str]]  # by mode label
+    compute_buffers: NotRequired[dict[str, dict[str, float]]]  # mode label -> buffer -> MiB
     recording: NotRequired[RecordingFile]
+
+
+def _by_buffer(buffers: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """MiB per buffer name; a name printed twice (one per reserve) is summed, as the total is."""
+    out: dict[str, float] = {}
+    for name, mib in buffers:
+        out[name] = round(out.get(name, 0.0) + mib, 2)
+    return out
 
 
 def run_title(data: Mapping[str, object]) -> str:
@@ -261,6 +274,7 @@ class CompareResult:
             "seconds": round(self.seconds, 1),
             "modes": self.rows(),
             "kv_lines": {m.mode.label: list(m.kv_lines) for m in self.modes},
+            "compute_buffers": {m.mode.label: _by_buffer(m.compute_buffers) for m in self.modes},
         }
         if include_recording and self.recording is not None:
             data["recording"] = self.recording.to_dict()

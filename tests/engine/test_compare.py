@@ -78,6 +78,11 @@ def test_int8_k_allocation_is_exactly_34_of_64(compared, starter_model_path):
         ]
         assert printed == computed, mode.mode
     rows = {r["mode"]: r for r in result.rows()}
+    # Each compute buffer as llama.cpp printed it, saved beside the total: here the CPU's only.
+    saved = result.to_dict()["compute_buffers"]
+    for label, row in rows.items():
+        assert list(saved[label]) == ["CPU"] and saved[label]["CPU"] > 0
+        assert sum(saved[label].values()) == pytest.approx(row["compute_buffer_mib"], abs=0.01)
     assert rows["q8_0/f16"]["kv_saving_percent"] == pytest.approx(23.4, abs=0.1)
     assert rows["q8_0/q8_0"]["kv_saving_percent"] == pytest.approx(46.9, abs=0.1)
 
