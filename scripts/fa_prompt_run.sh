@@ -16,7 +16,9 @@
 #   bench:N   kvstudio bench on the random Llama-3-8B-shaped f16 model (written beside the first
 #             build), context 131,072, depth 32,768, 2,048 prompt and 128 decoded tokens, the
 #             three modes with quality -> bench-N.json/.csv/.log/-recording.json (BENCH_DEPTH and BENCH_CTX
-#             change the depth and the context: 131072 and 133120 for the deepest)
+#             change the depth and the context: 131072 and 133120 for the deepest;
+#             BENCH_WEIGHTS=q4_k_m benches the model quantized to Q4_K_M, made once by
+#             scripts/quantize_gguf.py with this build's libllama)
 #   keep:N    copy the tree's bin/ (test-backend-ops and the libraries of build N) to /tmp/bin-N
 #   perfk:N   test-backend-ops perf from /tmp/bin-N (so two builds can be timed in turn, A B A B)
 #             -> perfk-N.txt (perfk-N$PERFK_TAG.txt, its lines labelled N$PERFK_TAG), appended per
@@ -187,8 +189,19 @@ bench() {
   while [ ! -f "$O/make-model.log" ] || ! grep -q "model exit" "$O/make-model.log"; do
     [ -f "$MODEL" ] && break; sleep 2; done
   tail -2 "$O/make-model.log" >>"$LOG" 2>/dev/null
-  stamp "bench $1"
-  PYTHONPATH="$PKG:/tmp/site:$PWD" python3 -m app bench "$MODEL" --ctx "${BENCH_CTX:-131072}" --depth "${BENCH_DEPTH:-32768}" \
+  local model="$MODEL"
+  if [ "${BENCH_WEIGHTS:-f16}" = q4_k_m ]; then
+    # The weights users run (and the reference run measured): the f16 model quantized
+    # once by llama.cpp's own quantizer, from this build's libllama.
+    model=/tmp/llama3-8b-shapes-random-q4_k_m.gguf
+    if [ ! -f "$model" ]; then
+      stamp "quantize to Q4_K_M"
+      PYTHONPATH="$PKG:/tmp/site:$PWD" python3 scripts/quantize_gguf.py "$MODEL" "$model" \
+        >>"$LOG" 2>"$O/quantize.log" || { stamp "quantize failed"; return 1; }
+    fi
+  fi
+  stamp "bench $1 ($model)"
+  PYTHONPATH="$PKG:/tmp/site:$PWD" python3 -m app bench "$model" --ctx "${BENCH_CTX:-131072}" --depth "${BENCH_DEPTH:-32768}" \
     --prompt-tokens 2048 --gen-tokens 128 --json --csv "$O/bench-$1.csv" --force \
     --record "$O/bench-$1-recording.json" >"$O/bench-$1.json" 2>"$O/bench-$1.log"
   stamp "bench $1 exit $?"
