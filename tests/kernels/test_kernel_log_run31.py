@@ -78,6 +78,13 @@ def test_0007_pays_at_131072_and_costs_nothing_at_32768() -> None:
         "decodes 1.42x f16/f16's speed with K=q8_0/V=f16 and 1.33-1.37x with K=V=q8_0 "
         "(side by side with fa.6's kernel in one build: 7.5% and 4.2% faster)" in readme
     )
+    # The prompt columns, slower with q8_0 K because the script asks for the in-place path.
+    prompt = {m: float(turns[0][m]["prompt_tokens_per_second"]) for m in turns[0]}
+    shown = ", ".join(f"{prompt[m]:,.1f}" for m in ("q8_0/f16", "q8_0/q8_0", "f16/f16"))
+    assert shown == "2,033.6, 1,989.2, 3,177.9"
+    assert "turn 0: 2,033.6 and 1,989.2 against 3,177.9 tokens/s" in text
+    low, high = sorted(prompt[m] / prompt["f16/f16"] for m in ("q8_0/f16", "q8_0/q8_0"))
+    assert f"{low:.2f}-{high:.2f}x" == "0.63-0.64x" and "0.63-0.64x f16's prompt speed" in text
     # Quality as fa.6 (run 27): the same KL and top-1 in every turn.
     for modes in turns.values():
         assert modes["q8_0/f16"]["top1_agreement"] == "98.73"
