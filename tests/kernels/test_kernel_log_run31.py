@@ -172,3 +172,40 @@ def test_the_fa7_package_holds_the_long_kv_kernel() -> None:
     )
     assert f"kvstudio-fa.7 kernels: {shipped} `IDP.4A` per q8_0-K pair" in docs["docs/install.md"]
     assert f"{shipped} `IDP.4A` in the q8_0-f16 and in the q8_0-q8_0" in docs["docs/backends.md"]
+
+
+def _ncu_metric(name: str, kernel: str, metric: str) -> float:
+    values = [
+        row.number()
+        for row in ncu_rows(name)
+        if row.metric == metric and row.kernel.split("(")[0].removeprefix("void ") == kernel
+    ]
+    return statistics.median(values)
+
+
+def test_what_holds_k_v_q8_0_back_is_what_nsight_read() -> None:
+    """L's reading of the 131,072-cell profile: V=f16 near the DRAM limit, V=q8_0 far from it,
+    with 2.5x the load requests."""
+    raw, text = "2026-12-04-run31-ncu-def-131072.csv.xz", _text()
+    q8q8, q8f16 = (f"flash_attn_ext_vec<128, 1, 4, 8, {v}, 0, 1>" for v in (8, 1))
+
+    def m(kernel: str, metric: str) -> float:
+        return _ncu_metric(raw, kernel, metric)
+
+    dram = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+    read = "dram__bytes_read.sum"
+    requests = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+    sectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+    assert (
+        f"q8_0/f16 reads {m(q8f16, read) / 1e6:.1f} MB from DRAM at {m(q8f16, dram):.1f}%" in text
+    )
+    assert f"q8_0/q8_0 only {m(q8q8, read) / 1e6:.1f} MB, yet at {m(q8q8, dram):.1f}%" in text
+    ratio = m(q8q8, requests) / m(q8f16, requests)
+    assert (
+        f"{m(q8q8, requests) / 1e6:.2f} million global load requests against "
+        f"{m(q8f16, requests) / 1e6:.2f} million ({ratio:.1f}x)" in text
+    )
+    assert f"{m(q8q8, sectors) / 1e6:.1f} against {m(q8f16, sectors) / 1e6:.1f} million" in text
+    time = m(q8q8, "gpu__time_duration.sum") / 1000
+    at_f16_rate = time * m(q8q8, dram) / m(q8f16, dram)
+    assert f"take {at_f16_rate:.1f} us instead of {time:.2f}, {at_f16_rate / time:.2f}x" in text
