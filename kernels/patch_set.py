@@ -9,8 +9,11 @@ kernel version, e.g. "kvstudio-fa.3" for the first three.
 The applier is plain Python (no `patch` or `git` needed) and strict: each hunk must match the
 source exactly, at its line or, failing that, at exactly one other place, or nothing is written.
 
-    python3 -m kernels.patch_set apply LLAMA_CPP_OR_SDIST_DIR [N]
+    python3 -m kernels.patch_set apply LLAMA_CPP_OR_SDIST_DIR [N [EXTRA.patch]]
     python3 -m kernels.patch_set list
+
+EXTRA is one more patch applied after the first N, an experiment kept outside kernels/patches (the
+device scripts' XPATCH); the kernel version printed is still that of the N.
 """
 
 from __future__ import annotations
@@ -141,10 +144,13 @@ def llama_cpp_root(folder: Path) -> Path:
     return vendored if (vendored / "ggml").is_dir() else folder
 
 
-def apply(folder: Path, count: int | None = None) -> list[Patch]:
-    """Apply the first `count` patches (default: all) to llama.cpp in `folder`; all or nothing."""
+def apply(folder: Path, count: int | None = None, extra: Path | None = None) -> list[Patch]:
+    """Apply the first `count` patches (default: all) to llama.cpp in `folder`, then the patch
+    file `extra` if given (an experiment kept outside kernels/patches); all or nothing."""
     root = llama_cpp_root(folder)
     patches = load_patches()[:count]
+    if extra is not None:
+        patches.append(parse(extra.read_text(encoding="utf-8"), extra.stem))
     edited: dict[Path, list[str]] = {}
     for patch in patches:
         for file_patch in patch.files:
@@ -187,12 +193,13 @@ def main(argv: list[str]) -> int:
             for patch in load_patches():
                 print(f"{patch.name}: {patch.summary}")
             return 0
-        if argv[:1] == ["apply"] and len(argv) in (2, 3):
-            count = int(argv[2]) if len(argv) == 3 else None
-            applied = apply(Path(argv[1]), count)
+        if argv[:1] == ["apply"] and len(argv) in (2, 3, 4):
+            count = int(argv[2]) if len(argv) >= 3 else None
+            extra = Path(argv[3]) if len(argv) == 4 else None
+            applied = apply(Path(argv[1]), count, extra)
             print(
                 f"applied {', '.join(p.name for p in applied) or 'no patch'}: "
-                f"kernel {kernel_version(len(applied))}"
+                f"kernel {kernel_version(len(applied) - (extra is not None))}"
             )
             return 0
     except PatchError as error:

@@ -74,23 +74,7 @@ if [ ! -d "$PRISTINE" ]; then
 fi
 stage() {
   rm -rf "$STAGE" && cp -r "$PRISTINE" "$STAGE" || return 1
-  python3 -m kernels.patch_set apply "$STAGE" "$1" >>"$LOG" || return 1
-  if [ -n "${XPATCH:-}" ]; then
-    python3 - "$STAGE" "$XPATCH" >>"$LOG" <<'EOF' || return 1
-import sys
-from pathlib import Path
-
-from kernels import patch_set
-
-root, path = Path(sys.argv[1]), Path(sys.argv[2])
-patch = patch_set.parse(path.read_text(encoding="utf-8"), path.stem)
-for file_patch in patch.files:
-    target = root / file_patch.path
-    lines = target.read_text(encoding="utf-8").split("\n")
-    target.write_text("\n".join(patch_set._apply_file(lines, file_patch, patch.name)), encoding="utf-8")
-print(f"applied {path.name} on top")
-EOF
-  fi
+  python3 -m kernels.patch_set apply "$STAGE" "$1" ${XPATCH:+"$XPATCH"} >>"$LOG" || return 1
   python3 scripts/fa_tune_source.py "$STAGE" perf-cases && python3 scripts/fa_tune_source.py "$STAGE" eval-cases || return 1
   for f in $EDITED; do cmp -s "$STAGE/$f" "$SRC/$f" || cp "$STAGE/$f" "$SRC/$f"; done
 }

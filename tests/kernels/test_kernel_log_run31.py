@@ -209,3 +209,31 @@ def test_what_holds_k_v_q8_0_back_is_what_nsight_read() -> None:
     time = m(q8q8, "gpu__time_duration.sum") / 1000
     at_f16_rate = time * m(q8q8, dram) / m(q8f16, dram)
     assert f"take {at_f16_rate:.1f} us instead of {time:.2f}, {at_f16_rate / time:.2f}x" in text
+
+
+def test_the_next_candidates_load_counts_are_its_machine_code() -> None:
+    """The run-32 candidate's header: per thread and tile, 32 8-byte and 16 2-byte V loads instead
+    of 96 2-byte ones, and 2,816 instructions in the kernel instead of 2,544 (the recorded local
+    sm_90 compile)."""
+    counts = {
+        (build, op): int(n)
+        for build, op, n in (
+            line.split()
+            for line in (RAW / "2026-12-04-run32-v8-sass.txt").read_text().splitlines()
+            if not line.startswith("#")
+        )
+    }
+    header = " ".join(
+        (RAW / "2026-12-04-run32-vec-v8-candidate.patch.txt")
+        .read_text()
+        .split("diff --git")[0]
+        .split()
+    )
+    # K's 20 8-byte loads and the mask's 2-byte ones are in both builds.
+    assert counts["candidate", "LD.E.64"] - counts["fa7", "LD.E.64"] == 32
+    assert counts["fa7", "LDG.E.U16"] - counts["candidate", "LDG.E.U16"] == 96 - 16
+    assert "32 8-byte and 16 2-byte V loads instead of 96 2-byte ones" in header
+    assert (
+        f"machine code has {counts['candidate', 'total']:,} instructions instead of "
+        f"{counts['fa7', 'total']:,}" in header
+    )

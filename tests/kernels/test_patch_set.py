@@ -92,6 +92,26 @@ def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
 
 
 @pytest.mark.slow
+def test_an_experiment_applies_after_the_set_and_keeps_its_version(llama_cpp: Path) -> None:
+    """The device scripts' XPATCH: one more patch file after the first N, all or nothing, and the
+    version printed is the N's (the build names the experiment separately)."""
+    candidate = ROOT / "docs" / "kernel-log" / "2026-12-04-run32-vec-v8-candidate.patch.txt"
+    apply = [sys.executable, "-m", "kernels.patch_set", "apply", str(llama_cpp)]
+    result = subprocess.run([*apply, "7", str(candidate)], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith(": kernel kvstudio-fa.7\n")
+    vec = (llama_cpp / CUDA / "fattn-vec.cuh").read_text()
+    common = (llama_cpp / CUDA / "fattn-common.cuh").read_text()
+    assert "(long_kv && type_V == GGML_TYPE_Q8_0 ? 8 : 4)" in vec  # 0007's kernel, changed
+    assert "__funnelshift_r(low ? lo.x : lo.y, low ? lo.y : hi.x, sh)" in common
+    # Applied twice, the set's first patch no longer matches: refused, nothing written.
+    before = _sources(llama_cpp)
+    result = subprocess.run([*apply, "7", str(candidate)], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 2 and result.stderr.startswith("kernels: 0001-")
+    assert _sources(llama_cpp) == before
+
+
+@pytest.mark.slow
 def test_the_first_n_patches_only(llama_cpp: Path) -> None:
     before = _sources(llama_cpp)
     assert patch_set.apply(llama_cpp, 0) == []
