@@ -46,7 +46,7 @@ def test_a_vulkan_build_without_a_visible_gpu_is_not_usable():
 def test_the_cuda_package_is_verified_from_its_recorded_counts():
     result = judged("cuda-hopper", CUDA_LINE, ("CUDA0",))
     assert result.ok, result.problems
-    assert result.counts == {"sm_90": {"f16-f16": 0, "q8_0-f16": 1200, "q8_0-q8_0": 1200}}
+    assert result.counts == {"sm_90": {"f16-f16": 0, "q8_0-f16": 1328, "q8_0-q8_0": 1328}}
     assert result.counts_source == "recorded in the manifest when the package was built"
 
 
