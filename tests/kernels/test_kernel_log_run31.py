@@ -215,14 +215,13 @@ def test_the_next_candidates_load_counts_are_its_machine_code() -> None:
     """The run-32 candidate's header: per thread and tile, 32 8-byte and 16 2-byte V loads instead
     of 96 2-byte ones, and 2,816 instructions in the kernel instead of 2,544 (the recorded local
     sm_90 compile)."""
-    counts = {
-        (build, op): int(n)
-        for build, op, n in (
-            line.split()
-            for line in (RAW / "2026-12-04-run32-v8-sass.txt").read_text().splitlines()
-            if not line.startswith("#")
-        )
-    }
+    lines = [
+        line.split()
+        for line in (RAW / "2026-12-04-run32-v8-sass.txt").read_text().splitlines()
+        if not line.startswith("#")
+    ]
+    counts = {(build, op): int(n) for build, op, *n in lines if op != "load-groups" for n in n}
+    groups = {build: [int(g) for g in rest] for build, op, *rest in lines if op == "load-groups"}
     header = " ".join(
         (RAW / "2026-12-04-run32-vec-v8-candidate.patch.txt")
         .read_text()
@@ -237,3 +236,17 @@ def test_the_next_candidates_load_counts_are_its_machine_code() -> None:
         f"machine code has {counts['candidate', 'total']:,} instructions instead of "
         f"{counts['fa7', 'total']:,}" in header
     )
+    # L's reading of the load groups: how many loads, in how many groups, how many of 1-2 loads.
+    text = _text()
+    said = {
+        "fa7": "fa.7's long-KV kernel issues its {} global loads in {} groups (loads in a row "
+        "before the next multiply-add), {} of them of one or two loads",
+        "candidate": "The candidate issues {} loads in {} groups, {} of one or two",
+    }
+    for build, sentence in said.items():
+        loads = counts[build, "LD.E.64"] + sum(
+            n for (b, op), n in counts.items() if b == build and op.startswith("LDG")
+        )
+        assert sum(groups[build]) == loads  # every load is in a group
+        small = sum(1 for g in groups[build] if g <= 2)
+        assert sentence.format(loads, len(groups[build]), small) in text
