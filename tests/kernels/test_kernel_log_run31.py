@@ -220,8 +220,9 @@ def test_the_next_candidates_load_counts_are_its_machine_code() -> None:
         for line in (RAW / "2026-12-04-run32-v8-sass.txt").read_text().splitlines()
         if not line.startswith("#")
     ]
-    counts = {(build, op): int(n) for build, op, *n in lines if op != "load-groups" for n in n}
-    groups = {build: [int(g) for g in rest] for build, op, *rest in lines if op == "load-groups"}
+    # "build opcode count" lines, then one "build load-groups n n n ..." line per build.
+    counts = {(line[0], line[1]): int(line[2]) for line in lines if line[1] != "load-groups"}
+    groups = {line[0]: [int(g) for g in line[2:]] for line in lines if line[1] == "load-groups"}
     header = " ".join(
         (RAW / "2026-12-04-run32-vec-v8-candidate.patch.txt")
         .read_text()
