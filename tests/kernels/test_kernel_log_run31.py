@@ -91,14 +91,23 @@ def test_0007_pays_at_131072_and_costs_nothing_at_32768() -> None:
         assert modes["q8_0/q8_0"]["top1_agreement"] == "97.25"
 
 
-def _ncu_medians(name: str) -> dict[str, float]:
-    """Median us per kernel instance (its name up to the arguments) of one ncuv file."""
-    times: dict[str, list[float]] = {}
+TIME = "gpu__time_duration.sum"  # ns
+
+
+def _ncu_medians(name: str) -> dict[tuple[str, str], float]:
+    """Median per (kernel instance, its name up to the arguments; metric) of one ncuv file."""
+    values: dict[tuple[str, str], list[float]] = {}
     for row in ncu_rows(name):
-        if row.metric == "gpu__time_duration.sum":
-            kernel = row.kernel.split("(")[0].removeprefix("void ")
-            times.setdefault(kernel, []).append(row.number() / 1000)
-    return {kernel: statistics.median(t) for kernel, t in times.items()}
+        kernel = row.kernel.split("(")[0].removeprefix("void ")
+        values.setdefault((kernel, row.metric), []).append(row.number())
+    return {key: statistics.median(v) for key, v in values.items()}
+
+
+def _ncu_us(name: str) -> dict[str, float]:
+    """Median us per kernel instance of one ncuv file."""
+    return {
+        kernel: ns / 1000 for (kernel, metric), ns in _ncu_medians(name).items() if metric == TIME
+    }
 
 
 def test_the_nsight_numbers_are_the_medians_of_the_raw_files() -> None:
@@ -107,8 +116,8 @@ def test_the_nsight_numbers_are_the_medians_of_the_raw_files() -> None:
     combine = "flash_attn_combine_results<128>"
     runs = {
         depth: (
-            _ncu_medians(f"2026-12-04-run31-ncu-{off}.csv.xz"),
-            _ncu_medians(f"2026-12-04-run31-ncu-{on}.csv.xz"),
+            _ncu_us(f"2026-12-04-run31-ncu-{off}.csv.xz"),
+            _ncu_us(f"2026-12-04-run31-ncu-{on}.csv.xz"),
         )
         for depth, off, on in (
             (32768, "def-32768", "long-32768"),
@@ -174,23 +183,14 @@ def test_the_fa7_package_holds_the_long_kv_kernel() -> None:
     assert f"{shipped} `IDP.4A` in the q8_0-f16 and in the q8_0-q8_0" in docs["docs/backends.md"]
 
 
-def _ncu_metric(name: str, kernel: str, metric: str) -> float:
-    values = [
-        row.number()
-        for row in ncu_rows(name)
-        if row.metric == metric and row.kernel.split("(")[0].removeprefix("void ") == kernel
-    ]
-    return statistics.median(values)
-
-
 def test_what_holds_k_v_q8_0_back_is_what_nsight_read() -> None:
     """L's reading of the 131,072-cell profile: V=f16 near the DRAM limit, V=q8_0 far from it,
     with 2.5x the load requests."""
-    raw, text = "2026-12-04-run31-ncu-def-131072.csv.xz", _text()
+    medians, text = _ncu_medians("2026-12-04-run31-ncu-def-131072.csv.xz"), _text()
     q8q8, q8f16 = (f"flash_attn_ext_vec<128, 1, 4, 8, {v}, 0, 1>" for v in (8, 1))
 
     def m(kernel: str, metric: str) -> float:
-        return _ncu_metric(raw, kernel, metric)
+        return medians[kernel, metric]
 
     dram = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
     read = "dram__bytes_read.sum"
@@ -206,7 +206,7 @@ def test_what_holds_k_v_q8_0_back_is_what_nsight_read() -> None:
         f"{m(q8f16, requests) / 1e6:.2f} million ({ratio:.1f}x)" in text
     )
     assert f"{m(q8q8, sectors) / 1e6:.1f} against {m(q8f16, sectors) / 1e6:.1f} million" in text
-    time = m(q8q8, "gpu__time_duration.sum") / 1000
+    time = m(q8q8, TIME) / 1000
     at_f16_rate = time * m(q8q8, dram) / m(q8f16, dram)
     assert f"take {at_f16_rate:.1f} us instead of {time:.2f}, {at_f16_rate / time:.2f}x" in text
 
