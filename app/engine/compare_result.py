@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from app.engine.messages import BenchDone, Evaluated, Loaded
+from app.engine.messages import BenchDone, ComputeBufferInfo, Evaluated, Loaded
 from app.kv.kv_types import FP16_KV_MODE, KvMode
 from app.platform.recording import Recording, RecordingFile
 from app.platform.safe_text import safe_text
@@ -33,10 +33,9 @@ class ModeResult:
     kv_allocated_mib: float = 0.0  # llama.cpp's printed MiB figures, summed
     k_mib: float = 0.0
     v_mib: float = 0.0
-    compute_buffer_bytes: int = 0
-    # (buffer, MiB) as llama.cpp printed each compute buffer ("CUDA0", "CUDA_Host", "CPU"): which
-    # side of the PCIe bus a difference between two modes' buffers lies on
-    compute_buffers: tuple[tuple[str, float], ...] = ()
+    # each compute buffer as llama.cpp printed it ("CUDA0", "CUDA_Host", "CPU"): kept by name to
+    # show which side of the PCIe bus a difference between two modes' buffers lies on
+    compute_buffers: tuple[ComputeBufferInfo, ...] = ()
     load_seconds: float = 0.0
     baseline_memory_bytes: int | None = None  # engine started, nothing loaded
     memory_after_load_bytes: int | None = None
@@ -66,10 +65,13 @@ class ModeResult:
         self.kv_allocated_mib = round(sum(c.total_mib for c in loaded.kv_caches), 2)
         self.k_mib = round(sum(c.k_mib for c in loaded.kv_caches), 2)
         self.v_mib = round(sum(c.v_mib for c in loaded.kv_caches), 2)
-        self.compute_buffer_bytes = sum(b.bytes for b in loaded.compute_buffers)
-        self.compute_buffers = tuple((b.device, b.mib) for b in loaded.compute_buffers)
+        self.compute_buffers = loaded.compute_buffers
         self.kv_lines = tuple(c.line for c in loaded.kv_caches)
         self.warnings = tuple(f"{w.kind}: {w.text}" for w in loaded.warnings)
+
+    @property
+    def compute_buffer_bytes(self) -> int:
+        return sum(b.bytes for b in self.compute_buffers)
 
     def apply_bench(self, done: BenchDone) -> None:
         self.prompt_tokens_per_second = done.prompt_tokens_per_second
@@ -141,11 +143,11 @@ class SavedComparison(TypedDict):
     recording: NotRequired[RecordingFile]
 
 
-def _by_buffer(buffers: Sequence[tuple[str, float]]) -> dict[str, float]:
+def _by_buffer(buffers: Sequence[ComputeBufferInfo]) -> dict[str, float]:
     """MiB per buffer name; a name printed twice (one per reserve) is summed, as the total is."""
     out: dict[str, float] = {}
-    for name, mib in buffers:
-        out[name] = round(out.get(name, 0.0) + mib, 2)
+    for buffer in buffers:
+        out[buffer.device] = round(out.get(buffer.device, 0.0) + buffer.mib, 2)
     return out
 
 
