@@ -51,6 +51,8 @@ def test_recommended_chat_models_show_size_licence_and_fit_before_any_request(qt
         timeout=WAIT,
     )
     assert page.repo_view.repo_id == "Qwen/Qwen2.5-0.5B-Instruct-GGUF"
+    # The server logs a request after writing its body, so the page can show the listing first.
+    assert hub.wait_idle()
     assert any("/tree/" in r.path for r in hub.log)
     shut(page)
 
