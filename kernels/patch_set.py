@@ -10,10 +10,13 @@ The applier is plain Python (no `patch` or `git` needed) and strict: each hunk m
 source exactly, at its line or, failing that, at exactly one other place, or nothing is written.
 
     python3 -m kernels.patch_set apply LLAMA_CPP_OR_SDIST_DIR [N [EXTRA.patch]]
+    python3 -m kernels.patch_set version N [EXTRA.patch]
     python3 -m kernels.patch_set list
 
 EXTRA is one more patch applied after the first N, an experiment kept outside kernels/patches (the
-device scripts' XPATCH); the kernel version printed is still that of the N.
+device scripts' XPATCH); the kernel version printed is that of the N with the experiment's tag
+after a "+" (kvstudio-fa.7+run32-vec-v8-candidate-b), so that a build with it never passes for a
+shipped kernel, nor for llama.cpp's own.
 """
 
 from __future__ import annotations
@@ -72,6 +75,15 @@ def kernel_version(count: int | None = None) -> str:
     total = len(patch_files())
     count = total if count is None else count
     return UPSTREAM if count == 0 else f"{VERSION_PREFIX}.{count}"
+
+
+def experiment_version(count: int, extra: Path) -> str:
+    """The version of a build with the first `count` patches and the experiment `extra`: the
+    kernel version, "+", and the file's name without its date and suffixes, cut to 24 characters
+    (the app shows a kernel version in at most 40)."""
+    stem = extra.name.lower().removesuffix(".txt").removesuffix(".patch")
+    tag = re.sub(r"[^a-z0-9.-]", "-", re.sub(r"^\d{4}-\d{2}-\d{2}-", "", stem))[:24].strip("-.")
+    return f"{kernel_version(count)}+{tag or 'experiment'}"
 
 
 def patch_set_sha256(count: int | None = None) -> str:
@@ -197,9 +209,16 @@ def main(argv: list[str]) -> int:
             count = int(argv[2]) if len(argv) >= 3 else None
             extra = Path(argv[3]) if len(argv) == 4 else None
             applied = apply(Path(argv[1]), count, extra)
+            shipped = len(applied) - (extra is not None)
+            version = experiment_version(shipped, extra) if extra else kernel_version(shipped)
+            print(f"applied {', '.join(p.name for p in applied) or 'no patch'}: kernel {version}")
+            return 0
+        if argv[:1] == ["version"] and len(argv) in (2, 3):
+            count = int(argv[1])
             print(
-                f"applied {', '.join(p.name for p in applied) or 'no patch'}: "
-                f"kernel {kernel_version(len(applied) - (extra is not None))}"
+                experiment_version(count, Path(argv[2]))
+                if len(argv) == 3
+                else kernel_version(count)
             )
             return 0
     except PatchError as error:

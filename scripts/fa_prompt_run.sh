@@ -42,8 +42,11 @@
 # times the same build without it. (Runs 15-18 predate the switch: the path was always on.)
 # XPATCH=FILE applies one more patch (a unified diff against llama.cpp, as kernels/patches) on top
 # of the first N patches in build:N, for an experiment kept outside kernels/patches; the kernel
-# name in kvstudio-kernel.txt then ends in "+FILE's name". TARGETS (default "test-backend-ops
-# llama") are the CMake targets built; NO_MODEL=1 skips writing the bench model beside the build.
+# version in kvstudio-kernel.txt is then `python -m kernels.patch_set version N FILE`'s
+# (kvstudio-fa.7+run32-vec-v8-candidate-b; until run 32 it ended in the whole file name, which the
+# app does not take for a kernel version, so run 32's bench of the candidate says "upstream").
+# TARGETS (default "test-backend-ops llama") are the CMake targets built; NO_MODEL=1 skips writing
+# the bench model beside the build.
 # No step starts after DEADLINE seconds (default 540: a call's limit is 600). Everything goes
 # into one tar in $OUT, re-packed after each step.
 # Usage (device machine, carrying .device-carry): STEPS="build:5 perf:5 bench:5" bash scripts/fa_prompt_run.sh
@@ -99,8 +102,7 @@ build() {
   # shellcheck disable=SC2086
   cmake --build "$B" --target ${TARGETS:-test-backend-ops llama} -j "$(nproc)" >"$O/build-$1.log" 2>&1 \
     || { stamp "build $1 failed"; tail -30 "$O/build-$1.log" | tee -a "$LOG"; return 1; }
-  python3 -c "from kernels.patch_set import kernel_version; print(kernel_version($1))" >"$B/bin/kvstudio-kernel.txt"
-  [ -z "${XPATCH:-}" ] || sed -i "s/\$/+$(basename "$XPATCH")/" "$B/bin/kvstudio-kernel.txt"
+  python3 -m kernels.patch_set version "$1" ${XPATCH:+"$XPATCH"} >"$B/bin/kvstudio-kernel.txt"
   mkdir -p "$PKG" && { [ -d "$PKG/llama_cpp" ] || cp -r "$SDIST_DIR/llama_cpp" "$PKG/"; } && ln -sfn "$B/bin" "$PKG/llama_cpp/lib"
   stamp "built $1: $(cat "$B/bin/kvstudio-kernel.txt")"
   cuobjdump -res-usage "$B/bin/libggml-cuda.so" 2>/dev/null | grep -A1 "flash_attn_ext_f16" | grep -v "^--" \

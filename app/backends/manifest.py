@@ -88,6 +88,12 @@ def kernel_text(kernel: str) -> str:
         return "none (no CUDA/HIP kernels in this build)"
     if kernel == "upstream":
         return "llama.cpp's own (without KV Studio's kernel patches)"
+    shipped, _, experiment = kernel.partition("+")
+    if experiment:
+        return (
+            f"{shipped} with the experiment {experiment}: KV Studio's kernel patches "
+            "and one not shipped"
+        )
     # No speed claim here: that was measured on one GPU (docs/kernel-log.md), not on this one.
     return f"{kernel}: llama.cpp's with KV Studio's kernel patches"
 
@@ -101,7 +107,9 @@ def built_in_kernel(lib_folder: Path | None) -> str:
     note = lib_folder / KERNEL_NOTE
     if note.is_file():
         text = note.read_text(encoding="utf-8", errors="replace").strip()
-        if re.fullmatch(r"[a-z0-9.-]{1,40}", text):
+        # "kvstudio-fa.7", or "kvstudio-fa.7+run32-v8b" for a build with one experimental patch
+        # more (scripts/fa_prompt_run.sh's XPATCH): patched either way, never llama.cpp's own.
+        if re.fullmatch(r"[a-z0-9.-]{1,40}(\+[a-z0-9.-]{1,24})?", text):
             return text
     return "upstream"
 

@@ -19,11 +19,13 @@ from app.backends.manifest import (
     kernel_text,
     parse_manifest,
 )
+from app.platform.safe_text import safe_text
 from kernels import build, package, patch_set
 from kernels.isa_proof import ensure_sdist, sha256_of, source_key
 from kernels.variants import VARIANTS, custom_variant
 
 ROOT = Path(__file__).resolve().parents[2]
+RAW = ROOT / "docs" / "kernel-log"
 CUDA = "ggml/src/ggml-cuda"
 PREFIX = "llama_cpp_python-0.3.36/vendor/llama.cpp/"
 
@@ -92,14 +94,14 @@ def test_the_patch_set_applies_to_the_pinned_llama_cpp(llama_cpp: Path) -> None:
 
 
 @pytest.mark.slow
-def test_an_experiment_applies_after_the_set_and_keeps_its_version(llama_cpp: Path) -> None:
+def test_an_experiment_applies_after_the_set_and_says_so(llama_cpp: Path) -> None:
     """The device scripts' XPATCH: one more patch file after the first N, all or nothing, and the
-    version printed is the N's (the build names the experiment separately)."""
+    version printed is the N's with the experiment's tag."""
     candidate = ROOT / "docs" / "kernel-log" / "2026-12-04-run32-vec-v8-candidate.patch.txt"
     apply = [sys.executable, "-m", "kernels.patch_set", "apply", str(llama_cpp)]
     result = subprocess.run([*apply, "7", str(candidate)], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.endswith(": kernel kvstudio-fa.7\n")
+    assert result.stdout.endswith(": kernel kvstudio-fa.7+run32-vec-v8-candidate\n")
     vec = (llama_cpp / CUDA / "fattn-vec.cuh").read_text()
     common = (llama_cpp / CUDA / "fattn-common.cuh").read_text()
     assert "(long_kv && type_V == GGML_TYPE_Q8_0 ? 8 : 4)" in vec  # 0007's kernel, changed
@@ -223,6 +225,27 @@ def test_the_built_in_backend_says_what_its_build_left(tmp_path: Path) -> None:
     assert built_in_kernel(lib) == "upstream"  # a plain pip install
     (lib / KERNEL_NOTE).write_text("kvstudio-fa.3\n")
     assert built_in_kernel(lib) == "kvstudio-fa.3"  # `python -m kernels build cuda`
+
+
+def test_a_build_with_an_experiment_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The device scripts' XPATCH builds: the note `patch_set version N FILE` writes is read back
+    as that kernel with the experiment, not as llama.cpp's own (run 32's bench said "upstream")."""
+    experiment = RAW / "2026-12-04-run32-vec-v8-candidate-b.patch.txt"
+    assert patch_set.main(["version", "7", str(experiment)]) == 0
+    note = capsys.readouterr().out
+    assert note == "kvstudio-fa.7+run32-vec-v8-candidate-b\n"
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libggml-cuda.so").write_bytes(b"")
+    (lib / KERNEL_NOTE).write_text(note)
+    assert built_in_kernel(lib) == "kvstudio-fa.7+run32-vec-v8-candidate-b"
+    assert kernel_text(built_in_kernel(lib)) == (
+        "kvstudio-fa.7 with the experiment run32-vec-v8-candidate-b: KV Studio's kernel patches "
+        "and one not shipped"
+    )
+    assert safe_text(built_in_kernel(lib), 40) == built_in_kernel(lib)  # shown whole in a title
 
 
 def test_the_rebuilt_rdna3_package_holds_what_the_instruction_proof_counts() -> None:
