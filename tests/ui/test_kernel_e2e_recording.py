@@ -35,6 +35,8 @@ DECODE_VS_F16 = {
     ("fa6", "f16", "128k"): (1.31, 1.29),
     # Patch 0007 (a third block per SM from 49,152 cells), one run on 2026-12-04: L.
     ("fa7", "f16", "128k"): (1.42, 1.33),
+    # fa.7 with the reference weights, Q4_K_M, one run on 2026-12-04: M.
+    ("fa7", "q4", "128k"): (1.38, 1.32),
 }
 KERNEL = {
     "patched": "kvstudio-fa.3",
