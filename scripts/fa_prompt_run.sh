@@ -137,6 +137,8 @@ perfv() {
 
 ncuv() {
   stamp "ncuv $1"
+  # NCU_BIN: the folder whose test-backend-ops and libraries are profiled (default the tree's
+  # bin/; /tmp/bin-N for a build kept with keep:N, the variant label then naming the build);
   # NCU_PAIRS: the K/V pairs profiled, as "K,type_V=V" words (default: the two q8_0-K ones);
   # NCU_KERNELS: the kernels' name regex (default flash_attn_ext_vec; with
   # "flash_attn_ext_vec|flash_attn_combine_results" also the step joining the sequence's parts,
@@ -144,10 +146,10 @@ ncuv() {
   # shellcheck disable=SC2086
   for kv in ${NCU_PAIRS:-q8_0,type_V=q8_0 q8_0,type_V=f16}; do
     # shellcheck disable=SC2046
-    KVSTUDIO_FA_VEC_VARIANT="$1" ncu --clock-control none --kernel-name "regex:${NCU_KERNELS:-flash_attn_ext_vec}" -c "${NCU_COUNT:-4}" --csv \
+    LD_LIBRARY_PATH="${NCU_BIN:-$B/bin}" KVSTUDIO_FA_VEC_VARIANT="$1" ncu --clock-control none --kernel-name "regex:${NCU_KERNELS:-flash_attn_ext_vec}" -c "${NCU_COUNT:-4}" --csv \
       $(for s in ${NCU_SECTIONS:-}; do printf -- '--section %s ' "$s"; done) \
       --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__throughput.avg.pct_of_peak_sustained_active,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,sm__inst_executed.sum \
-      "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
+      "${NCU_BIN:-$B/bin}/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
       -p "hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=${NCU_KV:-32768},nb=1,.*type_K=$kv" 2>>"$LOG" | grep -E '^"' | sed "s/^/$1,/" >>"$O/ncu-v${NCU_KV:+-$NCU_KV}.csv"
   done
   python3 - "$O/ncu-v${NCU_KV:+-$NCU_KV}.csv" "$1" <<'PY' | tee -a "$LOG"

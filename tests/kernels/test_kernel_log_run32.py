@@ -2,7 +2,8 @@
 perf turns of fa.7 and candidate B, the evals, the app's benches, the Q4_K_M bench), and the
 conclusions follow from them: reading V in 8-byte loads is correct but slower, fa.7's ratios on
 this machine are lower than run 31's while the attention op is not, and the 0.13 MiB item 2
-left is the size of llama.cpp's rotation matrix."""
+left is the size of llama.cpp's rotation matrix; and the candidate prepared for run 33 is what
+its recorded machine code says."""
 
 from __future__ import annotations
 
@@ -215,3 +216,55 @@ def test_b_executes_more_instructions_and_run_31_read_k_v_q8_0s_share() -> None:
         f"executing {inst:.2f}x the instructions of q8_0/f16's at 131,072 cells for {time:.2f}x"
         in _text()
     )
+
+
+def _sass_rows() -> dict[tuple[str, str], dict[str, str]]:
+    """(build, kernel) -> its recorded counts, from run 33's local-compile file."""
+    rows = {}
+    for line in (RAW / "2026-12-04-run33-i2fp-sass.txt").read_text().splitlines():
+        if not line.startswith("#"):
+            build, kernel, *fields = line.split()
+            rows[build, kernel] = dict(field.split("=", 1) for field in fields)
+    return rows
+
+
+def test_candidate_c_is_what_its_machine_code_says() -> None:
+    """Candidate C's header and M: no I2F.S8 left in any q8_0-V kernel, one sign-extending PRMT
+    and one I2FP per value in its place, the long-KV kernel's counts and registers as stated."""
+    rows = _sass_rows()
+    header = " ".join(
+        (RAW / "2026-12-04-run33-v-i2fp.patch.txt").read_text().split("diff --git")[0].split()
+    )
+    kernels = {kernel for _, kernel in rows}
+    assert len(kernels) == 19
+    for kernel in kernels:
+        fa7, c = rows["fa7", kernel], rows["C", kernel]
+        assert c["I2F.S8"] == "0"
+        converted = int(fa7["I2F.S8"])
+        if converted:  # a kernel with code (not one compiled empty for this GPU)
+            # Each conversion became a 32-bit one, after a PRMT with a sign-extending selector.
+            assert int(c["I2FP.F32.S32"]) - int(fa7["I2FP.F32.S32"]) == converted
+            selectors = dict(s.split(":") for s in c["sign_extending_prmt"].split(","))
+            assert sum(int(n) for n in selectors.values()) == converted, kernel
+    long_kv = "<128,1,4,8,8,0,1>"
+    fa7, c = rows["fa7", long_kv], rows["C", long_kv]
+    said = (
+        f"I2F.S8 {fa7['I2F.S8']} -> {c['I2F.S8']}, PRMT {fa7['PRMT']} -> {c['PRMT']}, "
+        f"I2FP.F32.S32 {fa7['I2FP.F32.S32']} -> {c['I2FP.F32.S32']}, "
+        f"{int(fa7['total']):,} -> {int(c['total']):,} instructions, {c['registers']} registers"
+    )
+    assert said in header and fa7["registers"] == c["registers"] == "168"
+    assert fa7["spill_bytes"] == c["spill_bytes"] == "0"
+    text = _text()
+    assert (
+        f"in the long-KV kernel {int(fa7['total']):,} -> {int(c['total']):,} instructions" in text
+    )
+    # "the 2-token kernels for 256-wide heads spill 16 and 8 bytes instead of fa.7's 8 and 4"
+    spills = [
+        (rows["C", k]["spill_bytes"], rows["fa7", k]["spill_bytes"])
+        for k in ("<256,2,1,8,8,1,0>", "<256,2,1,8,8,0,0>")
+    ]
+    assert spills == [("16", "8"), ("8", "4")]
+    assert "spill 16 and 8 bytes instead of fa.7's 8 and 4" in header
+    others = [k for k in kernels if k not in {"<256,2,1,8,8,1,0>", "<256,2,1,8,8,0,0>"}]
+    assert all(rows["C", k]["spill_bytes"] == "0" for k in others)
