@@ -268,3 +268,27 @@ def test_candidate_c_is_what_its_machine_code_says() -> None:
     assert "spill 16 and 8 bytes instead of fa.7's 8 and 4" in header
     others = [k for k in kernels if k not in {"<256,2,1,8,8,1,0>", "<256,2,1,8,8,0,0>"}]
     assert all(rows["C", k]["spill_bytes"] == "0" for k in others)
+
+
+def _prmt(a: int, b: int, selector: int) -> int:
+    """PTX prmt.b32's generic mode, as its reference states it: result byte i is byte
+    (selector nibble i & 7) of {b, a} (a's bytes 0-3, b's 4-7), or, when the nibble's top bit is
+    set, that byte's sign bit repeated over all 8 bits."""
+    data = a | (b << 32)
+    out = 0
+    for i in range(4):
+        nibble = (selector >> (4 * i)) & 0xF
+        byte = (data >> (8 * (nibble & 7))) & 0xFF
+        out |= ((0xFF if byte & 0x80 else 0) if nibble & 8 else byte) << (8 * i)
+    return out - (1 << 32) if out & 0x80000000 else out
+
+
+def test_candidate_c_selectors_sign_extend_every_byte() -> None:
+    """The selectors C passes (0x8880 + k * 0x1111 for byte k) give each int8 value as a 32-bit
+    int, for every value in every position; the folded ones __byte_perm left (0x1111...) do
+    not. A check of the arithmetic against PTX's definition; the GPU's eval checks the rest."""
+    for k in range(4):
+        for value in range(-128, 128):
+            word = ((value & 0xFF) << (8 * k)) | (0x5A5A5A5A & ~(0xFF << (8 * k)))
+            assert _prmt(word, 0, 0x8880 + k * 0x1111) == value
+    assert _prmt(0x00000100, 0, 0x1111) == 0x01010101  # byte 1 repeated: 16,843,009, not 1
