@@ -292,3 +292,41 @@ def test_candidate_c_selectors_sign_extend_every_byte() -> None:
             word = ((value & 0xFF) << (8 * k)) | (0x5A5A5A5A & ~(0xFF << (8 * k)))
             assert _prmt(word, 0, 0x8880 + k * 0x1111) == value
     assert _prmt(0x00000100, 0, 0x1111) == 0x01010101  # byte 1 repeated: 16,843,009, not 1
+
+
+def test_the_rotation_on_the_cpu_through_the_app() -> None:
+    """M: the app's bench on the CPU with llama.cpp's rotation on and off
+    (LLAMA_ATTN_ROT_DISABLE=1): q8_0/f16's compute buffer is over f16's with it and equal
+    without it, and the rotation lowers the KL divergence."""
+    runs = {
+        state: {m["mode"]: m for m in json.loads((RAW / name).read_text())["modes"]}
+        for state, name in (
+            ("on", "2026-12-04-cpu-starter-rotation-on.json"),
+            ("off", "2026-12-04-cpu-starter-rotation-off.json"),
+        )
+    }
+    buffer = {
+        s: {m: r["compute_buffer_mib"] for m, r in modes.items()} for s, modes in runs.items()
+    }
+    kl = {s: {m: r["mean_kl_divergence"] for m, r in modes.items()} for s, modes in runs.items()}
+    assert buffer["on"]["q8_0/f16"] > buffer["on"]["f16/f16"] == buffer["off"]["q8_0/f16"]
+    assert buffer["off"]["q8_0/f16"] == buffer["off"]["f16/f16"]
+    text = _text()
+    assert (
+        f"q8_0/f16's compute buffer is {buffer['on']['q8_0/f16']:.2f} MiB with it against f16's "
+        f"{buffer['on']['f16/f16']:.2f}, and {buffer['off']['q8_0/f16']:.2f} without it" in text
+    )
+    assert all(kl["on"][m] < kl["off"][m] for m in ("q8_0/f16", "q8_0/q8_0"))
+    less = [1 - kl["on"][m] / kl["off"][m] for m in ("q8_0/f16", "q8_0/q8_0")]
+    assert all(round(x, 2) == 0.05 for x in less) and "(5% less KL on the starter)" in text
+    assert (
+        f"q8_0/f16 KL {kl['on']['q8_0/f16']:.5f} with the rotation against "
+        f"{kl['off']['q8_0/f16']:.5f} without, q8_0/q8_0 {kl['on']['q8_0/q8_0']:.5f} against "
+        f"{kl['off']['q8_0/q8_0']:.5f}" in text
+    )
+    top1 = [
+        abs(runs["on"][m]["top1_agreement"] - runs["off"][m]["top1_agreement"]) for m in kl["on"]
+    ]
+    assert max(top1) <= 1.6
+    scored = {r["scored_tokens"] for modes in runs.values() for r in modes.values()}
+    assert scored == {1020} and "(1,020 tokens scored" in text
