@@ -20,6 +20,7 @@ from app.engine.advisor_measure import remember_comparison
 from app.engine.compare import parse_modes, run_compare
 from app.engine.compare_result import format_table, run_title
 from app.engine.compare_words import gain_sentence
+from app.engine.llama_switches import switches_text
 from app.kv.kv_types import COMPARE_MODES, FP16_KV_MODE
 from app.load.load_check import check_context_size
 from app.models.model_ref import resolve_model
@@ -227,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
             f"memory from {result.probe}"
             f"{' (' + result.device + ')' if result.device else ''}"
             f"{'; Flash Attention GPU kernels: ' + result.fa_kernel if result.fa_kernel else ''}"
+            f"{'; measured with ' + switches_text(result.switches) if result.switches else ''}"
         )
         print(result.table())
         if gain_sentence(result.rows()):

@@ -328,5 +328,6 @@ def run_compare(
     # A saved recording carries the table too, so the dashboard can show both from a file.
     recording.metadata["results"] = result.rows()
     recording.metadata["fa_kernel"] = result.fa_kernel
+    recording.metadata["llama_switches"] = dict(result.switches)
     run.progress(f"done in {result.seconds:.0f} s")
     return result

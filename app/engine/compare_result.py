@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
+from app.engine.llama_switches import switches_from_saved
 from app.engine.messages import BenchDone, ComputeBufferInfo, Evaluated, Loaded
 from app.kv.kv_types import FP16_KV_MODE, KvMode
 from app.platform.recording import Recording, RecordingFile
@@ -54,10 +55,12 @@ class ModeResult:
     warnings: tuple[str, ...] = ()
     kv_lines: tuple[str, ...] = ()  # llama.cpp's own log lines
     fa_kernel: str = ""  # the backend's Flash Attention GPU kernels (Loaded.fa_kernel)
+    switches: tuple[tuple[str, str], ...] = ()  # Loaded.switches
 
     def apply_loaded(self, loaded: Loaded) -> None:
         self.n_ctx = loaded.n_ctx
         self.fa_kernel = loaded.fa_kernel
+        self.switches = loaded.switches
         self.load_seconds = loaded.load_seconds
         self.kv_allocated_bytes = sum(c.total_bytes for c in loaded.kv_caches)
         self.k_bytes = sum(c.k_bytes for c in loaded.kv_caches)
@@ -140,6 +143,7 @@ class SavedComparison(TypedDict):
     modes: list[CompareRow]
     kv_lines: dict[str, list[str]]  # by mode label
     compute_buffers: NotRequired[dict[str, dict[str, float]]]  # mode label -> buffer -> MiB
+    llama_switches: NotRequired[dict[str, str]]  # app.engine.llama_switches set for the run
     recording: NotRequired[RecordingFile]
 
 
@@ -163,8 +167,11 @@ def run_title(data: Mapping[str, object]) -> str:
     model = safe_text(Path(str(data.get("model", ""))).name, 120)
     where = safe_text(str(data.get("device") or data.get("probe") or "unknown device"), 80)
     kernel = safe_text(str(data.get("fa_kernel") or ""), 40)
-    return f"{model} - n_ctx {number('n_ctx')}, depth {number('depth')} - {where}" + (
-        f" - FA kernels: {kernel}" if kernel else ""
+    switches = switches_from_saved(data.get("llama_switches"))
+    return (
+        f"{model} - n_ctx {number('n_ctx')}, depth {number('depth')} - {where}"
+        + (f" - FA kernels: {kernel}" if kernel else "")
+        + (" - with " + ", ".join(f"{n}={v}" for n, v in switches) if switches else "")
     )
 
 
@@ -204,6 +211,12 @@ class CompareResult:
         """The Flash Attention GPU kernels the speeds were measured with (every mode runs on
         the same backend); "" without CUDA/HIP kernels."""
         return next((m.fa_kernel for m in self.modes if m.fa_kernel), "")
+
+    @property
+    def switches(self) -> tuple[tuple[str, str], ...]:
+        """The llama.cpp switches set for the run (every mode's engine starts from the same
+        environment)."""
+        return next((m.switches for m in self.modes if m.switches), ())
 
     @property
     def reference(self) -> ModeResult | None:
@@ -277,6 +290,7 @@ class CompareResult:
             "modes": self.rows(),
             "kv_lines": {m.mode.label: list(m.kv_lines) for m in self.modes},
             "compute_buffers": {m.mode.label: _by_buffer(m.compute_buffers) for m in self.modes},
+            "llama_switches": dict(self.switches),
         }
         if include_recording and self.recording is not None:
             data["recording"] = self.recording.to_dict()

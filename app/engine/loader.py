@@ -23,6 +23,7 @@ from app.engine import devices, rpc_devices
 from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.cpu_threads import threads_for
 from app.engine.llama_log import LlamaLogRouter
+from app.engine.llama_switches import switches_set
 from app.engine.log_parse import parse_log
 from app.engine.messages import Loaded
 from app.engine.template_sandbox import RenderLimits
@@ -153,6 +154,7 @@ def _describe(
         # Read once the weights and caches are placed, so "free" is what the load left.
         device_memory=_device_memory() if options.rpc_workers else (),
         fa_kernel=_fa_kernel(),
+        switches=switches_set(os.environ),
     )
     return loaded, template
 

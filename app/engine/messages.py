@@ -223,6 +223,8 @@ class Loaded:
     # The Flash Attention GPU kernels of the libraries that loaded it (kernel_of_folder):
     # "kvstudio-fa.5", "upstream", or "" for a build without CUDA/HIP kernels.
     fa_kernel: str = ""
+    # The switches of app.engine.llama_switches set in the engine's environment: (name, value).
+    switches: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
