@@ -33,7 +33,8 @@
 #             (ncu-v-$NCU_KV.csv where NCU_KV is set), appended;
 #             NCU_SECTIONS adds whole Nsight sections (e.g. "WarpStateStats SchedulerStats": what
 #             the warps wait on) to the metrics listed
-#   eval:N    (evalbg:N in the background, from a copy of bin/; evalwait waits for it)
+#   eval:N    (evalk:N from the build kept in /tmp/bin-N; evalbg:N in the background, from a copy
+#             of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
 #             f16-K ones of 1, 3 and 32 tokens against the CPU -> eval-N.txt (counts per K/V,
 #             head size and batch) and eval-N.log.xz
@@ -224,6 +225,7 @@ for step in ${STEPS:-build:5 perf:5 bench:5}; do
     perf) perf "$n" ;;
     bench) bench "$n" ;;
     eval) evaluate "$n" ;;
+    evalk) evaluate "$n" "/tmp/bin-$n" ;;  # a build kept with keep:N
     keep) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" ;;
     perfk) perfk "$n" ;;
     perfv) perfv "$n" ;;

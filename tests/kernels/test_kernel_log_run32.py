@@ -330,3 +330,43 @@ def test_the_rotation_on_the_cpu_through_the_app() -> None:
     assert max(top1) <= 1.6
     scored = {r["scored_tokens"] for modes in runs.values() for r in modes.values()}
     assert scored == {1020} and "(1,020 tokens scored" in text
+
+
+def test_candidate_d_is_what_its_machine_code_says() -> None:
+    """Candidate D's header and M: with 4 blocks per SM the long-KV kernel fits 128 registers
+    without local memory and keeps its machine code within 8 instructions; C+D together is the
+    two candidates' diffs, one after the other."""
+    rows = {}
+    for line in (RAW / "2026-12-04-run33-4-blocks-sass.txt").read_text().splitlines():
+        if not line.startswith("#"):
+            build, pair, _kernel, instructions, registers, spill = line.split()
+            rows[build, pair] = (int(instructions), int(registers), int(spill))
+    assert {spill for *_, spill in rows.values()} == {0}
+    assert {rows["D", p][1] for p in ("q8_0-q8_0", "q8_0-f16")} == {128}
+    assert {rows["fa7", p][1] for p in ("q8_0-q8_0", "q8_0-f16")} == {168}
+    assert rows["CD", "q8_0-q8_0"][1] == 128
+    said = "{:,} -> {:,} instructions with a q8_0 V, {:,} -> {:,} with an f16 V".format(
+        rows["fa7", "q8_0-q8_0"][0],
+        rows["D", "q8_0-q8_0"][0],
+        rows["fa7", "q8_0-f16"][0],
+        rows["D", "q8_0-f16"][0],
+    )
+    header = " ".join((RAW / "2026-12-04-run33-4-blocks.patch.txt").read_text().split())
+    assert said.replace(" instructions", " instructions (8 more moves)", 1) in header
+    assert said in _text()
+    assert rows["D", "q8_0-q8_0"][0] - rows["fa7", "q8_0-q8_0"][0] == 8
+    cd_header = " ".join(
+        (RAW / "2026-12-04-run33-v-i2fp-4-blocks.patch.txt")
+        .read_text()
+        .split("diff --git")[0]
+        .split()
+    )
+    assert f"{rows['CD', 'q8_0-q8_0'][0]:,} instructions in 128 registers" in cd_header
+
+    def diffs(name: str) -> str:
+        return "diff --git" + (RAW / name).read_text().split("diff --git", 1)[1]
+
+    combined = diffs("2026-12-04-run33-v-i2fp-4-blocks.patch.txt")
+    assert combined == diffs("2026-12-04-run33-4-blocks.patch.txt") + diffs(
+        "2026-12-04-run33-v-i2fp.patch.txt"
+    )

@@ -114,6 +114,28 @@ def test_an_experiment_applies_after_the_set_and_says_so(llama_cpp: Path) -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("experiment", "changed"),
+    [
+        ("2026-12-04-run33-4-blocks.patch.txt", {"fattn-vec.cuh"}),
+        ("2026-12-04-run33-v-i2fp.patch.txt", {"fattn-common.cuh"}),
+        ("2026-12-04-run33-v-i2fp-4-blocks.patch.txt", {"fattn-vec.cuh", "fattn-common.cuh"}),
+    ],
+)
+def test_run_33s_candidates_apply_on_fa7(
+    llama_cpp: Path, experiment: str, changed: set[str]
+) -> None:
+    """What kernel-log M prepared for the next device session applies after the seven patches
+    and changes only the files it says, as the device script's XPATCH will apply it."""
+    patch_set.apply(llama_cpp, 7)
+    fa7 = _sources(llama_cpp)
+    applied = patch_set.apply(llama_cpp, 0, RAW / experiment)
+    assert [p.name for p in applied] == [experiment.removesuffix(".txt")]
+    after = _sources(llama_cpp)
+    assert {name for name in after if after[name] != fa7[name]} == changed
+
+
+@pytest.mark.slow
 def test_the_first_n_patches_only(llama_cpp: Path) -> None:
     before = _sources(llama_cpp)
     assert patch_set.apply(llama_cpp, 0) == []
