@@ -11,6 +11,7 @@ import csv
 import json
 import re
 import statistics
+import struct
 from typing import Any
 
 import pytest
@@ -379,3 +380,64 @@ def test_candidate_d_is_what_its_machine_code_says() -> None:
     assert combined == diffs("2026-12-04-run33-4-blocks.patch.txt") + diffs(
         "2026-12-04-run33-v-i2fp.patch.txt"
     )
+
+
+def test_candidate_e_is_what_its_machine_code_says() -> None:
+    """Candidate E's header: the in-place prompt kernels lose every I2F.F16 and 664 instructions,
+    with fewer registers and no spills; every other prompt kernel is unchanged; D+E in one file
+    is the two diffs, one after the other."""
+    rows = {}
+    for line in (RAW / "2026-12-04-run33-mma-k-sass.txt").read_text().splitlines():
+        if not line.startswith("#"):
+            build, kernel, instructions, i2f, registers, spill = line.split()
+            rows[build, kernel] = (int(instructions), int(i2f), int(registers), int(spill))
+    kernels = {kernel for _, kernel in rows}
+    in_place = {k for k in kernels if k.endswith(",1>") and rows["fa7", k][1] > 0}
+    assert len(in_place) == 5
+    for kernel in kernels:
+        fa7, e = rows["fa7", kernel], rows["E", kernel]
+        assert e[1] == 0 and e[3] == 0
+        if kernel in in_place:
+            assert fa7[1] == 384 and e[0] < fa7[0] and e[2] <= fa7[2]
+        else:
+            assert e == fa7  # the kernels without the in-place path: the same machine code
+    fa7, e = rows["fa7", "<128,128,16,4,0,0,0,1>"], rows["E", "<128,128,16,4,0,0,0,1>"]
+    header = " ".join(
+        (RAW / "2026-12-04-run33-mma-k-no-i2f.patch.txt").read_text().split("diff --git")[0].split()
+    )
+    assert (
+        f"I2F.F16 {fa7[1]} -> {e[1]}, {fa7[0]:,} -> {e[0]:,} instructions, {fa7[2]} -> {e[2]} "
+        "registers, no spills" in header
+    )
+
+    def diffs(name: str) -> str:
+        return "diff --git" + (RAW / name).read_text().split("diff --git", 1)[1]
+
+    assert diffs("2026-12-04-run33-4blocks-kconv.patch.txt") == diffs(
+        "2026-12-04-run33-4-blocks.patch.txt"
+    ) + diffs("2026-12-04-run33-mma-k-no-i2f.patch.txt")
+
+
+def _byte_perm(x: int, y: int, selector: int) -> int:
+    """CUDA's __byte_perm as documented: result byte n is byte (selector nibble n & 7) of
+    {y, x} (x's bytes 0-3, y's 4-7)."""
+    data = x | (y << 32)
+    return sum(((data >> (8 * ((selector >> (4 * n)) & 7))) & 0xFF) << (8 * n) for n in range(4))
+
+
+def test_candidate_e_gives_every_int8_exactly() -> None:
+    """E's conversion, step by step as its code does it (XOR with 0x80808080, two byte permutes
+    with 0x64 bytes, subtract 1152), gives each of the four int8 values of a word as an f16,
+    exactly, for every value in every position."""
+    for value in range(-128, 128):
+        for position in range(4):
+            q = ((value & 0xFF) << (8 * position)) | (0x11223344 & ~(0xFF << (8 * position)))
+            u = q ^ 0x80808080
+            words = (_byte_perm(u, 0x64646464, 0x5140), _byte_perm(u, 0x64646464, 0x5342))
+            halves = [
+                struct.unpack("<e", struct.pack("<H", (word >> shift) & 0xFFFF))[0]
+                for word in words
+                for shift in (0, 16)
+            ]
+            assert [h - 1152 for h in halves][position] == value
+    assert struct.unpack("<e", struct.pack("<H", 0x6480))[0] == 1152.0

@@ -120,6 +120,8 @@ def test_an_experiment_applies_after_the_set_and_says_so(llama_cpp: Path) -> Non
         ("2026-12-04-run33-4-blocks.patch.txt", {"fattn-vec.cuh"}),
         ("2026-12-04-run33-v-i2fp.patch.txt", {"fattn-common.cuh"}),
         ("2026-12-04-run33-v-i2fp-4-blocks.patch.txt", {"fattn-vec.cuh", "fattn-common.cuh"}),
+        ("2026-12-04-run33-mma-k-no-i2f.patch.txt", {"fattn-mma-f16.cuh"}),
+        ("2026-12-04-run33-4blocks-kconv.patch.txt", {"fattn-vec.cuh", "fattn-mma-f16.cuh"}),
     ],
 )
 def test_run_33s_candidates_apply_on_fa7(
