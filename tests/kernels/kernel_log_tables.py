@@ -9,6 +9,7 @@ import importlib.util
 import io
 import lzma
 import re
+import statistics
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -79,3 +80,12 @@ def ncu_rows(name: str) -> list[NcuRow]:
         for row in csv.reader(io.StringIO(text))
         if len(row) > 15 and row[1] != "ID"
     ]
+
+
+def ncu_medians(name: str) -> dict[tuple[str, str], float]:
+    """Median per (kernel instance, its name up to the arguments; metric) of one ncuv file."""
+    values: dict[tuple[str, str], list[float]] = {}
+    for row in ncu_rows(name):
+        kernel = row.kernel.split("(")[0].removeprefix("void ")
+        values.setdefault((kernel, row.metric), []).append(row.number())
+    return {key: statistics.median(v) for key, v in values.items()}

@@ -9,10 +9,9 @@ from __future__ import annotations
 import csv
 import json
 import re
-import statistics
 
 from kernels import patch_set
-from tests.kernels.kernel_log_tables import RAW, ROOT, ncu_rows, section, table
+from tests.kernels.kernel_log_tables import RAW, ROOT, ncu_medians, section, table
 
 BENCH = RAW / "2026-12-04-run31-bench.csv"
 DECODE = "decode_tokens_per_second"
@@ -94,19 +93,10 @@ def test_0007_pays_at_131072_and_costs_nothing_at_32768() -> None:
 TIME = "gpu__time_duration.sum"  # ns
 
 
-def _ncu_medians(name: str) -> dict[tuple[str, str], float]:
-    """Median per (kernel instance, its name up to the arguments; metric) of one ncuv file."""
-    values: dict[tuple[str, str], list[float]] = {}
-    for row in ncu_rows(name):
-        kernel = row.kernel.split("(")[0].removeprefix("void ")
-        values.setdefault((kernel, row.metric), []).append(row.number())
-    return {key: statistics.median(v) for key, v in values.items()}
-
-
 def _ncu_us(name: str) -> dict[str, float]:
     """Median us per kernel instance of one ncuv file."""
     return {
-        kernel: ns / 1000 for (kernel, metric), ns in _ncu_medians(name).items() if metric == TIME
+        kernel: ns / 1000 for (kernel, metric), ns in ncu_medians(name).items() if metric == TIME
     }
 
 
@@ -186,7 +176,7 @@ def test_the_fa7_package_holds_the_long_kv_kernel() -> None:
 def test_what_holds_k_v_q8_0_back_is_what_nsight_read() -> None:
     """L's reading of the 131,072-cell profile: V=f16 near the DRAM limit, V=q8_0 far from it,
     with 2.5x the load requests."""
-    medians, text = _ncu_medians("2026-12-04-run31-ncu-def-131072.csv.xz"), _text()
+    medians, text = ncu_medians("2026-12-04-run31-ncu-def-131072.csv.xz"), _text()
     q8q8, q8f16 = (f"flash_attn_ext_vec<128, 1, 4, 8, {v}, 0, 1>" for v in (8, 1))
 
     def m(kernel: str, metric: str) -> float:

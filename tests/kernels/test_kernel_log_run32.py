@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.kernels.kernel_log_tables import RAW, ROOT, ncu_rows, perf_times, section, table
+from tests.kernels.kernel_log_tables import RAW, ROOT, ncu_medians, perf_times, section, table
 
 E2E = ROOT / "docs" / "kernel-e2e"
 MODES = ("f16/f16", "q8_0/f16", "q8_0/q8_0")
@@ -202,17 +202,10 @@ def test_item_2s_difference_is_the_rotation_matrix_by_its_size() -> None:
 def test_b_executes_more_instructions_and_run_31_read_k_v_q8_0s_share() -> None:
     """M's reading: run 31's profile at 131,072 cells had K=V=q8_0's long-KV kernel executing 1.25x
     q8_0/f16's instructions for 1.03x its time."""
-    values: dict[tuple[str, str], list[float]] = {}
-    for row in ncu_rows("2026-12-04-run31-ncu-def-131072.csv.xz"):
-        kernel = row.kernel.split("(")[0].removeprefix("void ")
-        values.setdefault((kernel, row.metric), []).append(row.number())
+    medians = ncu_medians("2026-12-04-run31-ncu-def-131072.csv.xz")
     q8q8, q8f16 = (f"flash_attn_ext_vec<128, 1, 4, 8, {v}, 0, 1>" for v in (8, 1))
-
-    def median(kernel: str, metric: str) -> float:
-        return statistics.median(values[kernel, metric])
-
-    inst = median(q8q8, "sm__inst_executed.sum") / median(q8f16, "sm__inst_executed.sum")
-    time = median(q8q8, "gpu__time_duration.sum") / median(q8f16, "gpu__time_duration.sum")
+    inst = medians[q8q8, "sm__inst_executed.sum"] / medians[q8f16, "sm__inst_executed.sum"]
+    time = medians[q8q8, "gpu__time_duration.sum"] / medians[q8f16, "gpu__time_duration.sum"]
     assert (
         f"executing {inst:.2f}x the instructions of q8_0/f16's at 131,072 cells for {time:.2f}x"
         in _text()
