@@ -380,12 +380,16 @@ def test_candidate_e_is_what_its_machine_code_says() -> None:
     with fewer registers and no spills; every other prompt kernel is unchanged; D+E in one file
     is the two diffs, one after the other."""
     rows = {}
+    instances = set()
     for line in (RAW / "2026-12-04-run33-mma-k-sass.txt").read_text().splitlines():
         if line.startswith("regs "):  # three more instances: registers and spills only
             assert line.split()[-1] == "0"
+            instances.add(line.split()[1])
         elif not line.startswith("#"):
             build, kernel, instructions, i2f, registers, spill = line.split()
             rows[build, kernel] = (int(instructions), int(i2f), int(registers), int(spill))
+    assert instances == {"ncols1_8-ncols2_4", "ncols1_32-ncols2_2", "ncols1_64-ncols2_1"}
+    assert "no spills in the three other instances compiled (8, 32 and 64 Q columns)" in _text()
     kernels = {kernel for _, kernel in rows}
     in_place = {k for k in kernels if k.endswith(",1>") and rows["fa7", k][1] > 0}
     assert len(in_place) == 5
