@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from app.engine.llama_switches import switches_from_saved
+from app.engine.llama_switches import switches_set
 from app.engine.messages import BenchDone, ComputeBufferInfo, Evaluated, Loaded
 from app.kv.kv_types import FP16_KV_MODE, KvMode
 from app.platform.recording import Recording, RecordingFile
@@ -167,7 +167,7 @@ def run_title(data: Mapping[str, object]) -> str:
     model = safe_text(Path(str(data.get("model", ""))).name, 120)
     where = safe_text(str(data.get("device") or data.get("probe") or "unknown device"), 80)
     kernel = safe_text(str(data.get("fa_kernel") or ""), 40)
-    switches = switches_from_saved(data.get("llama_switches"))
+    switches = switches_set(data.get("llama_switches"))
     return (
         f"{model} - n_ctx {number('n_ctx')}, depth {number('depth')} - {where}"
         + (f" - FA kernels: {kernel}" if kernel else "")

@@ -19,21 +19,14 @@ SWITCHES = {
 _MAX_VALUE = 20
 
 
-def switches_set(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The known switches present in `environ`, with their values as set ("0" too: it was
-    set, and the words show what to)."""
-    return tuple(
-        (name, safe_text(environ[name], _MAX_VALUE)) for name in SWITCHES if name in environ
-    )
-
-
-def switches_from_saved(value: object) -> tuple[tuple[str, str], ...]:
-    """The switches of a saved comparison (`llama_switches`), known names only and cleaned: a
-    saved run is a file like any other."""
-    if not isinstance(value, Mapping):
+def switches_set(values: object) -> tuple[tuple[str, str], ...]:
+    """The known switches in `values` (the engine's environment, or a saved comparison's
+    `llama_switches`), with their values as set ("0" too: it was set, and the words show what
+    to); unknown names left out and values cleaned, since a saved run is a file like any other."""
+    if not isinstance(values, Mapping):
         return ()
     return tuple(
-        (name, safe_text(str(value[name]), _MAX_VALUE)) for name in SWITCHES if name in value
+        (name, safe_text(str(values[name]), _MAX_VALUE)) for name in SWITCHES if name in values
     )
 
 

@@ -4,7 +4,7 @@ back from a saved file, and named in the run's title."""
 from __future__ import annotations
 
 from app.engine.compare_result import run_title
-from app.engine.llama_switches import switches_from_saved, switches_set, switches_text
+from app.engine.llama_switches import switches_set, switches_text
 
 
 def test_only_known_switches_are_recorded_as_set() -> None:
@@ -21,11 +21,11 @@ def test_only_known_switches_are_recorded_as_set() -> None:
 
 def test_a_saved_file_is_cleaned() -> None:
     hostile = {"LLAMA_ATTN_ROT_DISABLE": "1\x1b[31m" + "x" * 500, "EVIL": "1"}
-    (name, value), *rest = switches_from_saved(hostile)
+    (name, value), *rest = switches_set(hostile)
     assert name == "LLAMA_ATTN_ROT_DISABLE" and not rest
     assert "\x1b" not in value and len(value) <= 20
-    assert switches_from_saved(["LLAMA_ATTN_ROT_DISABLE"]) == ()
-    assert switches_from_saved(None) == ()
+    assert switches_set(["LLAMA_ATTN_ROT_DISABLE"]) == ()
+    assert switches_set(None) == ()
 
 
 def test_the_title_names_the_switches() -> None:
