@@ -77,10 +77,12 @@ def kernel_version(count: int | None = None) -> str:
     return UPSTREAM if count == 0 else f"{VERSION_PREFIX}.{count}"
 
 
-def experiment_version(count: int, extra: Path) -> str:
+def experiment_version(count: int, extra: Path | None) -> str:
     """The version of a build with the first `count` patches and the experiment `extra`: the
     kernel version, "+", and the file's name without its date and suffixes, cut to 24 characters
-    (the app shows a kernel version in at most 40)."""
+    (the app shows a kernel version in at most 40); without an experiment, the kernel version."""
+    if extra is None:
+        return kernel_version(count)
     stem = extra.name.lower().removesuffix(".txt").removesuffix(".patch")
     tag = re.sub(r"[^a-z0-9.-]", "-", re.sub(r"^\d{4}-\d{2}-\d{2}-", "", stem))[:24].strip("-.")
     return f"{kernel_version(count)}+{tag or 'experiment'}"
@@ -210,16 +212,11 @@ def main(argv: list[str]) -> int:
             extra = Path(argv[3]) if len(argv) == 4 else None
             applied = apply(Path(argv[1]), count, extra)
             shipped = len(applied) - (extra is not None)
-            version = experiment_version(shipped, extra) if extra else kernel_version(shipped)
+            version = experiment_version(shipped, extra)
             print(f"applied {', '.join(p.name for p in applied) or 'no patch'}: kernel {version}")
             return 0
         if argv[:1] == ["version"] and len(argv) in (2, 3):
-            count = int(argv[1])
-            print(
-                experiment_version(count, Path(argv[2]))
-                if len(argv) == 3
-                else kernel_version(count)
-            )
+            print(experiment_version(int(argv[1]), Path(argv[2]) if len(argv) == 3 else None))
             return 0
     except PatchError as error:
         print(f"kernels: {error}", file=sys.stderr)
