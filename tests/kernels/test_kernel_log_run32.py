@@ -37,9 +37,18 @@ def _op_us() -> dict[tuple[int, str, str], float]:
     }
 
 
+def _saved(name: str) -> dict[str, Any]:
+    """A saved bench: the dated run files are in docs/kernel-log, the recordings' in kernel-e2e."""
+    return json.loads((RAW / name if name.startswith("2026") else E2E / name).read_text())
+
+
 def _bench(name: str) -> dict[str, dict[str, Any]]:
-    path = RAW / name if name.startswith("2026") else E2E / name
-    return {m["mode"]: m for m in json.loads(path.read_text())["modes"]}
+    return {m["mode"]: m for m in _saved(name)["modes"]}
+
+
+def _diffs(name: str) -> str:
+    """A candidate patch file's diffs, its description left out."""
+    return "diff --git" + (RAW / name).read_text().split("diff --git", 1)[1]
 
 
 def _decode(name: str) -> list[float]:
@@ -157,7 +166,7 @@ def test_the_q4_k_m_bench() -> None:
     assert (
         "same weights and depth: {:.3f}x and {:.3f}x".format(*(s / fa3[0] for s in fa3[1:])) in text
     )
-    saved = json.loads((E2E / "fa7-q4-128k.json").read_text())
+    saved = _saved("fa7-q4-128k.json")
     assert saved["fa_kernel"] == "kvstudio-fa.7" and saved["depth"] == 131072
     modes = _bench("fa7-q4-128k.json")
     kl = [f"{modes[m]['mean_kl_divergence']:.5f}" for m in MODES[1:]]
@@ -179,8 +188,7 @@ def test_item_2s_difference_is_the_rotation_matrix_by_its_size() -> None:
         "2026-12-04-run32-bench-9.json",
         "fa7-q4-128k.json",
     ):
-        path = RAW / name if name.startswith("2026") else E2E / name
-        buffers = json.loads(path.read_text())["compute_buffers"]
+        buffers = _saved(name)["compute_buffers"]
         f16, q8f16, q8q8 = (buffers[m] for m in MODES)
         said = (
             f"f16/f16 {f16['CUDA0']:.2f} MiB on the GPU (CUDA0) and {f16['CUDA_Host']:.2f} in "
@@ -293,7 +301,7 @@ def test_the_rotation_on_the_cpu_through_the_app() -> None:
     (LLAMA_ATTN_ROT_DISABLE=1): q8_0/f16's compute buffer is over f16's with it and equal
     without it, and the rotation lowers the KL divergence."""
     runs = {
-        state: {m["mode"]: m for m in json.loads((RAW / name).read_text())["modes"]}
+        state: _bench(name)
         for state, name in (
             ("on", "2026-12-04-cpu-starter-rotation-on.json"),
             ("off", "2026-12-04-cpu-starter-rotation-off.json"),
@@ -366,11 +374,8 @@ def test_candidate_d_is_what_its_machine_code_says() -> None:
     )
     assert f"{rows['CD', 'q8_0-q8_0'][0]:,} instructions in 128 registers" in cd_header
 
-    def diffs(name: str) -> str:
-        return "diff --git" + (RAW / name).read_text().split("diff --git", 1)[1]
-
-    combined = diffs("2026-12-04-run33-v-i2fp-4-blocks.patch.txt")
-    assert combined == diffs("2026-12-04-run33-4-blocks.patch.txt") + diffs(
+    combined = _diffs("2026-12-04-run33-v-i2fp-4-blocks.patch.txt")
+    assert combined == _diffs("2026-12-04-run33-4-blocks.patch.txt") + _diffs(
         "2026-12-04-run33-v-i2fp.patch.txt"
     )
 
@@ -409,12 +414,9 @@ def test_candidate_e_is_what_its_machine_code_says() -> None:
         "registers, no spills" in header
     )
 
-    def diffs(name: str) -> str:
-        return "diff --git" + (RAW / name).read_text().split("diff --git", 1)[1]
-
-    assert diffs("2026-12-04-run33-4blocks-kconv.patch.txt") == diffs(
+    assert _diffs("2026-12-04-run33-4blocks-kconv.patch.txt") == _diffs(
         "2026-12-04-run33-4-blocks.patch.txt"
-    ) + diffs("2026-12-04-run33-mma-k-no-i2f.patch.txt")
+    ) + _diffs("2026-12-04-run33-mma-k-no-i2f.patch.txt")
 
 
 def _byte_perm(x: int, y: int, selector: int) -> int:
