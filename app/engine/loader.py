@@ -24,6 +24,7 @@ from app.engine.chat_template import ChatTemplate, choose_template
 from app.engine.cpu_threads import threads_for
 from app.engine.llama_log import LlamaLogRouter
 from app.engine.llama_switches import switches_set
+from app.engine.loaded_libraries import GPU_LIBRARY, loaded_folder
 from app.engine.log_parse import parse_log
 from app.engine.messages import Loaded
 from app.engine.template_sandbox import RenderLimits
@@ -292,9 +293,12 @@ def _failure_reason(lines: list[str]) -> str:
 
 
 def _fa_kernel() -> str:
-    """Which Flash Attention GPU kernels the loaded libraries carry: llama-cpp-python loads
-    LLAMA_CPP_LIB_PATH's when it is set (a chosen backend package), else its own."""
-
+    """Which Flash Attention GPU kernels the loaded libraries carry: those of the folder the GPU
+    library was actually loaded from (see loaded_libraries); with none loaded, llama-cpp-python's
+    folder: LLAMA_CPP_LIB_PATH's when it is set (a chosen backend package), else its own."""
+    loaded = loaded_folder(GPU_LIBRARY)
+    if loaded is not None:
+        return kernel_of_folder(loaded)
     chosen = os.environ.get("LLAMA_CPP_LIB_PATH")
     return kernel_of_folder(Path(chosen) if chosen else built_in_folder())
 
