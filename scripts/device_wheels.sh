@@ -5,8 +5,8 @@
 # root with the project's venv; the wheels are the versions the venv has, where it has them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pip=.venv/bin/pip
-version() { "$pip" show "$1" 2>/dev/null | awk '/^Version:/ {print "=="$2}'; }
+pip="${PIP:-.venv/bin/pip}"  # PIP=pip3 where the venv is not made yet
+version() { { "$pip" show "$1" 2>/dev/null || true; } | awk '/^Version:/ {print "=="$2}'; }
 mkdir -p .device-carry/whl
 wheels=()
 # gguf and diskcache: llama-cpp-python's and the model writer's; httpx2 and the rest: the Hub client

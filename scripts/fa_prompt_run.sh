@@ -189,8 +189,12 @@ bench() {
         >>"$LOG" 2>"$O/quantize.log" || { stamp "quantize failed"; return 1; }
     fi
   fi
-  stamp "bench $1 ($model)"
-  PYTHONPATH="$PKG:/tmp/site:$PWD" python3 -m app bench "$model" --ctx "${BENCH_CTX:-131072}" --depth "${BENCH_DEPTH:-32768}" \
+  # The libraries under the app are those lib/ links to (a kept /tmp/bin-N, or the tree's bin/).
+  # Their RUNPATH is the tree's bin/, so without LD_LIBRARY_PATH libllama from /tmp/bin-N loads
+  # the libggml-cuda built last, whatever the link says: runs 32-33 benched a kept build that way.
+  local lib; lib="$(readlink -f "$PKG/llama_cpp/lib")"
+  stamp "bench $1 ($model; $(LD_LIBRARY_PATH="$lib" ldd "$lib/libllama.so" | grep -o '/[^ ]*libggml-cuda.so[.0-9]*'))"
+  LD_LIBRARY_PATH="$lib" PYTHONPATH="$PKG:/tmp/site:$PWD" python3 -m app bench "$model" --ctx "${BENCH_CTX:-131072}" --depth "${BENCH_DEPTH:-32768}" \
     --prompt-tokens 2048 --gen-tokens 128 --json --csv "$O/bench-$1.csv" --force \
     --record "$O/bench-$1-recording.json" >"$O/bench-$1.json" 2>"$O/bench-$1.log"
   stamp "bench $1 exit $?"
