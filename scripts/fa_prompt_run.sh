@@ -33,6 +33,11 @@
 #             (ncu-v-$NCU_KV.csv where NCU_KV is set), appended;
 #             NCU_SECTIONS adds whole Nsight sections (e.g. "WarpStateStats SchedulerStats": what
 #             the warps wait on) to the metrics listed
+#   step:N    one decode step of the bench model at STEP_DEPTH cells (default 32768), each K/V mode
+#             of STEP_MODES (default the three), from the build kept in /tmp/bin-N: the wall ms a
+#             token (64 decodes, no profiler) -> step-N.jsonl, then every kernel of 2 decodes
+#             under Nsight Compute -> ncu-step-N.csv, summed by kernel family into the log
+#             (scripts/decode_step_profile.py, scripts/decode_step_kernels.py)
 #   eval:N    (evalk:N from the build kept in /tmp/bin-N; evalbg:N in the background, from a copy
 #             of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
@@ -165,6 +170,23 @@ for row in csv.reader(open(sys.argv[1])):
 PY
 }
 
+step() {
+  local bin="/tmp/bin-$1" depth="${STEP_DEPTH:-32768}" kv
+  model_ready
+  ln -sfn "$bin" "$PKG/llama_cpp/lib"
+  for kv in ${STEP_MODES:-f16/f16 q8_0/f16 q8_0/q8_0}; do
+    stamp "step $1 $kv at $depth cells"
+    LD_LIBRARY_PATH="$bin" PYTHONPATH="$PKG:/tmp/site:$PWD" python3 scripts/decode_step_profile.py \
+      "$MODEL" --kv "$kv" --depth "$depth" --profile 0 --out /tmp/step.json 2>>"$LOG" \
+      && cat /tmp/step.json >>"$O/step-$1.jsonl"
+    LD_LIBRARY_PATH="$bin" PYTHONPATH="$PKG:/tmp/site:$PWD" ncu --profile-from-start off \
+      --clock-control none --metrics gpu__time_duration.sum --csv \
+      python3 scripts/decode_step_profile.py "$MODEL" --kv "$kv" --depth "$depth" --tokens 1 \
+      --profile 2 --out /tmp/step-ncu.json 2>>"$LOG" | grep -E '^"' | sed "s|^|$1,$kv,|" >>"$O/ncu-step-$1.csv"
+  done
+  python3 scripts/decode_step_kernels.py "$O/ncu-step-$1.csv" "$O/step-$1.jsonl" 2 | tee -a "$LOG"
+}
+
 perf() {
   stamp "perf $1"
   "$B/bin/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
@@ -173,11 +195,17 @@ perf() {
   sed -E 's/hsk=128,hsv=128,nh=8,nr23=\[4,1\],//; s/,permute.*\):/):/' "$O/perf-$1.txt" | tee -a "$LOG"
 }
 
-bench() {
+# The bench model, written in the background by the first build (a later call of the script
+# cannot wait for that process, so it waits for its log's last line).
+model_ready() {
   if [ -f /tmp/model.pid ]; then wait "$(cat /tmp/model.pid)" 2>/dev/null; fi
   while [ ! -f "$O/make-model.log" ] || ! grep -q "model exit" "$O/make-model.log"; do
     [ -f "$MODEL" ] && break; sleep 2; done
   tail -2 "$O/make-model.log" >>"$LOG" 2>/dev/null
+}
+
+bench() {
+  model_ready
   local model="$MODEL"
   if [ "${BENCH_WEIGHTS:-f16}" = q4_k_m ]; then
     # The weights users run (and the issue's reference run measured): the f16 model quantized
@@ -232,6 +260,7 @@ for step in ${STEPS:-build:5 perf:5 bench:5}; do
     evalk) evaluate "$n" "/tmp/bin-$n" ;;  # a build kept with keep:N
     keep) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" ;;
     perfk) perfk "$n" ;;
+    step) step "$n" ;;
     perfv) perfv "$n" ;;
     evalv) KVSTUDIO_FA_VEC_VARIANT="$n" evaluate "v$n" ;;
     ncuv) ncuv "$n" ;;

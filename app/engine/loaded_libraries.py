@@ -21,24 +21,30 @@ _MAPS = Path("/proc/self/maps")
 _DELETED = " (deleted)"  # the kernel's mark on a mapped file since removed or replaced
 
 
-def library_folder(maps_text: str, library: re.Pattern[str]) -> Path | None:
-    """The folder of the first mapped file whose name is `library`, from /proc/<pid>/maps text
-    (address, perms, offset, device, inode, path: the path may hold spaces); None if none is."""
+def mapped_file(maps_text: str, library: re.Pattern[str]) -> Path | None:
+    """The first mapped file whose name is `library`, from /proc/<pid>/maps text (address,
+    perms, offset, device, inode, path: the path may hold spaces); None if none is."""
     for line in maps_text.splitlines():
         fields = line.split(maxsplit=5)
         if len(fields) < 6 or not fields[5].startswith("/"):
             continue  # anonymous memory, [heap], [stack] and the like
         path = Path(fields[5].removesuffix(_DELETED))
         if library.fullmatch(path.name):
-            return path.parent
+            return path
     return None
 
 
-def loaded_folder(library: re.Pattern[str]) -> Path | None:
-    """Where this process loaded `library` from; None where it has not, or where there is no
-    /proc (macOS, Windows: there llama-cpp-python's own folder is all there is to go on)."""
+def loaded_file(library: re.Pattern[str]) -> Path | None:
+    """The file this process loaded `library` from; None where it has not, or where there is
+    no /proc (macOS, Windows: there llama-cpp-python's own folder is all there is to go on)."""
     try:
         maps_text = _MAPS.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    return library_folder(maps_text, library)
+    return mapped_file(maps_text, library)
+
+
+def loaded_folder(library: re.Pattern[str]) -> Path | None:
+    """The folder of loaded_file(library)."""
+    path = loaded_file(library)
+    return path.parent if path is not None else None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from app.backends.built_in import built_in_folder
 from app.backends.manifest import kernel_of_folder
-from app.engine.loaded_libraries import GPU_LIBRARY, LLAMA_LIBRARY, library_folder
+from app.engine.loaded_libraries import GPU_LIBRARY, LLAMA_LIBRARY, mapped_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,8 +29,8 @@ DEVICE_MAPS = """\
 
 
 def test_the_gpu_library_is_found_where_it_was_loaded_not_beside_libllama() -> None:
-    assert library_folder(DEVICE_MAPS, GPU_LIBRARY) == Path("/tmp/fa-build/bin")
-    assert library_folder(DEVICE_MAPS, LLAMA_LIBRARY) == Path("/tmp/bin-7")
+    assert mapped_file(DEVICE_MAPS, GPU_LIBRARY) == Path("/tmp/fa-build/bin/libggml-cuda.so.0.9.5")
+    assert mapped_file(DEVICE_MAPS, LLAMA_LIBRARY) == Path("/tmp/bin-7/libllama.so.0.0.7020")
 
 
 def test_paths_with_spaces_and_replaced_files_are_read_whole() -> None:
@@ -38,8 +38,8 @@ def test_paths_with_spaces_and_replaced_files_are_read_whole() -> None:
         "7f00-7f10 r-xp 00000000 08:01 9 /home/a user/kv studio/lib/libggml-hip.so (deleted)\n"
         "7f20-7f30 r-xp 00000000 08:01 7 /opt/libggml-cuda.so.bak\n"  # not the library's name
     )
-    assert library_folder(maps, GPU_LIBRARY) == Path("/home/a user/kv studio/lib")
-    assert library_folder("7f20-7f30 rw-p 00000000 00:00 0 [heap]\n", GPU_LIBRARY) is None
+    assert mapped_file(maps, GPU_LIBRARY) == Path("/home/a user/kv studio/lib/libggml-hip.so")
+    assert mapped_file("7f20-7f30 rw-p 00000000 00:00 0 [heap]\n", GPU_LIBRARY) is None
 
 
 def _engine_side(code: str) -> str:
