@@ -2,10 +2,10 @@
 (docs/kernel-log.md, N): where the 8-bit KV modes' extra time a token outside the attention op
 goes, kernel by kernel, and how much of a token's wall time the GPU is busy at all.
 
-    python3 scripts/decode_step_kernels.py ncu-step-7.csv step-7.jsonl [PROFILED_STEPS]
+    python3 scripts/decode_step_kernels.py ncu-step-7-32768.csv step-7-32768.jsonl [PROFILED_STEPS]
 
 The CSV is Nsight Compute's (`--csv --metrics gpu__time_duration.sum`) with the build and the
-mode put first on each line, PROFILED_STEPS decodes a mode (default 2, as `step:N` profiles);
+mode put first on each line, PROFILED_STEPS decodes a mode (default 1, as `step:N` profiles);
 the JSON lines are scripts/decode_step_profile.py's timed runs without the profiler, one a mode.
 Prints, per mode, the kernels of a step with their GPU time, then each kernel family's us a step
 side by side for every mode.
@@ -89,7 +89,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     csv_path, jsonl_path = Path(argv[0]), Path(argv[1])
-    n = max(1, int(argv[2])) if len(argv) == 3 else 2
+    n = max(1, int(argv[2])) if len(argv) == 3 else 1
     with csv_path.open(newline="") as f:
         steps = read_steps(list(csv.reader(f)))
     walls = {}

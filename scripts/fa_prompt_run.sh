@@ -35,8 +35,10 @@
 #             the warps wait on) to the metrics listed
 #   step:N    one decode step of the bench model at STEP_DEPTH cells (default 32768), each K/V mode
 #             of STEP_MODES (default the three), from the build kept in /tmp/bin-N: the wall ms a
-#             token (64 decodes, no profiler) -> step-N.jsonl, then every kernel of 2 decodes
-#             under Nsight Compute -> ncu-step-N.csv, summed by kernel family into the log
+#             token (64 decodes, no profiler) -> step-N-DEPTH$STEP_TAG.jsonl, then every kernel of
+#             STEP_PROFILE decodes (default 1) under Nsight Compute -> ncu-step-N-DEPTH$STEP_TAG.csv,
+#             summed by kernel family into the log (STEP_TAG, e.g. -norot, keeps runs with a switch
+#             apart)
 #             (scripts/decode_step_profile.py, scripts/decode_step_kernels.py)
 #   eval:N    (evalk:N from the build kept in /tmp/bin-N; evalbg:N in the background, from a copy
 #             of bin/; evalwait waits for it)
@@ -171,20 +173,21 @@ PY
 }
 
 step() {
-  local bin="/tmp/bin-$1" depth="${STEP_DEPTH:-32768}" kv
+  local bin="/tmp/bin-$1" depth="${STEP_DEPTH:-32768}" profiled="${STEP_PROFILE:-1}" kv
+  local tag="$1-${STEP_DEPTH:-32768}${STEP_TAG:-}"
   model_ready
   ln -sfn "$bin" "$PKG/llama_cpp/lib"
   for kv in ${STEP_MODES:-f16/f16 q8_0/f16 q8_0/q8_0}; do
     stamp "step $1 $kv at $depth cells"
     LD_LIBRARY_PATH="$bin" PYTHONPATH="$PKG:/tmp/site:$PWD" python3 scripts/decode_step_profile.py \
       "$MODEL" --kv "$kv" --depth "$depth" --profile 0 --out /tmp/step.json 2>>"$LOG" \
-      && cat /tmp/step.json >>"$O/step-$1.jsonl"
+      && cat /tmp/step.json >>"$O/step-$tag.jsonl"
     LD_LIBRARY_PATH="$bin" PYTHONPATH="$PKG:/tmp/site:$PWD" ncu --profile-from-start off \
       --clock-control none --metrics gpu__time_duration.sum --csv \
       python3 scripts/decode_step_profile.py "$MODEL" --kv "$kv" --depth "$depth" --tokens 1 \
-      --profile 2 --out /tmp/step-ncu.json 2>>"$LOG" | grep -E '^"' | sed "s|^|$1,$kv,|" >>"$O/ncu-step-$1.csv"
+      --profile "$profiled" --out /tmp/step-ncu.json 2>>"$LOG" | grep -E '^"' | sed "s|^|$1,$kv,|" >>"$O/ncu-step-$tag.csv"
   done
-  python3 scripts/decode_step_kernels.py "$O/ncu-step-$1.csv" "$O/step-$1.jsonl" 2 | tee -a "$LOG"
+  python3 scripts/decode_step_kernels.py "$O/ncu-step-$tag.csv" "$O/step-$tag.jsonl" "$profiled" | tee -a "$LOG"
 }
 
 perf() {

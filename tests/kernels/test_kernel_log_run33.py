@@ -11,7 +11,7 @@ import re
 import statistics
 from typing import Any
 
-from tests.kernels.kernel_log_tables import RAW, perf_times, section, table
+from tests.kernels.kernel_log_tables import RAW, ROOT, perf_times, section, table
 
 MODES = ("f16/f16", "q8_0/f16", "q8_0/q8_0")
 LAYERS = 32  # the Llama-3-8B shape benched
@@ -154,3 +154,9 @@ def test_without_the_rotation_q8_0_k_reserves_what_f16_does() -> None:
     q8f16 = [_decode(n, "q8_0/f16") for n in DEFAULT]
     assert f"q8_0/f16 {min(q8f16):.2f}-{max(q8f16):.2f} t/s over four benches" in _text()
     assert f"{_decode('7norot', 'q8_0/f16'):.2f} without it" in _text()
+
+
+def test_the_readme_no_longer_calls_run_32s_bench_fa7() -> None:
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "the same fa.7 libraries decoded" not in readme
+    assert "(run 32) turned out to have run another build's GPU library" in readme
