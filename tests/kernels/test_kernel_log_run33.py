@@ -160,3 +160,30 @@ def test_the_readme_no_longer_calls_run_32s_bench_fa7() -> None:
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "the same fa.7 libraries decoded" not in readme
     assert "(run 32) turned out to have run another build's GPU library" in readme
+
+
+def test_the_rotation_adds_two_or_four_products_a_layer_to_a_decode_step() -> None:
+    """The graph extract: each 8-bit mode's extra nodes are exactly its rotation products, two a
+    layer with a q8_0 K and four with a q8_0 V too (18 layers in the starter)."""
+    text = (RAW / "2026-12-04-cpu-starter-decode-graph.txt").read_text()
+    line = r"mode (\S+): nodes (\d+), products with attn_inp_k_rot (\d+), with attn_inp_v_rot (\d+)"
+    counts = {mode: tuple(map(int, rest)) for mode, *rest in re.findall(line, text)}
+    layers = 18
+    nodes = counts["f16/f16"][0]
+    assert counts == {
+        "f16/f16": (nodes, 0, 0),
+        "q8_0/f16": (nodes + 2 * layers, 2 * layers, 0),
+        "q8_0/q8_0": (nodes + 4 * layers, 2 * layers, 2 * layers),
+    }
+    assert f"{nodes} nodes with f16/f16, {nodes + 36} with q8_0/f16 and {nodes + 72}" in _text()
+    assert "launches 64 more small products with K=q8_0 and 128 more with K=V=q8_0" in _text()
+    spreads = []
+    for mode in ("q8_0/f16", "q8_0/q8_0"):
+        with_rotation = [_decode(n, mode) for n in DEFAULT]
+        spreads += [_decode("7norot", mode), min(with_rotation), max(with_rotation)]
+    assert min(spreads[1:3]) < spreads[0] < max(spreads[1:3]) and spreads[3] > spreads[5]
+    said = (
+        "q8_0/f16 decodes {:.2f} t/s, inside the four benches' {:.2f}-{:.2f}, "
+        "and q8_0/q8_0 {:.2f}, just above their {:.2f}-{:.2f}"
+    )
+    assert said.format(*spreads) in _text()
