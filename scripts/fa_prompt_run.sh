@@ -182,9 +182,11 @@ step() {
     LD_LIBRARY_PATH="$bin" PYTHONPATH="$PKG:/tmp/site:$PWD" python3 scripts/decode_step_profile.py \
       "$MODEL" --kv "$kv" --depth "$depth" --profile 0 --out /tmp/step.json 2>>"$LOG" \
       && cat /tmp/step.json >>"$O/step-$tag.jsonl"
+    # 4 unprofiled decodes first: llama.cpp captures its CUDA graph on the first ones, so the
+    # profiled step launches what every later token does.
     LD_LIBRARY_PATH="$bin" PYTHONPATH="$PKG:/tmp/site:$PWD" ncu --profile-from-start off \
       --clock-control none --metrics gpu__time_duration.sum --csv \
-      python3 scripts/decode_step_profile.py "$MODEL" --kv "$kv" --depth "$depth" --tokens 1 \
+      python3 scripts/decode_step_profile.py "$MODEL" --kv "$kv" --depth "$depth" --tokens 4 \
       --profile "$profiled" --out /tmp/step-ncu.json 2>>"$LOG" | grep -E '^"' | sed "s|^|$1,$kv,|" >>"$O/ncu-step-$tag.csv"
   done
   python3 scripts/decode_step_kernels.py "$O/ncu-step-$tag.csv" "$O/step-$tag.jsonl" "$profiled" | tee -a "$LOG"
