@@ -30,6 +30,7 @@ from pathlib import Path
 # (docs/llama-cpp-notes.md).
 import llama_cpp
 
+from app.engine.bench import decode_span, synchronize
 from app.engine.loaded_libraries import loaded_file
 from app.engine.loader import weights_repacked
 from app.engine.quality import clear_cache, decode_batch
@@ -42,17 +43,15 @@ from app.platform.errors import AppError
 CUDA_DRIVER = re.compile(r"libcuda\.so(\.\d+)*")
 
 
-def _profiler() -> ctypes.CDLL | None:
-    """The CUDA driver llama.cpp loaded, or None on a CPU build."""
-    path = loaded_file(CUDA_DRIVER)
-    return ctypes.CDLL(str(path)) if path is not None else None
-
-
-def _decode_one(llm: llama_cpp.Llama, token: int, pos: int) -> float:
+def _decode_one(llm: llama_cpp.Llama, token: int, depth: int) -> float:
+    """ms of one synchronized decode at `depth`; its cell is removed again, so every step
+    sees `depth` cells."""
     start = time.perf_counter()
-    decode_batch(llm, [token], pos, "last")
-    llama_cpp.llama_synchronize(llm._ctx.ctx)
-    return (time.perf_counter() - start) * 1000
+    decode_batch(llm, [token], depth, "last")
+    synchronize(llm)
+    ms = (time.perf_counter() - start) * 1000
+    llm._ctx.kv_cache_seq_rm(0, depth, -1)
+    return ms
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,15 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(0)
     tokens = [rng.randrange(llm.n_vocab()) for _ in range(args.depth + 1)]
     clear_cache(llm)
-    for i in range(0, args.depth, llm.n_batch):
-        decode_batch(llm, tokens[i : min(i + llm.n_batch, args.depth)], i, "last")
+    decode_span(llm, tokens[: args.depth], 0, None)
     token = tokens[-1]
-    # Each decode at the same depth, its cell removed again: every step sees `depth` cells.
-    timed = []
-    for _ in range(args.tokens):
-        timed.append(_decode_one(llm, token, args.depth))
-        llm._ctx.kv_cache_seq_rm(0, args.depth, -1)
-    profiler = _profiler()
+    timed = [_decode_one(llm, token, args.depth) for _ in range(args.tokens)]
+    # The CUDA driver llama.cpp loaded (none on a CPU build).
+    driver = loaded_file(CUDA_DRIVER)
+    profiler = ctypes.CDLL(str(driver)) if driver is not None else None
     if profiler is None:
         print(
             "No CUDA driver in this process: the profiled decodes ran unbracketed.", file=sys.stderr
@@ -107,7 +103,6 @@ def main(argv: list[str] | None = None) -> int:
         profiler.cuProfilerStart()
     for _ in range(args.profile):
         _decode_one(llm, token, args.depth)
-        llm._ctx.kv_cache_seq_rm(0, args.depth, -1)
     if profiler is not None:
         profiler.cuProfilerStop()
     result = {
@@ -117,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         "ms_per_token": round(statistics.median(timed), 4),
         "ms_each": [round(t, 4) for t in timed],
         "profiled_tokens": args.profile,
-        "cuda_driver": str(loaded_file(CUDA_DRIVER) or ""),
+        "cuda_driver": str(driver or ""),
     }
     args.out.write_text(json.dumps(result) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "ms_each"}), file=sys.stderr)

@@ -30,14 +30,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _sync(llm: Llama) -> None:
+def synchronize(llm: Llama) -> None:
     import llama_cpp
 
     # GPU backends return from llama_decode before the work is done.
     llama_cpp.llama_synchronize(llm._ctx.ctx)
 
 
-def _decode_span(llm: Llama, tokens: list[int], start_pos: int, cancel: CancelCheck | None) -> None:
+def decode_span(llm: Llama, tokens: list[int], start_pos: int, cancel: CancelCheck | None) -> None:
     for i in range(0, len(tokens), llm.n_batch):
         if cancel is not None and cancel.is_set():
             raise EngineFailedError("The benchmark was cancelled.")
@@ -66,20 +66,20 @@ def run_bench(llm: Llama, command: Bench, cancel: CancelCheck | None = None) -> 
         clear_cache(llm)
         decode_batch(llm, random_tokens(min(llm.n_batch, 64)), 0, "last")
         decode_batch(llm, random_tokens(1), 64, "last")
-        _sync(llm)
+        synchronize(llm)
         clear_cache(llm)
 
         start = time.perf_counter()
-        _decode_span(llm, random_tokens(depth), 0, cancel)
-        _sync(llm)
+        decode_span(llm, random_tokens(depth), 0, cancel)
+        synchronize(llm)
         fill_seconds = time.perf_counter() - start
 
         prompt = random_tokens(n_prompt)
         prompt_times = []
         for _ in range(reps):
             start = time.perf_counter()
-            _decode_span(llm, prompt, depth, cancel)
-            _sync(llm)
+            decode_span(llm, prompt, depth, cancel)
+            synchronize(llm)
             prompt_times.append(time.perf_counter() - start)
             llm._ctx.kv_cache_seq_rm(0, depth, -1)
 
@@ -91,7 +91,7 @@ def run_bench(llm: Llama, command: Bench, cancel: CancelCheck | None = None) -> 
                 if cancel is not None and cancel.is_set():
                     raise EngineFailedError("The benchmark was cancelled.")
                 decode_batch(llm, token, depth + i, "last")
-                _sync(llm)
+                synchronize(llm)
             decode_times.append(time.perf_counter() - start)
             llm._ctx.kv_cache_seq_rm(0, depth, -1)
     finally:
