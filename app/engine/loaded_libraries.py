@@ -16,7 +16,6 @@ from pathlib import Path
 
 # The libraries whose machine code is the Flash Attention kernels on a GPU (one per backend).
 GPU_LIBRARY = re.compile(r"libggml-(cuda|hip|musa)\.so(\.\d+)*")
-LLAMA_LIBRARY = re.compile(r"libllama\.so(\.\d+)*")
 _MAPS = Path("/proc/self/maps")
 _DELETED = " (deleted)"  # the kernel's mark on a mapped file since removed or replaced
 
