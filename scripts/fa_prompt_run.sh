@@ -40,6 +40,8 @@
 #             summed by kernel family into the log (STEP_TAG, e.g. -norot, keeps runs with a switch
 #             apart)
 #             (scripts/decode_step_profile.py, scripts/decode_step_kernels.py)
+#   ops:N     test-backend-ops test of the ops in OPS (default ROPE_FWHT ROPE_SET_ROWS
+#             MUL_MAT_HADAMARD) from the build kept in /tmp/bin-N against the CPU -> ops-N.txt
 #   eval:N    (evalk:N from the build kept in /tmp/bin-N; evalbg:N in the background, from a copy
 #             of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
@@ -79,10 +81,12 @@ pack() { tar czf "$FINAL/$TAR.tar.gz" -C "$O" . ; }
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device-carry/whl/*.whl
 PRISTINE=/tmp/src/pristine-5
 STAGE=/tmp/src/stage-5
+# The files a patch (or XPATCH) may change: only these are staged and copied into the tree.
 EDITED="ggml/src/ggml-cuda/fattn-vec.cuh ggml/src/ggml-cuda/fattn-common.cuh ggml/src/ggml-cuda/fattn-mma-f16.cuh ggml/src/ggml-cuda/fattn.cu tests/test-backend-ops.cpp"
-if [ ! -d "$PRISTINE" ]; then
-  for f in $EDITED; do mkdir -p "$PRISTINE/$(dirname "$f")"; cp "$SRC/$f" "$PRISTINE/$f"; done
-fi
+EDITED="$EDITED ggml/src/ggml-cuda/rope.cu ggml/src/ggml-cuda/rope.cuh ggml/src/ggml-cuda/ggml-cuda.cu"
+for f in $EDITED; do  # per file: a machine kept warm from an older run of this script lacks the later ones
+  [ -f "$PRISTINE/$f" ] || { mkdir -p "$PRISTINE/$(dirname "$f")" && cp "$SRC/$f" "$PRISTINE/$f"; }
+done
 stage() {
   rm -rf "$STAGE" && cp -r "$PRISTINE" "$STAGE" || return 1
   python3 -m kernels.patch_set apply "$STAGE" "$1" ${XPATCH:+"$XPATCH"} >>"$LOG" || return 1
@@ -222,6 +226,9 @@ bench() {
         >>"$LOG" 2>"$O/quantize.log" || { stamp "quantize failed"; return 1; }
     fi
   fi
+  # bench:N benches build N where keep:N kept it, else what lib/ links to (the tree's bin/ after a
+  # build, or the kept build a step ran last).
+  if [ -d "/tmp/bin-$1" ]; then ln -sfn "/tmp/bin-$1" "$PKG/llama_cpp/lib"; fi
   # The libraries under the app are those lib/ links to (a kept /tmp/bin-N, or the tree's bin/).
   # Their RUNPATH is the tree's bin/, so without LD_LIBRARY_PATH libllama from /tmp/bin-N loads
   # the libggml-cuda built last, whatever the link says: runs 32-33 benched a kept build that way.
@@ -241,6 +248,21 @@ for m in run["modes"]:
           "peak saved", m["peak_saving_mib"], "=", m["peak_saving_of_kv_saving_percent"], "%",
           "| by buffer:", run.get("compute_buffers", {}).get(m["mode"]))
 EOF
+}
+
+# ops:N: test-backend-ops' correctness cases of the ops in OPS (default the fused RoPE + rotation of
+# candidate F and what it stands in for), the build kept in /tmp/bin-N against the CPU -> ops-N.txt
+ops() {
+  local bin="/tmp/bin-$1" op
+  for op in ${OPS:-ROPE_FWHT ROPE_SET_ROWS MUL_MAT_HADAMARD}; do
+    stamp "ops $1 $op ($(LD_LIBRARY_PATH="$bin" ldd "$bin/test-backend-ops" | grep -o '/[^ ]*libggml-cuda.so'))"
+    # test-backend-ops colours OK and FAIL: plain text kept, one line per case
+    LD_LIBRARY_PATH="$bin" timeout 300 "$bin/test-backend-ops" test -b CUDA0 -o "$op" 2>&1 \
+      | sed 's/\x1b\[[0-9;]*m//g' >"/tmp/ops-$1-$op.txt"
+    echo "$op: $(grep -cE "^  $op\(.*\): OK$" "/tmp/ops-$1-$op.txt") OK," \
+      "$(grep -cE "^  $op\(.*FAIL" "/tmp/ops-$1-$op.txt") failed; $(grep -E 'tests passed' "/tmp/ops-$1-$op.txt")" | tee -a "$LOG"
+    grep -E "^  $op\(" "/tmp/ops-$1-$op.txt" | sed "s/^/$1/" >>"$O/ops-$1.txt"
+  done
 }
 
 evaluate() {  # evaluate N [BIN]: BIN holds test-backend-ops and the libraries (default: the tree's)
@@ -266,6 +288,7 @@ for step in ${STEPS:-build:5 perf:5 bench:5}; do
     keep) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" ;;
     perfk) perfk "$n" ;;
     step) step "$n" ;;
+    ops) ops "$n" ;;
     perfv) perfv "$n" ;;
     evalv) KVSTUDIO_FA_VEC_VARIANT="$n" evaluate "v$n" ;;
     ncuv) ncuv "$n" ;;
