@@ -8,7 +8,8 @@
 // reference shares no code with it: RoPE pair by pair in double, the product with the explicit
 // normalized Sylvester-Hadamard matrix, and q8_0 blocks quantized as ggml's CPU does.
 //
-//   rope_fwht_emulated N NEOX FF STORE HEADS TOKENS     STORE: rows (Q's f32 rows), f32, f16, q8_0
+//   rope_fwht_emulated N NEOX FF STORE HEADS TOKENS
+//     STORE: rows (Q's f32 rows), rows-in-place (written over the input), or a cache of f32, f16, q8_0
 //
 // Prints the largest error and exits 0 if every value is within its tolerance (float rounding; a
 // q8_0 value at most one step off where the reference lies within 1e-4 of a rounding boundary), 1
@@ -146,16 +147,16 @@ static std::vector<double> reference_row(const float * x, int n, bool neox, int3
 
 int main(int argc, char ** argv) {
     if (argc != 7) {
-        fprintf(stderr, "usage: %s N NEOX FF rows|f32|f16|q8_0 HEADS TOKENS\n", argv[0]);
+        fprintf(stderr, "usage: %s N NEOX FF rows|rows-in-place|f32|f16|q8_0 HEADS TOKENS\n", argv[0]);
         return 2;
     }
     const int n = atoi(argv[1]), heads = atoi(argv[5]), tokens = atoi(argv[6]);
     const bool neox = atoi(argv[2]) != 0, has_ff = atoi(argv[3]) != 0;
     const std::string store = argv[4];
     if ((n != 64 && n != 128 && n != 256) || heads < 1 || tokens < 1 ||
-        (store != "rows" && store != "f32" && store != "f16" && store != "q8_0")) {
+        (store != "rows" && store != "rows-in-place" && store != "f32" && store != "f16" && store != "q8_0")) {
         fprintf(stderr, "rope_fwht_emulated: N must be 64, 128 or 256, HEADS and TOKENS positive, "
-                        "STORE rows, f32, f16 or q8_0.\n");
+                        "STORE rows, rows-in-place, f32, f16 or q8_0.\n");
         return 2;
     }
 
@@ -187,6 +188,12 @@ int main(int argc, char ** argv) {
         dispatch_n<float>(n, neox, has_ff, x.data(), out.data(), heads, tokens, n_rows, pos.data(), theta_scale, f,
                           scale, nullptr, 0);
         got = out;
+    } else if (store == "rows-in-place") {
+        // Q's rows written over RoPE's input, as llama.cpp's allocator lays out a decode step
+        std::vector<float> rows = x;
+        dispatch_n<float>(n, neox, has_ff, rows.data(), rows.data(), heads, tokens, n_rows, pos.data(), theta_scale,
+                          f, scale, nullptr, 0);
+        got = rows;
     } else if (store == "f32") {
         std::vector<float> cache(n_cells * row_values, 7.0f);
         dispatch_n<float>(n, neox, has_ff, x.data(), cache.data(), heads, tokens, n_rows, pos.data(), theta_scale, f,
@@ -206,7 +213,7 @@ int main(int argc, char ** argv) {
     }
 
     // the reference, in the same layout: Q's rows in order, or each token's heads at its cell
-    const bool cached = store != "rows";
+    const bool cached = store != "rows" && store != "rows-in-place";
     want.assign(got.size(), cached ? 7.0 : NAN);
     step.assign(got.size(), 0.0);
     for (int t = 0; t < tokens; ++t) {

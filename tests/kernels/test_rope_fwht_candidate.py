@@ -7,11 +7,14 @@ built unpatched, and the run would time fa.7 under the candidate's name)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,13 +127,14 @@ def test_the_device_script_stages_every_file_a_patch_or_candidate_changes() -> N
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("store", ["rows", "f32", "f16", "q8_0"])
+@pytest.mark.parametrize("store", ["rows", "rows-in-place", "f32", "f16", "q8_0"])
 @pytest.mark.parametrize("neox", [0, 1])
 @pytest.mark.parametrize("width", [64, 128, 256])
 def test_candidate_fs_kernel_matches_rope_then_hadamard_then_the_store(
     emulator: Path, store: str, neox: int, width: int
 ) -> None:
-    """Q's rows (f32) or each token's heads at its cache cell (f32, f16, q8_0): 8 heads, 7 tokens,
+    """Q's rows (f32, also written over RoPE's input as a decode step's memory lies) or each token's
+    heads at its cache cell (f32, f16, q8_0): 8 heads, 7 tokens,
     with freq factors for 128-wide rows (Llama 3's), against RoPE pair by pair in double, the
     explicit Hadamard matrix and ggml's q8_0 rounding (one step allowed at a rounding boundary)."""
     freq_factors = int(width == 128)
@@ -147,3 +151,80 @@ def test_the_emulator_refuses_a_width_the_kernel_has_not(emulator: Path) -> None
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "N must be 64, 128 or 256" in result.stderr
+
+
+GRAPH = ROOT / "scripts" / "decode_graph_ops.py"
+K_CHAIN = ["ROPE", "RESHAPE", "MUL_MAT", "RESHAPE", "VIEW", "SET_ROWS"]
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer Llama-shaped model with random weights (heads of 128, as Llama-3-8B's)."""
+    from app.models.random_model import write_model
+
+    return write_model(tmp_path_factory.mktemp("llama") / "tiny.gguf", 2, "small", None, 0)
+
+
+def _decode_graph(model: Path, kv: str) -> list[dict[str, Any]]:
+    result = subprocess.run(
+        [sys.executable, str(GRAPH), str(model), "--kv", kv], cwd=ROOT, capture_output=True,
+        text=True, timeout=300, check=False, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def _chains(nodes: list[dict[str, Any]], ops: list[str]) -> list[list[dict[str, Any]]]:
+    """Runs of consecutive nodes with these ops, each taking the one before as its first source
+    (the Hadamard product as its second), as ggml_cuda_can_fuse checks them."""
+    found = []
+    for start in range(len(nodes) - len(ops) + 1):
+        run = nodes[start : start + len(ops)]
+        if [n["op"] for n in run] != ops:
+            continue
+        links = [
+            run[k]["src"][1 if ops[k] == "MUL_MAT" else 0] == run[k - 1]["i"]
+            for k in range(1, len(ops))
+        ]
+        if all(links):
+            found.append(run)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kv", ["q8_0/f16", "q8_0/q8_0"])
+def test_llamas_decode_graph_has_the_node_runs_candidate_f_fuses(tiny_llama: Path, kv: str) -> None:
+    """The real llama.cpp's decode step for a Llama with a q8_0 K: in every layer the new K runs
+    RoPE, the product with attn_inp_k_rot and the copy into the cache as 6 consecutive nodes, and
+    Q runs RoPE and its product as 3, with the rotated rows where RoPE's input was (the in-place
+    case the patch allows for Q alone). With an f16 K there is no rotation to fuse."""
+    nodes = _decode_graph(tiny_llama, kv)
+    k_runs = _chains(nodes, K_CHAIN)
+    assert [run[5]["name"] for run in k_runs] == ["cache_k_l0 (view)", "cache_k_l1 (view)"]
+    assert all(run[2]["src"][0] == "attn_inp_k_rot" for run in k_runs)
+    k_starts = {run[0]["i"] for run in k_runs}
+    q_runs = [r for r in _chains(nodes, K_CHAIN[:3]) if r[0]["i"] not in k_starts]
+    assert [run[0]["name"] for run in q_runs] == ["Qcur-0", "Qcur-1"]
+    for rope, _, rotation in q_runs:
+        assert rotation["src"][0] == "attn_inp_k_rot"
+        rope_input = nodes[rope["src"][0]]
+        assert (rotation["buffer"], rotation["offset"], rotation["bytes"]) == (
+            rope_input["buffer"], rope_input["offset"], rope_input["bytes"],
+        )  # fmt: skip
+    f16 = _decode_graph(tiny_llama, "f16/f16")
+    assert not any("attn_inp_k_rot" in n["src"] for n in f16)
+    assert len(_chains(f16, ["ROPE", "VIEW", "SET_ROWS"])) == 2  # llama.cpp's own fusion's shape
+
+
+def test_the_graph_script_refuses_bad_input_in_one_sentence(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(GRAPH), *args], cwd=ROOT, capture_output=True, text=True,
+            timeout=120, check=False, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+
+    missing = run(str(tmp_path / "none.gguf"))
+    assert missing.returncode == 2
+    assert missing.stderr == f"No model file at {tmp_path / 'none.gguf'}.\n"
+    bad_mode = run(str(tmp_path / "none.gguf"), "--kv", "q9/f16")
+    assert bad_mode.returncode == 2 and bad_mode.stderr.count("\n") == 1 and "q9" in bad_mode.stderr
