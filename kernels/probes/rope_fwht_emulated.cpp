@@ -8,8 +8,10 @@
 // reference shares no code with it: RoPE pair by pair in double, the product with the explicit
 // normalized Sylvester-Hadamard matrix, and q8_0 blocks quantized as ggml's CPU does.
 //
-//   rope_fwht_emulated N NEOX FF STORE HEADS TOKENS
+//   rope_fwht_emulated N ROPE NEOX FF STORE ROWS TOKENS
+//     ROPE 1: RoPE first (Q, K; N is the head size), 0: the rotation alone (V, in groups of N)
 //     STORE: rows (Q's f32 rows), rows-in-place (written over the input), or a cache of f32, f16, q8_0
+//     ROWS: rows of N values a token (heads, or V's groups)
 //
 // Prints the largest error and exits 0 if every value is within its tolerance (float rounding; a
 // q8_0 value at most one step off where the reference lies within 1e-4 of a rounding boundary), 1
@@ -79,7 +81,7 @@ template <int width = 32> static float warp_reduce_max(float x) {
 #include "rope_fwht_kernel.inc"
 
 // ---- running it: one warp at a time, 4 rows a block as the launcher does -----------------------
-template <int N, bool neox, bool has_ff, typename D>
+template <int N, bool has_rope, bool neox, bool has_ff, typename D>
 static void run(const float * x, D * dst, int ne01, int ne02, int64_t n_rows, const int32_t * pos,
                 float theta_scale, const float * ff, float scale, const int64_t * rows, int64_t stride) {
     const rope_corr_dims corr_dims = {{0.0f, 0.0f}};
@@ -91,7 +93,7 @@ static void run(const float * x, D * dst, int ne01, int ne02, int64_t n_rows, co
                 current_warp = &warp;
                 threadIdx = {unsigned(lane), unsigned(r % 4), 0};
                 blockIdx = {unsigned(r / 4), 0, 0};
-                rope_fwht<N, neox, has_ff, D>(x, dst, ne01, ne02, n_rows, N, (int64_t) N * ne01,
+                rope_fwht<N, has_rope, neox, has_ff, D>(x, dst, ne01, ne02, n_rows, N, (int64_t) N * ne01,
                                               (int64_t) N * ne01 * ne02, pos, 1.0f, 0.0f, 1.0f, corr_dims,
                                               theta_scale, ff, scale, rows, stride);
             });
@@ -101,34 +103,36 @@ static void run(const float * x, D * dst, int ne01, int ne02, int64_t n_rows, co
 }
 
 template <int N, typename D>
-static void dispatch(bool neox, bool ff, const float * x, D * dst, int ne01, int ne02, int64_t n_rows,
+static void dispatch(bool rope, bool neox, bool ff, const float * x, D * dst, int ne01, int ne02, int64_t n_rows,
                      const int32_t * pos, float theta_scale, const float * f, float scale,
                      const int64_t * rows, int64_t stride) {
-    if (neox) {
-        if (ff) run<N, true, true>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
-        else    run<N, true, false>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
+    if (!rope) {
+        run<N, false, false, false>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
+    } else if (neox) {
+        if (ff) run<N, true, true, true>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
+        else    run<N, true, true, false>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
     } else {
-        if (ff) run<N, false, true>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
-        else    run<N, false, false>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
+        if (ff) run<N, true, false, true>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
+        else    run<N, true, false, false>(x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride);
     }
 }
 
 template <typename D>
-static void dispatch_n(int n, bool neox, bool ff, const float * x, D * dst, int ne01, int ne02, int64_t n_rows,
-                       const int32_t * pos, float theta_scale, const float * f, float scale,
+static void dispatch_n(int n, bool rope, bool neox, bool ff, const float * x, D * dst, int ne01, int ne02,
+                       int64_t n_rows, const int32_t * pos, float theta_scale, const float * f, float scale,
                        const int64_t * rows, int64_t stride) {
     switch (n) {
-        case 64: dispatch<64>(neox, ff, x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride); break;
-        case 128: dispatch<128>(neox, ff, x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride); break;
-        case 256: dispatch<256>(neox, ff, x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride); break;
+        case 64: dispatch<64>(rope, neox, ff, x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride); break;
+        case 128: dispatch<128>(rope, neox, ff, x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride); break;
+        case 256: dispatch<256>(rope, neox, ff, x, dst, ne01, ne02, n_rows, pos, theta_scale, f, scale, rows, stride); break;
     }
 }
 
 // ---- the reference ------------------------------------------------------------------------------
-static std::vector<double> reference_row(const float * x, int n, bool neox, int32_t pos, const float * ff) {
+static std::vector<double> reference_row(const float * x, int n, bool rope, bool neox, int32_t pos, const float * ff) {
     const double base = 10000.0;
-    std::vector<double> roped(n);
-    for (int k = 0; k < n / 2; ++k) {
+    std::vector<double> roped(x, x + n);
+    for (int k = 0; rope && k < n / 2; ++k) {
         const int a = neox ? k : 2 * k;             // the pair's two values
         const int b = neox ? k + n / 2 : 2 * k + 1;
         const double theta = pos * std::pow(base, -2.0 * k / n) / (ff ? ff[k] : 1.0);
@@ -146,16 +150,16 @@ static std::vector<double> reference_row(const float * x, int n, bool neox, int3
 }
 
 int main(int argc, char ** argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: %s N NEOX FF rows|rows-in-place|f32|f16|q8_0 HEADS TOKENS\n", argv[0]);
+    if (argc != 8) {
+        fprintf(stderr, "usage: %s N ROPE NEOX FF rows|rows-in-place|f32|f16|q8_0 ROWS TOKENS\n", argv[0]);
         return 2;
     }
-    const int n = atoi(argv[1]), heads = atoi(argv[5]), tokens = atoi(argv[6]);
-    const bool neox = atoi(argv[2]) != 0, has_ff = atoi(argv[3]) != 0;
-    const std::string store = argv[4];
+    const int n = atoi(argv[1]), heads = atoi(argv[6]), tokens = atoi(argv[7]);
+    const bool rope = atoi(argv[2]) != 0, neox = atoi(argv[3]) != 0, has_ff = atoi(argv[4]) != 0;
+    const std::string store = argv[5];
     if ((n != 64 && n != 128 && n != 256) || heads < 1 || tokens < 1 ||
         (store != "rows" && store != "rows-in-place" && store != "f32" && store != "f16" && store != "q8_0")) {
-        fprintf(stderr, "rope_fwht_emulated: N must be 64, 128 or 256, HEADS and TOKENS positive, "
+        fprintf(stderr, "rope_fwht_emulated: N must be 64, 128 or 256, ROWS and TOKENS positive, "
                         "STORE rows, rows-in-place, f32, f16 or q8_0.\n");
         return 2;
     }
@@ -185,29 +189,29 @@ int main(int argc, char ** argv) {
     std::vector<double> step;  // the q8_0 step of the block a value lies in (0: not quantized)
     if (store == "rows") {
         std::vector<float> out(n_rows * n, NAN);
-        dispatch_n<float>(n, neox, has_ff, x.data(), out.data(), heads, tokens, n_rows, pos.data(), theta_scale, f,
+        dispatch_n<float>(n, rope, neox, has_ff, x.data(), out.data(), heads, tokens, n_rows, pos.data(), theta_scale, f,
                           scale, nullptr, 0);
         got = out;
     } else if (store == "rows-in-place") {
         // Q's rows written over RoPE's input, as llama.cpp's allocator lays out a decode step
         std::vector<float> rows = x;
-        dispatch_n<float>(n, neox, has_ff, rows.data(), rows.data(), heads, tokens, n_rows, pos.data(), theta_scale,
+        dispatch_n<float>(n, rope, neox, has_ff, rows.data(), rows.data(), heads, tokens, n_rows, pos.data(), theta_scale,
                           f, scale, nullptr, 0);
         got = rows;
     } else if (store == "f32") {
         std::vector<float> cache(n_cells * row_values, 7.0f);
-        dispatch_n<float>(n, neox, has_ff, x.data(), cache.data(), heads, tokens, n_rows, pos.data(), theta_scale, f,
+        dispatch_n<float>(n, rope, neox, has_ff, x.data(), cache.data(), heads, tokens, n_rows, pos.data(), theta_scale, f,
                           scale, cells.data(), row_values);
         got = cache;
     } else if (store == "f16") {
         std::vector<half> cache(n_cells * row_values, half(7.0f));
-        dispatch_n<half>(n, neox, has_ff, x.data(), cache.data(), heads, tokens, n_rows, pos.data(), theta_scale, f,
+        dispatch_n<half>(n, rope, neox, has_ff, x.data(), cache.data(), heads, tokens, n_rows, pos.data(), theta_scale, f,
                          scale, cells.data(), row_values);
         for (half h : cache) got.push_back(float(h));
     } else {
         std::vector<block_q8_0> cache(n_cells * row_values / QK8_0);
         for (auto & b : cache) { b.d = half(7.0f); memset(b.qs, 1, sizeof b.qs); }
-        dispatch_n<block_q8_0>(n, neox, has_ff, x.data(), cache.data(), heads, tokens, n_rows, pos.data(),
+        dispatch_n<block_q8_0>(n, rope, neox, has_ff, x.data(), cache.data(), heads, tokens, n_rows, pos.data(),
                                theta_scale, f, scale, cells.data(), row_values / QK8_0);
         for (const auto & b : cache) for (int j = 0; j < QK8_0; ++j) got.push_back(float(b.d) * b.qs[j]);
     }
@@ -219,7 +223,7 @@ int main(int argc, char ** argv) {
     for (int t = 0; t < tokens; ++t) {
         for (int h = 0; h < heads; ++h) {
             const int64_t r = (int64_t) t * heads + h;
-            const auto row = reference_row(x.data() + r * n, n, neox, pos[t], f);
+            const auto row = reference_row(x.data() + r * n, n, rope, neox, pos[t], f);
             const int64_t at = cached ? cells[t] * row_values + (int64_t) h * n : r * n;
             for (int i = 0; i < n; ++i) want[at + i] = row[i];
         }
@@ -254,7 +258,7 @@ int main(int argc, char ** argv) {
         }
         if (!(err <= worst)) { worst = err; worst_at = i; }
     }
-    printf("N=%d neox=%d ff=%d store=%s heads=%d tokens=%d: %zu values, largest error %.3g (value %zu), %zu "
-           "outside tolerance\n", n, neox, has_ff, store.c_str(), heads, tokens, got.size(), worst, worst_at, bad);
+    printf("N=%d rope=%d neox=%d ff=%d store=%s rows=%d tokens=%d: %zu values, largest error %.3g (value %zu), %zu "
+           "outside tolerance\n", n, rope, neox, has_ff, store.c_str(), heads, tokens, got.size(), worst, worst_at, bad);
     return bad == 0 ? 0 : 1;
 }

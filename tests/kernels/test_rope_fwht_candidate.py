@@ -1,7 +1,8 @@
-"""Candidate F of kernel-log O (RoPE and llama.cpp's Hadamard rotation of Q and the new K in one
-kernel), before a GPU has run it: it applies on kvstudio-fa.7 as the device script's XPATCH does and
-changes the files it says; its kernel, run on the CPU by kernels/probes/rope_fwht_emulated.cpp,
-matches an independent reference for every row width, RoPE mode and store; and the device script
+"""Candidate F of kernel-log O (llama.cpp's Hadamard rotations of Q, the new K and V fused with RoPE
+and with the copy into the cache), before a GPU has run it: it applies on kvstudio-fa.7 as the
+device script's XPATCH does and changes the files it says; its kernel, run on the CPU by
+kernels/probes/rope_fwht_emulated.cpp, matches an independent reference for every row width, RoPE
+mode and store; llama.cpp's real decode graph has the node runs it fuses; and the device script
 stages every file that any of our patches or candidates changes (a file it did not stage would be
 built unpatched, and the run would time fa.7 under the candidate's name)."""
 
@@ -73,7 +74,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _AFTER_YARN = (
     "template <bool forward, bool has_ff, typename T, typename D>\nstatic __global__ void rope_norm"
 )
-_AFTER_KERNEL = "template <int N, typename D>\nstatic void rope_fwht_cuda("
+_AFTER_KERNEL = "// RoPE's parameters for rope_fwht"
 PROBE = ROOT / "kernels" / "probes" / "rope_fwht_emulated.cpp"
 
 
@@ -98,6 +99,8 @@ def test_candidate_f_applies_on_fa7_and_changes_what_it_says(llama_cpp: Path) ->
     call = "ggml_cuda_op_rope_fwht_fused(*cuda_ctx, cgraph->nodes[i], cgraph->nodes[i + 2], "
     assert call + "cgraph->nodes[i + 5]);" in fused
     assert call + "nullptr);" in fused
+    # and V's rotation, whose copy into the cache comes later in the graph
+    assert "ggml_cuda_op_fwht_set_rows_fused(*cuda_ctx, node, cgraph->nodes[set_rows]);" in fused
     # and test-backend-ops checks it against the CPU
     assert "new test_rope_fwht(" in (llama_cpp / "tests" / "test-backend-ops.cpp").read_text()
     assert patch_set.experiment_version(7, CANDIDATE) == "kvstudio-fa.7+run34-rope-fwht"
@@ -138,7 +141,21 @@ def test_candidate_fs_kernel_matches_rope_then_hadamard_then_the_store(
     with freq factors for 128-wide rows (Llama 3's), against RoPE pair by pair in double, the
     explicit Hadamard matrix and ggml's q8_0 rounding (one step allowed at a rounding boundary)."""
     freq_factors = int(width == 128)
-    args = [str(width), str(neox), str(freq_factors), store, "8", "7"]
+    args = [str(width), "1", str(neox), str(freq_factors), store, "8", "7"]
+    result = subprocess.run([emulator, *args], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.endswith(" 0 outside tolerance\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", ["f32", "f16", "q8_0"])
+@pytest.mark.parametrize("width", [64, 128, 256])
+def test_candidate_fs_kernel_stores_vs_rotation_alone(
+    emulator: Path, store: str, width: int
+) -> None:
+    """V: no RoPE, each token's row rotated in groups of the rotation's width (llama.cpp rotates V
+    in groups of 64), 16 groups a token, 7 tokens, stored at shuffled cache cells."""
+    args = [str(width), "0", "0", "0", store, "16", "7"]
     result = subprocess.run([emulator, *args], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.endswith(" 0 outside tolerance\n")
@@ -147,7 +164,10 @@ def test_candidate_fs_kernel_matches_rope_then_hadamard_then_the_store(
 @pytest.mark.slow
 def test_the_emulator_refuses_a_width_the_kernel_has_not(emulator: Path) -> None:
     result = subprocess.run(
-        [emulator, "512", "0", "0", "q8_0", "8", "7"], capture_output=True, text=True, check=False
+        [emulator, "512", "1", "0", "0", "q8_0", "8", "7"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "N must be 64, 128 or 256" in result.stderr
@@ -197,7 +217,8 @@ def test_llamas_decode_graph_has_the_node_runs_candidate_f_fuses(tiny_llama: Pat
     """The real llama.cpp's decode step for a Llama with a q8_0 K: in every layer the new K runs
     RoPE, the product with attn_inp_k_rot and the copy into the cache as 6 consecutive nodes, and
     Q runs RoPE and its product as 3, with the rotated rows where RoPE's input was (the in-place
-    case the patch allows for Q alone). With an f16 K there is no rotation to fuse."""
+    case the patch allows for Q alone); with a q8_0 V, V's rotation is stored by a VIEW and
+    SET_ROWS further on, only nodes that leave that cache alone between. f16: nothing to fuse."""
     nodes = _decode_graph(tiny_llama, kv)
     k_runs = _chains(nodes, K_CHAIN)
     assert [run[5]["name"] for run in k_runs] == ["cache_k_l0 (view)", "cache_k_l1 (view)"]
@@ -211,9 +232,31 @@ def test_llamas_decode_graph_has_the_node_runs_candidate_f_fuses(tiny_llama: Pat
         assert (rotation["buffer"], rotation["offset"], rotation["bytes"]) == (
             rope_input["buffer"], rope_input["offset"], rope_input["bytes"],
         )  # fmt: skip
+    assert [_v_store(nodes, layer) for layer in (0, 1)] == (
+        [None, None] if kv == "q8_0/f16" else ["cache_v_l0 (view)", "cache_v_l1 (view)"]
+    )
     f16 = _decode_graph(tiny_llama, "f16/f16")
-    assert not any("attn_inp_k_rot" in n["src"] for n in f16)
+    assert not any("attn_inp_k_rot" in n["src"] or "attn_inp_v_rot" in n["src"] for n in f16)
     assert len(_chains(f16, ["ROPE", "VIEW", "SET_ROWS"])) == 2  # llama.cpp's own fusion's shape
+
+
+def _v_store(nodes: list[dict[str, Any]], layer: int) -> str | None:
+    """Where V's rotation in this layer is stored, found as ggml_cuda_find_fwht_set_rows finds it:
+    the product with attn_inp_v_rot, its RESHAPE next, and further on a VIEW of that reshape with
+    the SET_ROWS right after it, no node between touching that cache. None: V is not rotated."""
+    products = [n for n in nodes if n["op"] == "MUL_MAT" and n["src"][0] == "attn_inp_v_rot"]
+    if not products:
+        return None
+    rotation = products[2 * layer]  # a layer's two: V's, then the attention output's
+    reshape = nodes[rotation["i"] + 1]
+    assert reshape["op"] == "RESHAPE" and reshape["src"] == [rotation["i"]]
+    view = next(n for n in nodes if n["op"] == "VIEW" and n["src"] == [reshape["i"]])
+    set_rows = nodes[view["i"] + 1]
+    assert set_rows["op"] == "SET_ROWS" and set_rows["src"][0] == view["i"]
+    cache = set_rows["src"][2]
+    between = nodes[reshape["i"] + 1 : view["i"]]
+    assert between and all(cache not in n["src"] for n in between)  # the new K's nodes lie there
+    return str(set_rows["name"])
 
 
 def test_the_graph_script_refuses_bad_input_in_one_sentence(tmp_path: Path) -> None:
