@@ -232,31 +232,52 @@ def test_llamas_decode_graph_has_the_node_runs_candidate_f_fuses(tiny_llama: Pat
         assert (rotation["buffer"], rotation["offset"], rotation["bytes"]) == (
             rope_input["buffer"], rope_input["offset"], rope_input["bytes"],
         )  # fmt: skip
-    assert [_v_store(nodes, layer) for layer in (0, 1)] == (
-        [None, None] if kv == "q8_0/f16" else ["cache_v_l0 (view)", "cache_v_l1 (view)"]
+    # with a q8_0 V, each layer's products with attn_inp_v_rot: V's (stored ahead), the output's
+    v_rot = [_stored_ahead(nodes, n) for n in _products(nodes, "attn_inp_v_rot")]
+    assert v_rot == (
+        [] if kv == "q8_0/f16" else ["cache_v_l0 (view)", None, "cache_v_l1 (view)", None]
     )
     f16 = _decode_graph(tiny_llama, "f16/f16")
     assert not any("attn_inp_k_rot" in n["src"] or "attn_inp_v_rot" in n["src"] for n in f16)
     assert len(_chains(f16, ["ROPE", "VIEW", "SET_ROWS"])) == 2  # llama.cpp's own fusion's shape
 
 
-def _v_store(nodes: list[dict[str, Any]], layer: int) -> str | None:
-    """Where V's rotation in this layer is stored, found as ggml_cuda_find_fwht_set_rows finds it:
-    the product with attn_inp_v_rot, its RESHAPE next, and further on a VIEW of that reshape with
-    the SET_ROWS right after it, no node between touching that cache. None: V is not rotated."""
-    products = [n for n in nodes if n["op"] == "MUL_MAT" and n["src"][0] == "attn_inp_v_rot"]
-    if not products:
+def _stored_ahead(nodes: list[dict[str, Any]], product: dict[str, Any]) -> str | None:
+    """Where a rotation is stored into a cache further on, found as ggml_cuda_find_fwht_set_rows
+    finds it: the product's RESHAPE next, then within 64 nodes a VIEW of that reshape with the
+    SET_ROWS right after it, no node between touching that cache. None: not stored that way."""
+    reshape = nodes[product["i"] + 1]
+    if reshape["op"] != "RESHAPE" or reshape["src"] != [product["i"]]:
         return None
-    rotation = products[2 * layer]  # a layer's two: V's, then the attention output's
-    reshape = nodes[rotation["i"] + 1]
-    assert reshape["op"] == "RESHAPE" and reshape["src"] == [rotation["i"]]
-    view = next(n for n in nodes if n["op"] == "VIEW" and n["src"] == [reshape["i"]])
-    set_rows = nodes[view["i"] + 1]
-    assert set_rows["op"] == "SET_ROWS" and set_rows["src"][0] == view["i"]
-    cache = set_rows["src"][2]
-    between = nodes[reshape["i"] + 1 : view["i"]]
-    assert between and all(cache not in n["src"] for n in between)  # the new K's nodes lie there
-    return str(set_rows["name"])
+    for view in nodes[product["i"] + 2 : product["i"] + 64]:
+        if view["op"] == "VIEW" and view["src"] == [reshape["i"]]:
+            set_rows = nodes[view["i"] + 1]
+            if set_rows["op"] != "SET_ROWS" or set_rows["src"][0] != view["i"]:
+                return None
+            between = nodes[reshape["i"] + 1 : view["i"]]
+            if any(set_rows["src"][2] in n["src"] for n in between):
+                return None
+            return str(set_rows["name"])
+    return None
+
+
+def _products(nodes: list[dict[str, Any]], rotation: str) -> list[dict[str, Any]]:
+    return [n for n in nodes if n["op"] == "MUL_MAT" and n["src"][0] == rotation]
+
+
+@pytest.mark.slow
+def test_gemmas_decode_graph_stores_k_and_v_rotations_ahead(starter_model_path: Path) -> None:
+    """The starter model (Gemma 3, 18 layers, heads of 256, norms on Q and K): llama.cpp's own
+    fusion takes each layer's RMS_NORM, MUL, ROPE, so F's RoPE runs do not apply, but the rotations
+    of the new K and of V are each stored into their cache by a VIEW and SET_ROWS further on, which
+    F's look-ahead fuses; Q's rotation and the output's are not stored (they stay fwht_cuda)."""
+    nodes = _decode_graph(starter_model_path, "q8_0/q8_0")
+    assert not _chains(nodes, K_CHAIN)
+    k_rot = [_stored_ahead(nodes, n) for n in _products(nodes, "attn_inp_k_rot")]
+    v_rot = [_stored_ahead(nodes, n) for n in _products(nodes, "attn_inp_v_rot")]
+    layers = range(18)
+    assert k_rot == [x for layer in layers for x in (None, f"cache_k_l{layer} (view)")]
+    assert v_rot == [x for layer in layers for x in (f"cache_v_l{layer} (view)", None)]
 
 
 def test_the_graph_script_refuses_bad_input_in_one_sentence(tmp_path: Path) -> None:
