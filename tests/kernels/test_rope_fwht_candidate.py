@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from app.models.random_model import write_model
 from kernels import patch_set
 from kernels.isa_proof import ensure_sdist
 
@@ -32,6 +33,14 @@ FILES = {
     f"{CUDA}/ggml-cuda.cu",
     "tests/test-backend-ops.cpp",
 }
+
+PROBE = ROOT / "kernels" / "probes" / "rope_fwht_emulated.cpp"
+# where the emulator's cut of rope.cu ends: before rope_norm (rope_yarn and its struct kept), and
+# before the host code (the kernel and its store kept)
+_AFTER_YARN = (
+    "template <bool forward, bool has_ff, typename T, typename D>\nstatic __global__ void rope_norm"
+)
+_AFTER_KERNEL = "// RoPE's parameters for rope_fwht"
 
 
 def _extract(folder: Path) -> Path:
@@ -69,13 +78,6 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
     )
     return program
-
-
-_AFTER_YARN = (
-    "template <bool forward, bool has_ff, typename T, typename D>\nstatic __global__ void rope_norm"
-)
-_AFTER_KERNEL = "// RoPE's parameters for rope_fwht"
-PROBE = ROOT / "kernels" / "probes" / "rope_fwht_emulated.cpp"
 
 
 def _sources(root: Path) -> dict[str, bytes]:
@@ -137,9 +139,9 @@ def test_candidate_fs_kernel_matches_rope_then_hadamard_then_the_store(
     emulator: Path, store: str, neox: int, width: int
 ) -> None:
     """Q's rows (f32, also written over RoPE's input as a decode step's memory lies) or each token's
-    heads at its cache cell (f32, f16, q8_0): 8 heads, 7 tokens,
-    with freq factors for 128-wide rows (Llama 3's), against RoPE pair by pair in double, the
-    explicit Hadamard matrix and ggml's q8_0 rounding (one step allowed at a rounding boundary)."""
+    heads at its cache cell (f32, f16, q8_0): 8 heads, 7 tokens, with freq factors for 128-wide
+    rows (Llama 3's), against RoPE pair by pair in double, the explicit Hadamard matrix and ggml's
+    q8_0 rounding (one step allowed at a rounding boundary)."""
     freq_factors = int(width == 128)
     args = [str(width), "1", str(neox), str(freq_factors), store, "8", "7"]
     result = subprocess.run([emulator, *args], capture_output=True, text=True, check=False)
@@ -180,8 +182,6 @@ K_CHAIN = ["ROPE", "RESHAPE", "MUL_MAT", "RESHAPE", "VIEW", "SET_ROWS"]
 @pytest.fixture(scope="module")
 def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer Llama-shaped model with random weights (heads of 128, as Llama-3-8B's)."""
-    from app.models.random_model import write_model
-
     return write_model(tmp_path_factory.mktemp("llama") / "tiny.gguf", 2, "small", None, 0)
 
 
