@@ -1,7 +1,7 @@
 // Candidate F's kernel (rope_fwht, docs/kernel-log/2026-12-04-run34-rope-fwht.patch.txt) run on the
 // CPU, before a GPU does, against an independent reference.
 //
-// The kernel's own source, cut from the patched rope.cu by tests/kernels/test_rope_fwht_emulated.py
+// The kernel's own source, cut from the patched rope.cu by tests/kernels/test_rope_fwht_candidate.py
 // into rope_fwht_kernel.inc (with rope_yarn, which it calls), is compiled here as C++ over a few
 // stand-ins for CUDA: every lane of a warp is a thread, and __shfl_xor_sync is an exchange between
 // them at a barrier, so the kernel's lanes, registers, butterflies and stores run as written. The
@@ -14,7 +14,7 @@
 //     ROWS: rows of N values a token (heads, or V's groups)
 //
 // Prints the largest error and exits 0 if every value is within its tolerance (float rounding; a
-// q8_0 value at most one step off where the reference lies within 1e-4 of a rounding boundary), 1
+// q8_0 value at most one step off where the reference lies within 0.005 of a rounding boundary), 1
 // if not, 2 for bad arguments.
 #include <algorithm>
 #include <barrier>
@@ -238,7 +238,7 @@ int main(int argc, char ** argv) {
                 double & w = want[b * QK8_0 + j];
                 if (w == 7.0 && std::fabs(got[b * QK8_0 + j] - 7.0) < 1e-6) continue;  // an untouched cell
                 const double q = d ? w / d : 0.0;
-                // the kernel rounds q; a reference within 1e-4 of .5 may land either way
+                // the kernel rounds its float q: a reference within 0.005 of .5 may land either way
                 const double nearest = std::round(q);
                 step[b * QK8_0 + j] = std::fabs(std::fabs(q - std::trunc(q)) - 0.5) < 5e-3 ? stored_d : 0.0;
                 w = nearest * stored_d;
