@@ -266,18 +266,24 @@ def _products(nodes: list[dict[str, Any]], rotation: str) -> list[dict[str, Any]
 
 
 @pytest.mark.slow
-def test_gemmas_decode_graph_stores_k_and_v_rotations_ahead(starter_model_path: Path) -> None:
+@pytest.mark.parametrize("kv", ["q8_0/f16", "q8_0/q8_0"])
+def test_gemmas_decode_graph_stores_k_and_v_rotations_ahead(
+    starter_model_path: Path, kv: str
+) -> None:
     """The starter model (Gemma 3, 18 layers, heads of 256, norms on Q and K): llama.cpp's own
     fusion takes each layer's RMS_NORM, MUL, ROPE, so F's RoPE runs do not apply, but the rotations
     of the new K and of V are each stored into their cache by a VIEW and SET_ROWS further on, which
     F's look-ahead fuses; Q's rotation and the output's are not stored (they stay fwht_cuda)."""
-    nodes = _decode_graph(starter_model_path, "q8_0/q8_0")
+    nodes = _decode_graph(starter_model_path, kv)
     assert not _chains(nodes, K_CHAIN)
     k_rot = [_stored_ahead(nodes, n) for n in _products(nodes, "attn_inp_k_rot")]
     v_rot = [_stored_ahead(nodes, n) for n in _products(nodes, "attn_inp_v_rot")]
     layers = range(18)
     assert k_rot == [x for layer in layers for x in (None, f"cache_k_l{layer} (view)")]
-    assert v_rot == [x for layer in layers for x in (f"cache_v_l{layer} (view)", None)]
+    if kv == "q8_0/f16":
+        assert v_rot == []
+    else:
+        assert v_rot == [x for layer in layers for x in (f"cache_v_l{layer} (view)", None)]
 
 
 def test_the_graph_script_refuses_bad_input_in_one_sentence(tmp_path: Path) -> None:
