@@ -141,7 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model.is_file():
         print(f"No model file at {args.model}.", file=sys.stderr)
         return 2
-    for node in decode_graph(args.model, mode, args.depth):
+    try:
+        nodes = decode_graph(args.model, mode, args.depth)
+    except AppError as error:
+        print(error, file=sys.stderr)
+        return 1
+    for node in nodes:
         print(json.dumps(node))
     return 0
 
