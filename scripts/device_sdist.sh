@@ -5,16 +5,17 @@
 # backends we never build there, it packs to about 7.5 MB and still builds (docs/llama-cpp-notes.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version=0.3.36
+# The pinned sdist, downloaded once into the cache as the kernel tools and tests get it.
+sdist="$(python3 -c 'from kernels.isa_proof import ensure_sdist; print(ensure_sdist(log=lambda line: None))')"
+name="$(basename "$sdist" .tar.gz)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-"${PIP:-pip3}" download -q --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$work"
-tar xzf "$work/llama_cpp_python-$version.tar.gz" -C "$work"
-src="$work/llama_cpp_python-$version"
+tar xzf "$sdist" -C "$work"
+src="$work/$name"
 find "$src" -name .git -prune -exec rm -rf {} +
 vendor="$src/vendor/llama.cpp"
 rm -rf "$vendor"/{models,docs,tools/ui,tools/server,benches,media}
 for backend in sycl opencl hexagon metal vulkan; do rm -rf "$vendor/ggml/src/ggml-$backend"; done
 mkdir -p .device-carry
-tar czf ".device-carry/llama_cpp_python-$version.tar.gz" -C "$work" "llama_cpp_python-$version"
-ls -l ".device-carry/llama_cpp_python-$version.tar.gz"
+tar czf ".device-carry/$name.tar.gz" -C "$work" "$name"
+ls -l ".device-carry/$name.tar.gz"
