@@ -130,8 +130,12 @@ build() {
   done >"$O/vec-spills-$1.txt"
 }
 
+# The libggml-cuda that PROGRAM loads with LD_LIBRARY_PATH=FOLDER (the libraries' RUNPATH alone
+# would lead to the tree's bin/, whatever was kept): cuda_library FOLDER PROGRAM
+cuda_library() { LD_LIBRARY_PATH="$1" ldd "$2" | grep -o '/[^ ]*libggml-cuda\.so[.0-9]*'; }
+
 perfk() {
-  stamp "perfk $1 (/tmp/bin-$1: $(LD_LIBRARY_PATH=/tmp/bin-$1 ldd /tmp/bin-$1/test-backend-ops | grep -o '/[^ ]*libggml-cuda.so'))"
+  stamp "perfk $1 (/tmp/bin-$1: $(cuda_library "/tmp/bin-$1" "/tmp/bin-$1/test-backend-ops"))"
   LD_LIBRARY_PATH="/tmp/bin-$1" "/tmp/bin-$1/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
     -p "${PERF_FILTER:-hsk=128,hsv=128,nh=8,nr23=\[4,1\],kv=[0-9]+,nb=1,}" 2>&1 \
     | grep -E "FLASH_ATTN_EXT\(" | sed "s/^/$1${PERFK_TAG:-} /" >>"$O/perfk-$1${PERFK_TAG:-}.txt"
@@ -227,13 +231,12 @@ bench() {
     fi
   fi
   # bench:N benches build N where keep:N kept it, else what lib/ links to (the tree's bin/ after a
-  # build, or the kept build a step ran last).
+  # build, or the kept build a step ran last). The libraries' RUNPATH is the tree's bin/, so
+  # without LD_LIBRARY_PATH libllama from /tmp/bin-N loads the libggml-cuda built last, whatever
+  # the link says: runs 32-33 benched a kept build that way.
   if [ -d "/tmp/bin-$1" ]; then ln -sfn "/tmp/bin-$1" "$PKG/llama_cpp/lib"; fi
-  # The libraries under the app are those lib/ links to (a kept /tmp/bin-N, or the tree's bin/).
-  # Their RUNPATH is the tree's bin/, so without LD_LIBRARY_PATH libllama from /tmp/bin-N loads
-  # the libggml-cuda built last, whatever the link says: runs 32-33 benched a kept build that way.
   local lib; lib="$(readlink -f "$PKG/llama_cpp/lib")"
-  stamp "bench $1 ($model; $(LD_LIBRARY_PATH="$lib" ldd "$lib/libllama.so" | grep -o '/[^ ]*libggml-cuda.so[.0-9]*'))"
+  stamp "bench $1 ($model; $(cuda_library "$lib" "$lib/libllama.so"))"
   LD_LIBRARY_PATH="$lib" PYTHONPATH="$PKG:/tmp/site:$PWD" python3 -m app bench "$model" --ctx "${BENCH_CTX:-131072}" --depth "${BENCH_DEPTH:-32768}" \
     --prompt-tokens 2048 --gen-tokens 128 --json --csv "$O/bench-$1.csv" --force \
     --record "$O/bench-$1-recording.json" >"$O/bench-$1.json" 2>"$O/bench-$1.log"
@@ -255,7 +258,7 @@ EOF
 ops() {
   local bin="/tmp/bin-$1" op
   for op in ${OPS:-ROPE_FWHT ROPE_SET_ROWS MUL_MAT_HADAMARD}; do
-    stamp "ops $1 $op ($(LD_LIBRARY_PATH="$bin" ldd "$bin/test-backend-ops" | grep -o '/[^ ]*libggml-cuda.so'))"
+    stamp "ops $1 $op ($(cuda_library "$bin" "$bin/test-backend-ops"))"
     # test-backend-ops colours OK and FAIL: plain text kept, one line per case
     LD_LIBRARY_PATH="$bin" timeout 300 "$bin/test-backend-ops" test -b CUDA0 -o "$op" 2>&1 \
       | sed 's/\x1b\[[0-9;]*m//g' >"/tmp/ops-$1-$op.txt"
