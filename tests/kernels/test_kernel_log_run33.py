@@ -209,3 +209,34 @@ def test_what_is_missing_to_the_goal_is_mostly_outside_the_op() -> None:
     assert outside[q8] - outside[f16] > (fa7 - goal) / 2  # "most of that"
     extra = [outside[m] - outside[f16] for m in ("q8_0/f16", q8)]
     assert "the size of the {:.2f} and {:.2f} ms measured".format(*extra) in _text()
+
+
+def test_section_os_estimate_for_candidate_f_follows_from_these_numbers() -> None:
+    """Kernel-log O's estimate for candidate F (not measured: no GPU that session) is N's fa.7
+    token less the kernels F removes (128 a Llama-3-8B token with K=V=q8_0, then the output's
+    rotation, 32) at the assumed 4-5 us each, against the 1.45x goal."""
+    op = _op_us()
+    q8, f16 = "q8_0/q8_0", "f16/f16"
+    token = {m: 1000 / statistics.median(_decode(n, m) for n in DEFAULT) for m in MODES}
+    outside = {m: token[m] - LAYERS * op[131072, 1, m, "DE"] / 1000 for m in MODES}
+    fa7 = LAYERS * op[131072, 1, q8, "fa.7"] / 1000 + outside[q8]
+    goal = token[f16] / 1.45
+    with_f = [fa7 - 128 * us / 1000 for us in (5, 4)]
+    with_out = [ms - 32 * us / 1000 for ms, us in zip(with_f, (5, 4), strict=True)]
+    left = [ms - goal for ms in with_out]
+    o = " ".join(section("O").split())  # the text, line breaks as spaces
+    removed = f"{128 * 4 / 1000:.1f}-{128 * 5 / 1000:.1f} ms a token of q8_0/q8_0's {fa7:.2f}"
+    assert f"that is {removed}" in o
+    ratios = f"{token[f16] / fa7:.2f}x to about {token[f16] / with_f[1]:.2f}-"
+    assert f"from about {ratios}{token[f16] / with_f[0]:.2f}x" in o
+    output = f"{32 * 4 / 1000:.2f}-{32 * 5 / 1000:.2f} ms"
+    said = (
+        f"1.45x needs {goal:.2f} ms; F leaves {with_f[0]:.2f}-{with_f[1]:.2f}; "
+        f"the output's rotation (32 kernels, {output}) would leave "
+        f"{with_out[0]:.2f}-{with_out[1]:.2f}, so the attention op itself would still have to "
+        f"give {left[0]:.2f}-{left[1]:.2f} ms a token, {left[0] / LAYERS * 1000:.0f}-"
+        f"{left[1] / LAYERS * 1000:.0f} us of its {op[131072, 1, q8, 'fa.7']:.2f} us a layer"
+    )
+    assert said in o
+    share = [ms / LAYERS * 1000 / op[131072, 1, q8, "fa.7"] for ms in left]
+    assert f"at 131,072 cells ({share[0]:.0%}-{share[1]:.0%})".replace("%-", "-") in o
