@@ -9,14 +9,15 @@ kernel version, e.g. "kvstudio-fa.3" for the first three.
 The applier is plain Python (no `patch` or `git` needed) and strict: each hunk must match the
 source exactly, at its line or, failing that, at exactly one other place, or nothing is written.
 
-    python3 -m kernels.patch_set apply LLAMA_CPP_OR_SDIST_DIR [N [EXTRA.patch]]
-    python3 -m kernels.patch_set version N [EXTRA.patch]
+    python3 -m kernels.patch_set apply LLAMA_CPP_OR_SDIST_DIR [N [EXTRA.patch ...]]
+    python3 -m kernels.patch_set version N [EXTRA.patch ...]
     python3 -m kernels.patch_set list
 
 EXTRA is one more patch applied after the first N, an experiment kept outside kernels/patches (the
-device scripts' XPATCH); the kernel version printed is that of the N with the experiment's tag
-after a "+" (kvstudio-fa.7+run32-vec-v8-candidate-b), so that a build with it never passes for a
-shipped kernel, nor for llama.cpp's own.
+device scripts' XPATCH), or several applied in order, each on top of the one before; the kernel
+version printed is that of the N with the (last) experiment's tag after a "+"
+(kvstudio-fa.7+run32-vec-v8-candidate-b), so that a build with it never passes for a shipped
+kernel, nor for llama.cpp's own.
 """
 
 from __future__ import annotations
@@ -77,13 +78,14 @@ def kernel_version(count: int | None = None) -> str:
     return UPSTREAM if count == 0 else f"{VERSION_PREFIX}.{count}"
 
 
-def experiment_version(count: int, extra: Path | None) -> str:
-    """The version of a build with the first `count` patches and the experiment `extra`: the
-    kernel version, "+", and the file's name without its date and suffixes, cut to 24 characters
-    (the app shows a kernel version in at most 40); without an experiment, the kernel version."""
-    if extra is None:
+def experiment_version(count: int, *extras: Path) -> str:
+    """The version of a build with the first `count` patches and the experiments `extras`: the
+    kernel version, "+", and the last experiment's file name without its date and suffixes, cut to
+    24 characters (the app shows a kernel version in at most 40; an experiment stacked on others
+    says so in its file); without an experiment, the kernel version."""
+    if not extras:
         return kernel_version(count)
-    stem = extra.name.lower().removesuffix(".txt").removesuffix(".patch")
+    stem = extras[-1].name.lower().removesuffix(".txt").removesuffix(".patch")
     tag = re.sub(r"[^a-z0-9.-]", "-", re.sub(r"^\d{4}-\d{2}-\d{2}-", "", stem))[:24].strip("-.")
     return f"{kernel_version(count)}+{tag or 'experiment'}"
 
@@ -158,13 +160,12 @@ def llama_cpp_root(folder: Path) -> Path:
     return vendored if (vendored / "ggml").is_dir() else folder
 
 
-def apply(folder: Path, count: int | None = None, extra: Path | None = None) -> list[Patch]:
+def apply(folder: Path, count: int | None = None, *extras: Path) -> list[Patch]:
     """Apply the first `count` patches (default: all) to llama.cpp in `folder`, then the patch
-    file `extra` if given (an experiment kept outside kernels/patches); all or nothing."""
+    files `extras` in order (experiments kept outside kernels/patches); all or nothing."""
     root = llama_cpp_root(folder)
     patches = load_patches()[:count]
-    if extra is not None:
-        patches.append(parse(extra.read_text(encoding="utf-8"), extra.stem))
+    patches += [parse(extra.read_text(encoding="utf-8"), extra.stem) for extra in extras]
     edited: dict[Path, list[str]] = {}
     for patch in patches:
         for file_patch in patch.files:
@@ -207,16 +208,15 @@ def main(argv: list[str]) -> int:
             for patch in load_patches():
                 print(f"{patch.name}: {patch.summary}")
             return 0
-        if argv[:1] == ["apply"] and len(argv) in (2, 3, 4):
+        if argv[:1] == ["apply"] and len(argv) >= 2:
             count = int(argv[2]) if len(argv) >= 3 else None
-            extra = Path(argv[3]) if len(argv) == 4 else None
-            applied = apply(Path(argv[1]), count, extra)
-            shipped = len(applied) - (extra is not None)
-            version = experiment_version(shipped, extra)
+            extras = [Path(name) for name in argv[3:]]
+            applied = apply(Path(argv[1]), count, *extras)
+            version = experiment_version(len(applied) - len(extras), *extras)
             print(f"applied {', '.join(p.name for p in applied) or 'no patch'}: kernel {version}")
             return 0
-        if argv[:1] == ["version"] and len(argv) in (2, 3):
-            print(experiment_version(int(argv[1]), Path(argv[2]) if len(argv) == 3 else None))
+        if argv[:1] == ["version"] and len(argv) >= 2:
+            print(experiment_version(int(argv[1]), *(Path(name) for name in argv[2:])))
             return 0
     except PatchError as error:
         print(f"kernels: {error}", file=sys.stderr)

@@ -41,7 +41,7 @@
 #             apart)
 #             (scripts/decode_step_profile.py, scripts/decode_step_kernels.py)
 #   ops:N     test-backend-ops test of the ops in OPS (default ROPE_FWHT ROPE_SET_ROWS
-#             MUL_MAT_HADAMARD) from the build kept in /tmp/bin-N against the CPU -> ops-N.txt
+#             MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT) from the build kept in /tmp/bin-N against the CPU -> ops-N.txt
 #   eval:N    (evalk:N from the build kept in /tmp/bin-N; evalbg:N in the background, from a copy
 #             of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
@@ -51,8 +51,9 @@
 # prompts are slower); every step here runs with IN_PLACE (default 1) as its value, so IN_PLACE=0
 # times the same build without it. (Runs 15-18 predate the switch: the path was always on.)
 # XPATCH=FILE applies one more patch (a unified diff against llama.cpp, as kernels/patches) on top
-# of the first N patches in build:N, for an experiment kept outside kernels/patches; the kernel
-# version in kvstudio-kernel.txt is then `python -m kernels.patch_set version N FILE`'s
+# of the first N patches in build:N, for an experiment kept outside kernels/patches (XPATCH="F G":
+# several, in order, each on the one before); the kernel version in kvstudio-kernel.txt is then
+# `python -m kernels.patch_set version N FILE...`'s (the last file's tag)
 # (kvstudio-fa.7+run32-vec-v8-candidate-b; until run 32 it ended in the whole file name, which the
 # app does not take for a kernel version, so run 32's bench of the candidate says "upstream").
 # TARGETS (default "test-backend-ops llama") are the CMake targets built; NO_MODEL=1 skips writing
@@ -83,13 +84,14 @@ PRISTINE=/tmp/src/pristine-5
 STAGE=/tmp/src/stage-5
 # The files a patch (or XPATCH) may change: only these are staged and copied into the tree.
 EDITED="ggml/src/ggml-cuda/fattn-vec.cuh ggml/src/ggml-cuda/fattn-common.cuh ggml/src/ggml-cuda/fattn-mma-f16.cuh ggml/src/ggml-cuda/fattn.cu tests/test-backend-ops.cpp"
-EDITED="$EDITED ggml/src/ggml-cuda/rope.cu ggml/src/ggml-cuda/rope.cuh ggml/src/ggml-cuda/ggml-cuda.cu"
+EDITED="$EDITED ggml/src/ggml-cuda/rope.cu ggml/src/ggml-cuda/rope.cuh ggml/src/ggml-cuda/ggml-cuda.cu ggml/src/ggml-cuda/fattn.cuh"
 for f in $EDITED; do  # per file: a machine kept warm from an older run of this script lacks the later ones
   [ -f "$PRISTINE/$f" ] || { mkdir -p "$PRISTINE/$(dirname "$f")" && cp "$SRC/$f" "$PRISTINE/$f"; }
 done
 stage() {
   rm -rf "$STAGE" && cp -r "$PRISTINE" "$STAGE" || return 1
-  python3 -m kernels.patch_set apply "$STAGE" "$1" ${XPATCH:+"$XPATCH"} >>"$LOG" || return 1
+  # shellcheck disable=SC2086  # XPATCH: one file name or several
+  python3 -m kernels.patch_set apply "$STAGE" "$1" ${XPATCH:-} >>"$LOG" || return 1
   python3 scripts/fa_tune_source.py "$STAGE" perf-cases && python3 scripts/fa_tune_source.py "$STAGE" eval-cases || return 1
   for f in $EDITED; do cmp -s "$STAGE/$f" "$SRC/$f" || cp "$STAGE/$f" "$SRC/$f"; done
 }
@@ -114,7 +116,8 @@ build() {
   # shellcheck disable=SC2086
   cmake --build "$B" --target ${TARGETS:-test-backend-ops llama} -j "$(nproc)" >"$O/build-$1.log" 2>&1 \
     || { stamp "build $1 failed"; tail -30 "$O/build-$1.log" | tee -a "$LOG"; return 1; }
-  python3 -m kernels.patch_set version "$1" ${XPATCH:+"$XPATCH"} >"$B/bin/kvstudio-kernel.txt"
+  # shellcheck disable=SC2086
+  python3 -m kernels.patch_set version "$1" ${XPATCH:-} >"$B/bin/kvstudio-kernel.txt"
   mkdir -p "$PKG" && { [ -d "$PKG/llama_cpp" ] || cp -r "$SDIST_DIR/llama_cpp" "$PKG/"; } && ln -sfn "$B/bin" "$PKG/llama_cpp/lib"
   stamp "built $1: $(cat "$B/bin/kvstudio-kernel.txt")"
   cuobjdump -res-usage "$B/bin/libggml-cuda.so" 2>/dev/null | grep -A1 "flash_attn_ext_f16" | grep -v "^--" \
@@ -254,10 +257,11 @@ EOF
 }
 
 # ops:N: test-backend-ops' correctness cases of the ops in OPS (default the fused RoPE + rotation of
-# candidate F and what it stands in for), the build kept in /tmp/bin-N against the CPU -> ops-N.txt
+# candidate F, the attention op storing its output rotated of candidate G, and what they stand in
+# for), the build kept in /tmp/bin-N against the CPU -> ops-N.txt
 ops() {
   local bin="/tmp/bin-$1" op
-  for op in ${OPS:-ROPE_FWHT ROPE_SET_ROWS MUL_MAT_HADAMARD}; do
+  for op in ${OPS:-ROPE_FWHT ROPE_SET_ROWS MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT}; do
     stamp "ops $1 $op ($(cuda_library "$bin" "$bin/test-backend-ops"))"
     # test-backend-ops colours OK and FAIL: plain text kept, one line per case
     LD_LIBRARY_PATH="$bin" timeout 300 "$bin/test-backend-ops" test -b CUDA0 -o "$op" 2>&1 \
