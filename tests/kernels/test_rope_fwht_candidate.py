@@ -8,25 +8,30 @@ built unpatched, and the run would time fa.7 under the candidate's name)."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.models.random_model import write_model
 from kernels import patch_set
-from kernels.isa_proof import ensure_sdist
+from tests.kernels.candidates import (
+    CUDA,
+    GRAPH,
+    LOG,
+    ROOT,
+    build_emulator,
+    chains,
+    changed_files,
+    decode_graph,
+    extract,
+    products,
+    sources,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-CANDIDATE = ROOT / "docs" / "kernel-log" / "2026-12-04-run34-rope-fwht.patch.txt"
-PREFIX = "llama_cpp_python-0.3.36/vendor/llama.cpp/"
-CUDA = "ggml/src/ggml-cuda"
+CANDIDATE = LOG / "2026-12-04-run34-rope-fwht.patch.txt"
 FILES = {
     f"{CUDA}/rope.cu",
     f"{CUDA}/rope.cuh",
@@ -43,20 +48,9 @@ _AFTER_YARN = (
 _AFTER_KERNEL = "// RoPE's parameters for rope_fwht"
 
 
-def _extract(folder: Path) -> Path:
-    """The pinned llama.cpp's Flash Attention sources and the files candidate F changes."""
-    wanted = (f"{PREFIX}{CUDA}/fattn", *(PREFIX + name for name in FILES))
-    with tarfile.open(ensure_sdist(log=lambda line: None), "r:gz") as tar:
-        members = [m for m in tar if m.name.startswith(wanted)]
-        for member in members:
-            member.name = member.name[len(PREFIX) :]
-        tar.extractall(folder / "llama.cpp", members=members, filter="data")
-    return folder / "llama.cpp"
-
-
 @pytest.fixture
 def llama_cpp(tmp_path: Path) -> Path:
-    return _extract(tmp_path)
+    return extract(tmp_path, FILES)
 
 
 @pytest.fixture(scope="module")
@@ -64,36 +58,22 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """kernels/probes/rope_fwht_emulated.cpp built around the kernel as candidate F writes it: cut
     from the patched rope.cu, with the rope_yarn it calls."""
     folder = tmp_path_factory.mktemp("rope_fwht")
-    llama_cpp = _extract(folder)
+    llama_cpp = extract(folder, FILES)
     patch_set.apply(llama_cpp, 7, CANDIDATE)
     rope = (llama_cpp / CUDA / "rope.cu").read_text()
     yarn = rope[rope.index("struct rope_corr_dims") : rope.index(_AFTER_YARN)]
     kernel = rope[rope.index("// KV Studio: fused ROPE + Hadamard") : rope.index(_AFTER_KERNEL)]
     (folder / "rope_fwht_kernel.inc").write_text(yarn + "\n" + kernel)
-    compiler = shutil.which("g++") or shutil.which("c++")
-    assert compiler, "a C++ compiler (building llama-cpp-python needs one too)"
-    program = folder / "rope_fwht_emulated"
-    subprocess.run(
-        [compiler, "-std=c++20", "-O1", "-pthread", f"-I{folder}", "-o", str(program), str(PROBE)],
-        check=True,
-    )
-    return program
-
-
-def _sources(root: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
-    }
+    return build_emulator(PROBE, folder)
 
 
 @pytest.mark.slow
 def test_candidate_f_applies_on_fa7_and_changes_what_it_says(llama_cpp: Path) -> None:
     patch_set.apply(llama_cpp, 7)
-    fa7 = _sources(llama_cpp)
+    fa7 = sources(llama_cpp)
     applied = patch_set.apply(llama_cpp, 0, CANDIDATE)
     assert [p.name for p in applied] == [CANDIDATE.name.removesuffix(".txt")]
-    after = _sources(llama_cpp)
-    assert {name for name in after if after[name] != fa7[name]} == FILES
+    assert changed_files(fa7, sources(llama_cpp)) == FILES
     rope = (llama_cpp / CUDA / "rope.cu").read_text()
     assert "static __global__ void rope_fwht(" in rope
     # the backend calls it for both shapes of llama.cpp's graph: the new K into the cache, and Q
@@ -121,7 +101,7 @@ def test_the_device_script_stages_every_file_a_patch_or_candidate_changes() -> N
     assert f"{CUDA}/fattn-vec.cuh" in staged
     patches = [
         *patch_set.patch_files(),
-        *sorted((ROOT / "docs" / "kernel-log").glob("*.patch.txt")),
+        *sorted(LOG.glob("*.patch.txt")),
     ]
     assert CANDIDATE in patches
     for path in patches:
@@ -175,40 +155,7 @@ def test_the_emulator_refuses_a_width_the_kernel_has_not(emulator: Path) -> None
     assert result.stderr.count("\n") == 1 and "N must be 64, 128 or 256" in result.stderr
 
 
-GRAPH = ROOT / "scripts" / "decode_graph_ops.py"
 K_CHAIN = ["ROPE", "RESHAPE", "MUL_MAT", "RESHAPE", "VIEW", "SET_ROWS"]
-
-
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer Llama-shaped model with random weights (heads of 128, as Llama-3-8B's)."""
-    return write_model(tmp_path_factory.mktemp("llama") / "tiny.gguf", 2, "small", None, 0)
-
-
-def _decode_graph(model: Path, kv: str) -> list[dict[str, Any]]:
-    result = subprocess.run(
-        [sys.executable, str(GRAPH), str(model), "--kv", kv], cwd=ROOT, capture_output=True,
-        text=True, timeout=300, check=False, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    return [json.loads(line) for line in result.stdout.splitlines()]
-
-
-def _chains(nodes: list[dict[str, Any]], ops: list[str]) -> list[list[dict[str, Any]]]:
-    """Runs of consecutive nodes with these ops, each taking the one before as its first source
-    (the Hadamard product as its second), as ggml_cuda_can_fuse checks them."""
-    found = []
-    for start in range(len(nodes) - len(ops) + 1):
-        run = nodes[start : start + len(ops)]
-        if [n["op"] for n in run] != ops:
-            continue
-        links = [
-            run[k]["src"][1 if ops[k] == "MUL_MAT" else 0] == run[k - 1]["i"]
-            for k in range(1, len(ops))
-        ]
-        if all(links):
-            found.append(run)
-    return found
 
 
 @pytest.mark.slow
@@ -219,12 +166,12 @@ def test_llamas_decode_graph_has_the_node_runs_candidate_f_fuses(tiny_llama: Pat
     Q runs RoPE and its product as 3, with the rotated rows where RoPE's input was (the in-place
     case the patch allows for Q alone); with a q8_0 V, V's rotation is stored by a VIEW and
     SET_ROWS further on, only nodes that leave that cache alone between. f16: nothing to fuse."""
-    nodes = _decode_graph(tiny_llama, kv)
-    k_runs = _chains(nodes, K_CHAIN)
+    nodes = decode_graph(tiny_llama, kv)
+    k_runs = chains(nodes, K_CHAIN)
     assert [run[5]["name"] for run in k_runs] == ["cache_k_l0 (view)", "cache_k_l1 (view)"]
     assert all(run[2]["src"][0] == "attn_inp_k_rot" for run in k_runs)
     k_starts = {run[0]["i"] for run in k_runs}
-    q_runs = [r for r in _chains(nodes, K_CHAIN[:3]) if r[0]["i"] not in k_starts]
+    q_runs = [r for r in chains(nodes, K_CHAIN[:3]) if r[0]["i"] not in k_starts]
     assert [run[0]["name"] for run in q_runs] == ["Qcur-0", "Qcur-1"]
     for rope, _, rotation in q_runs:
         assert rotation["src"][0] == "attn_inp_k_rot"
@@ -233,13 +180,13 @@ def test_llamas_decode_graph_has_the_node_runs_candidate_f_fuses(tiny_llama: Pat
             rope_input["buffer"], rope_input["offset"], rope_input["bytes"],
         )  # fmt: skip
     # with a q8_0 V, each layer's products with attn_inp_v_rot: V's (stored ahead), the output's
-    v_rot = [_stored_ahead(nodes, n) for n in _products(nodes, "attn_inp_v_rot")]
+    v_rot = [_stored_ahead(nodes, n) for n in products(nodes, "attn_inp_v_rot")]
     assert v_rot == (
         [] if kv == "q8_0/f16" else ["cache_v_l0 (view)", None, "cache_v_l1 (view)", None]
     )
-    f16 = _decode_graph(tiny_llama, "f16/f16")
+    f16 = decode_graph(tiny_llama, "f16/f16")
     assert not any("attn_inp_k_rot" in n["src"] or "attn_inp_v_rot" in n["src"] for n in f16)
-    assert len(_chains(f16, ["ROPE", "VIEW", "SET_ROWS"])) == 2  # llama.cpp's own fusion's shape
+    assert len(chains(f16, ["ROPE", "VIEW", "SET_ROWS"])) == 2  # llama.cpp's own fusion's shape
 
 
 def _stored_ahead(nodes: list[dict[str, Any]], product: dict[str, Any]) -> str | None:
@@ -261,10 +208,6 @@ def _stored_ahead(nodes: list[dict[str, Any]], product: dict[str, Any]) -> str |
     return None
 
 
-def _products(nodes: list[dict[str, Any]], rotation: str) -> list[dict[str, Any]]:
-    return [n for n in nodes if n["op"] == "MUL_MAT" and n["src"][0] == rotation]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kv", ["q8_0/f16", "q8_0/q8_0"])
 def test_gemmas_decode_graph_stores_k_and_v_rotations_ahead(
@@ -274,10 +217,10 @@ def test_gemmas_decode_graph_stores_k_and_v_rotations_ahead(
     fusion takes each layer's RMS_NORM, MUL, ROPE, so F's RoPE runs do not apply, but the rotations
     of the new K and of V are each stored into their cache by a VIEW and SET_ROWS further on, which
     F's look-ahead fuses; Q's rotation and the output's are not stored (they stay fwht_cuda)."""
-    nodes = _decode_graph(starter_model_path, kv)
-    assert not _chains(nodes, K_CHAIN)
-    k_rot = [_stored_ahead(nodes, n) for n in _products(nodes, "attn_inp_k_rot")]
-    v_rot = [_stored_ahead(nodes, n) for n in _products(nodes, "attn_inp_v_rot")]
+    nodes = decode_graph(starter_model_path, kv)
+    assert not chains(nodes, K_CHAIN)
+    k_rot = [_stored_ahead(nodes, n) for n in products(nodes, "attn_inp_k_rot")]
+    v_rot = [_stored_ahead(nodes, n) for n in products(nodes, "attn_inp_v_rot")]
     layers = range(18)
     assert k_rot == [x for layer in layers for x in (None, f"cache_k_l{layer} (view)")]
     if kv == "q8_0/f16":
