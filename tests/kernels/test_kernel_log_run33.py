@@ -240,3 +240,30 @@ def test_section_os_estimate_for_candidate_f_follows_from_these_numbers() -> Non
     assert said in o
     share = [ms / LAYERS * 1000 / op[131072, 1, q8, "fa.7"] for ms in left]
     assert f"at 131,072 cells ({share[0]:.0%}-{share[1]:.0%})".replace("%-", "-") in o
+
+
+def test_section_ps_bound_for_f_and_g_follows_from_these_numbers() -> None:
+    """Kernel-log P (candidate G, not measured): with F and G at the assumed 4-5 us a kernel, and
+    at best a K=V=q8_0 token outside the op as f16/f16's, against the 1.45x goal."""
+    op = _op_us()
+    q8, f16 = "q8_0/q8_0", "f16/f16"
+    token = {m: 1000 / statistics.median(_decode(n, m) for n in DEFAULT) for m in MODES}
+    outside = {m: token[m] - LAYERS * op[131072, 1, m, "DE"] / 1000 for m in MODES}
+    fa7_op = op[131072, 1, q8, "fa.7"]
+    fa7 = LAYERS * fa7_op / 1000 + outside[q8]
+    with_fg = [fa7 - (128 + 32) * us / 1000 for us in (5, 4)]
+    p = " ".join(section("P").split())
+    assert (
+        f"K=V=q8_0 would take {with_fg[0]:.2f}-{with_fg[1]:.2f} ms on run 33's machine, "
+        f"{token[f16] / with_fg[1]:.2f}-{token[f16] / with_fg[0]:.2f}x f16/f16's {token[f16]:.2f}"
+    ) in p
+    best = LAYERS * fa7_op / 1000 + outside[f16]
+    needed = (token[f16] / 1.45 - outside[f16]) / LAYERS * 1000
+    assert (
+        f"down to f16/f16's ({outside[f16]:.2f} ms: the same kernels, the same weights); then "
+        f"fa.7's op ({fa7_op:.2f} us a layer at 131,072 cells) gives {best:.2f} ms, "
+        f"{token[f16] / best:.2f}x, and 1.45x needs the op at {needed:.2f} us a layer, "
+        f"{1 - needed / fa7_op:.1%} less"
+    ) in p
+    assert f"close the {outside[q8] - outside[f16]:.2f} ms a token outside the op" in p
+    assert token[f16] / best < 1.45  # "not met by the fusions alone"
