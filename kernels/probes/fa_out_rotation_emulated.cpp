@@ -17,96 +17,28 @@
 // what fwht_cuda gives from the combine step without it; the rotation-only kernel exactly what fwht_cuda
 // gives from the same rows; and both the product with the explicit normalized Sylvester matrix in
 // double (relative 1e-5). Prints the counts and exits 0 if all hold, 1 if not, 2 for bad arguments.
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <random>
-#include <thread>
 #include <vector>
 
 // ---- stand-ins for what the kernels use from CUDA and ggml-cuda ---------------------------------
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __shared__ static  // one array a kernel instance: blocks run one at a time here
+#include "cuda_on_cpu.h"
+
 #define GGML_CUDA_RESTRICT
 #define __builtin_assume(x)
-#define __restrict__
 
 using std::max;
 struct float2 { float x, y; };
-struct dim3_ { unsigned x = 0, y = 0, z = 0; };
-static thread_local dim3_ threadIdx, blockIdx, blockDim;
-static dim3_ gridDim;
-
-static constexpr int ggml_cuda_get_physical_warp_size() { return 32; }
-static void ggml_cuda_pdl_lc() {}
-static void ggml_cuda_pdl_sync() {}
-template <typename D> static D ggml_cuda_cast(float v) { return D(v); }
-
-// A block: its threads meet at `block` for __syncthreads, and each warp's 32 at its own barrier for a
-// shuffle (a warp of the block is threads 32w .. 32w+31, x fastest, as CUDA numbers them).
-struct warp_state {
-    std::barrier<> sync{32};
-    float slot[32];
-};
-struct block_state {
-    explicit block_state(int threads) : block(threads), warps(threads / 32) {}
-    std::barrier<> block;
-    std::vector<warp_state> warps;
-};
-static thread_local block_state * current_block;
-static thread_local int thread_in_block;
-
-static void __syncthreads() { current_block->block.arrive_and_wait(); }
-
-static float __shfl_xor_sync(unsigned, float v, int lane_mask, int width) {
-    warp_state & warp = current_block->warps[thread_in_block / 32];
-    const int lane = thread_in_block % 32;
-    warp.slot[lane] = v;
-    warp.sync.arrive_and_wait();
-    const int src = lane ^ lane_mask;  // as CUDA: outside its width-wide segment a lane reads its own
-    const float got = (src / width == lane / width) ? warp.slot[src] : v;
-    warp.sync.arrive_and_wait();
-    return got;
-}
 
 // the combine step's `extern __shared__ float2 meta[]` (the test renames it to this)
 static std::vector<float2> dynamic_shared;
 #define KVSTUDIO_DYNAMIC_SHARED_FLOAT2 (dynamic_shared.data())
 
 #include "fa_out_rotation_kernels.inc"
-
-// ---- running a kernel: block after block, each block's threads at once ---------------------------
-template <typename Kernel>
-static void launch(dim3_ grid, dim3_ block, Kernel kernel) {
-    gridDim = grid;
-    const int threads = int(block.x * block.y);
-    for (unsigned bz = 0; bz < grid.z; ++bz) {
-        for (unsigned by = 0; by < grid.y; ++by) {
-            for (unsigned bx = 0; bx < grid.x; ++bx) {
-                block_state state(threads);
-                std::vector<std::thread> pool;
-                for (int t = 0; t < threads; ++t) {
-                    pool.emplace_back([&, t] {
-                        current_block = &state;
-                        thread_in_block = t;
-                        blockDim = block;
-                        blockIdx = {bx, by, bz};
-                        threadIdx = {unsigned(t) % block.x, unsigned(t) / block.x, 0};
-                        kernel();
-                    });
-                }
-                for (auto & th : pool) th.join();
-            }
-        }
-    }
-}
 
 // fwht_cuda as ggml_cuda_op_fwht_impl launches it for 64-wide rows: 4 rows a block of 32 x 4
 static void fwht_64(const float * src, float * dst, int64_t rows) {

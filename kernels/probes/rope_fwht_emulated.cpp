@@ -17,7 +17,6 @@
 // q8_0 value at most one step off where the reference lies within 0.005 of a rounding boundary), 1
 // if not, 2 for bad arguments.
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -26,50 +25,18 @@
 #include <functional>
 #include <random>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
 // ---- stand-ins for what the kernel uses from CUDA and ggml-cuda --------------------------------
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
+#include "cuda_on_cpu.h"
 
 using std::max;
 using std::min;
 typedef _Float16 half;
 
-struct dim3_ { unsigned x = 0, y = 0, z = 0; };
-static thread_local dim3_ threadIdx, blockIdx;
-static const dim3_ blockDim = {32, 4, 1};  // the launcher's: 4 rows a block
-
 constexpr int QK8_0 = 32;
 struct block_q8_0 { half d; int8_t qs[QK8_0]; };
-
-static constexpr int ggml_cuda_get_physical_warp_size() { return 32; }
-static void ggml_cuda_pdl_lc() {}
-static void ggml_cuda_pdl_sync() {}
-
-template <typename D> static D ggml_cuda_cast(float v) { return D(v); }
-
-// One warp: 32 threads that meet at a barrier for every shuffle.
-struct warp_state {
-    std::barrier<> sync{32};
-    float slot[32];
-};
-static thread_local warp_state * current_warp;
-
-static float __shfl_xor_sync(unsigned, float v, int lane_mask, int width) {
-    const int lane = threadIdx.x;
-    current_warp->slot[lane] = v;
-    current_warp->sync.arrive_and_wait();
-    // as CUDA: a lane outside its width-wide segment reads its own value
-    const int src = lane ^ lane_mask;
-    const float got = (src / width == lane / width) ? current_warp->slot[src] : v;
-    current_warp->sync.arrive_and_wait();
-    return got;
-}
 
 template <int width = 32> static float warp_reduce_max(float x) {
     for (int offset = width / 2; offset > 0; offset >>= 1) {
@@ -80,26 +47,16 @@ template <int width = 32> static float warp_reduce_max(float x) {
 
 #include "rope_fwht_kernel.inc"
 
-// ---- running it: one warp at a time, 4 rows a block as the launcher does -----------------------
+// ---- running it: 4 rows (warps) a block, as the launcher does ------------------------------------
 template <int N, bool has_rope, bool neox, bool has_ff, typename D>
 static void run(const float * x, D * dst, int ne01, int ne02, int64_t n_rows, const int32_t * pos,
                 float theta_scale, const float * ff, float scale, const int64_t * rows, int64_t stride) {
     const rope_corr_dims corr_dims = {{0.0f, 0.0f}};
-    for (int64_t r = 0; r < n_rows; ++r) {
-        warp_state warp;
-        std::vector<std::thread> lanes;
-        for (int lane = 0; lane < 32; ++lane) {
-            lanes.emplace_back([&, lane] {
-                current_warp = &warp;
-                threadIdx = {unsigned(lane), unsigned(r % 4), 0};
-                blockIdx = {unsigned(r / 4), 0, 0};
-                rope_fwht<N, has_rope, neox, has_ff, D>(x, dst, ne01, ne02, n_rows, N, (int64_t) N * ne01,
-                                              (int64_t) N * ne01 * ne02, pos, 1.0f, 0.0f, 1.0f, corr_dims,
-                                              theta_scale, ff, scale, rows, stride);
-            });
-        }
-        for (auto & t : lanes) t.join();
-    }
+    launch({unsigned((n_rows + 3) / 4), 1, 1}, {32, 4, 1}, [&] {
+        rope_fwht<N, has_rope, neox, has_ff, D>(x, dst, ne01, ne02, n_rows, N, (int64_t) N * ne01,
+                                                (int64_t) N * ne01 * ne02, pos, 1.0f, 0.0f, 1.0f, corr_dims,
+                                                theta_scale, ff, scale, rows, stride);
+    });
 }
 
 template <int N, typename D>
