@@ -23,6 +23,9 @@
 #   perfk:N   test-backend-ops perf from /tmp/bin-N (so two builds can be timed in turn, A B A B)
 #             -> perfk-N.txt (perfk-N$PERFK_TAG.txt, its lines labelled N$PERFK_TAG), appended per
 #             turn; PERF_FILTER picks the cases as for perf
+#   perfc:N-V perfk:N with KVSTUDIO_FA_V_CONVERT=V (candidate H: how a q8_0 V value becomes a float,
+#             picked at run time) -> perfk-N-cV.txt, its lines labelled N-cV, appended per turn
+#   evalc:N-V evalk:N with KVSTUDIO_FA_V_CONVERT=V -> eval-N-cV.txt
 #   perfv:V   test-backend-ops perf from the tree's bin/ with KVSTUDIO_FA_VEC_VARIANT=V (the run-22
 #             experiment's patch picks a variant of the 4-head q8_0-K kernel at run time, so the
 #             variants of one build are timed in turn, A B C A B C) -> perfv-V.txt, appended per
@@ -294,6 +297,8 @@ for step in ${STEPS:-build:5 perf:5 bench:5}; do
     evalk) evaluate "$n" "/tmp/bin-$n" ;;  # a build kept with keep:N
     keep) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" ;;
     perfk) perfk "$n" ;;
+    perfc) KVSTUDIO_FA_V_CONVERT="${n##*-}" PERFK_TAG="-c${n##*-}" perfk "${n%-*}" ;;
+    evalc) KVSTUDIO_FA_V_CONVERT="${n##*-}" evaluate "${n%-*}-c${n##*-}" "/tmp/bin-${n%-*}" ;;
     step) step "$n" ;;
     ops) ops "$n" ;;
     perfv) perfv "$n" ;;
