@@ -267,3 +267,25 @@ def test_section_ps_bound_for_f_and_g_follows_from_these_numbers() -> None:
     ) in p
     assert f"close the {outside[q8] - outside[f16]:.2f} ms a token outside the op" in p
     assert token[f16] / best < 1.45  # "not met by the fusions alone"
+
+
+def test_section_ps_reading_of_the_q8_0_v_follows_from_the_op_times() -> None:
+    """P's case for candidate H: at 131,072 cells fa.7's op reads K and V much faster with an f16
+    V than with a q8_0 V, in nearly the same time; at that rate the q8_0 op would beat the goal."""
+    op = _op_us()
+    cells, kv_heads = 131072, 8
+    k_bytes = cells * kv_heads * 136  # a 128-wide q8_0 row: 4 blocks of 34 bytes
+    f16_v_bytes, q8_v_bytes = cells * kv_heads * 256, k_bytes
+    q8f16, q8q8 = op[cells, 1, "q8_0/f16", "fa.7"], op[cells, 1, "q8_0/q8_0", "fa.7"]
+    rate_f16_v = (k_bytes + f16_v_bytes) / q8f16 / 1e6  # TB/s
+    rate_q8_v = (k_bytes + q8_v_bytes) / q8q8 / 1e6
+    at_f16_rate = (k_bytes + q8_v_bytes) / (rate_f16_v * 1e6)
+    p = " ".join(section("P").split())
+    assert (
+        f"reads K and V at {rate_f16_v:.2f} TB/s with an f16 V "
+        f"({(k_bytes + f16_v_bytes) / 1e6:.1f} MB, 8 KV heads of 136-byte K rows and 256-byte V "
+        f"rows, in {q8f16:.2f} us) and at {rate_q8_v:.2f} TB/s with a q8_0 V "
+        f"({(k_bytes + q8_v_bytes) / 1e6:.1f} MB in {q8q8:.2f} us)"
+    ) in p
+    assert f"it would take {at_f16_rate:.1f} us a layer, well under the 113.05 us" in p
+    assert abs(q8q8 - q8f16) / q8f16 < 0.05  # "no faster with half the V bytes"
