@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from kernels import patch_set
 from kernels.isa_proof import ensure_sdist
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,14 @@ def sources(root: Path) -> dict[str, bytes]:
     }
 
 
-def changed_files(before: dict[str, bytes], after: dict[str, bytes]) -> set[str]:
+def files_changed_by(llama_cpp: Path, candidate: Path, *beneath: Path) -> set[str]:
+    """Apply the seven shipped patches and the candidates `beneath`, then `candidate` as the
+    device script's XPATCH applies the last of its list: the files the candidate changes."""
+    patch_set.apply(llama_cpp, 7, *beneath)
+    before = sources(llama_cpp)
+    applied = patch_set.apply(llama_cpp, 0, candidate)
+    assert [p.name for p in applied] == [candidate.name.removesuffix(".txt")]
+    after = sources(llama_cpp)
     return {name for name in after if after[name] != before[name]}
 
 
