@@ -44,7 +44,8 @@
 #             apart)
 #             (scripts/decode_step_profile.py, scripts/decode_step_kernels.py)
 #   ops:N     test-backend-ops test of the ops in OPS (default ROPE_FWHT ROPE_SET_ROWS
-#             MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT) from the build kept in /tmp/bin-N against the CPU -> ops-N.txt
+#             MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT) from the build kept in /tmp/bin-N against the
+#             CPU -> ops-N.txt
 #   eval:N    (evalk:N from the build kept in /tmp/bin-N; evalbg:N in the background, from a copy
 #             of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
