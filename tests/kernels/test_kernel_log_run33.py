@@ -289,3 +289,31 @@ def test_section_ps_reading_of_the_q8_0_v_follows_from_the_op_times() -> None:
     ) in p
     assert f"it would take {at_f16_rate:.1f} us a layer, well under the 113.05 us" in p
     assert abs(q8q8 - q8f16) / q8f16 < 0.05  # "no faster with half the V bytes"
+
+
+def test_section_ps_machine_code_counts_are_the_recorded_ones() -> None:
+    """P's instruction counts for the long-KV kernel (fa.7's conversion, H's two, and the same
+    kernel with an f16 V) are those of the recorded local compile."""
+    rows = {}
+    for line in (RAW / "2026-12-04-run34-v-convert-sass.txt").read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        _, kernel, *counts = line.split()
+        rows[kernel] = {k: int(v) for k, v in (c.split("=") for c in counts)}
+    fa7, c1, c2 = (rows[f"<128,1,4,8,8,0,1,{v}>"] for v in range(3))
+    f16_v = rows["<128,1,4,8,1,0,1,0>"]
+    p = " ".join(section("P").split())
+    assert f"into a float by I2F.S8 ({fa7['I2F.S8']} of them)" in p and f16_v["I2F.S8"] == 0
+    assert f"HADD2.F32 ({f16_v['HADD2.F32']} against {fa7['HADD2.F32']})" in p
+    assert f"it has {fa7['LDG.E.U16']} 2-byte loads where with an f16 V" in p
+    assert f"it has {f16_v['LDG.E.U16']} and {f16_v['LDG.E.128']} loads of 16 bytes" in p
+    assert (
+        f"variant 1 has no I2F.S8, {c1['PRMT'] - fa7['PRMT']} more PRMT and "
+        f"{c1['I2FP.F32.S32'] - fa7['I2FP.F32.S32']} more I2FP.F32.S32, {c1['total']:,} "
+        f"instructions against fa.7's {fa7['total']:,}; variant 2 no I2F.S8, "
+        f"{c2['PRMT'] - fa7['PRMT']} more PRMT, {c2['LOP3.LUT'] - fa7['LOP3.LUT']} more LOP3 and "
+        f"{c2['FADD.FTZ'] - fa7['FADD.FTZ']} more FADD, {c2['total']:,}; all "
+        f"{fa7['registers']} registers"
+    ) in p
+    assert c1["I2F.S8"] == c2["I2F.S8"] == 0
+    assert {r["registers"] for r in (fa7, c1, c2)} == {168}
