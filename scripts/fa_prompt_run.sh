@@ -141,6 +141,14 @@ build() {
 # would lead to the tree's bin/, whatever was kept): cuda_library FOLDER PROGRAM
 cuda_library() { LD_LIBRARY_PATH="$1" ldd "$2" | grep -o '/[^ ]*libggml-cuda\.so[.0-9]*'; }
 
+# A step that runs a kept build finds none on a fresh machine (one given back since keep:N, as
+# happened in run 28): one line in the log says so, instead of every command of the step failing.
+have_kept() {
+  [ -x "/tmp/bin-$1/test-backend-ops" ] && return 0
+  stamp "no kept build $1 on this machine (given back since keep:$1?): build and keep:$1 first"
+  return 1
+}
+
 perfk() {
   stamp "perfk $1 (/tmp/bin-$1: $(cuda_library "/tmp/bin-$1" "/tmp/bin-$1/test-backend-ops"))"
   LD_LIBRARY_PATH="/tmp/bin-$1" "/tmp/bin-$1/test-backend-ops" perf -b CUDA0 -o FLASH_ATTN_EXT \
@@ -225,6 +233,9 @@ model_ready() {
 }
 
 bench() {
+  # before model_ready, which on a fresh machine would wait for a model no build is making
+  [ -d "/tmp/bin-$1" ] || [ -e "$PKG/llama_cpp/lib/libllama.so" ] ||
+    { stamp "bench $1: no build on this machine (given back?): build first"; return 1; }
   model_ready
   local model="$MODEL"
   if [ "${BENCH_WEIGHTS:-f16}" = q4_k_m ]; then
@@ -295,13 +306,13 @@ for step in ${STEPS:-build:5 perf:5 bench:5}; do
     perf) perf "$n" ;;
     bench) bench "$n" ;;
     eval) evaluate "$n" ;;
-    evalk) evaluate "$n" "/tmp/bin-$n" ;;  # a build kept with keep:N
+    evalk) have_kept "$n" && evaluate "$n" "/tmp/bin-$n" ;;  # a build kept with keep:N
     keep) rm -rf "/tmp/bin-$n" && cp -r "$B/bin" "/tmp/bin-$n" ;;
-    perfk) perfk "$n" ;;
-    perfc) KVSTUDIO_FA_V_CONVERT="${n##*-}" PERFK_TAG="-c${n##*-}" perfk "${n%-*}" ;;
-    evalc) KVSTUDIO_FA_V_CONVERT="${n##*-}" evaluate "${n%-*}-c${n##*-}" "/tmp/bin-${n%-*}" ;;
-    step) step "$n" ;;
-    ops) ops "$n" ;;
+    perfk) have_kept "$n" && perfk "$n" ;;
+    perfc) have_kept "${n%-*}" && KVSTUDIO_FA_V_CONVERT="${n##*-}" PERFK_TAG="-c${n##*-}" perfk "${n%-*}" ;;
+    evalc) have_kept "${n%-*}" && KVSTUDIO_FA_V_CONVERT="${n##*-}" evaluate "${n%-*}-c${n##*-}" "/tmp/bin-${n%-*}" ;;
+    step) have_kept "$n" && step "$n" ;;
+    ops) have_kept "$n" && ops "$n" ;;
     perfv) perfv "$n" ;;
     evalv) KVSTUDIO_FA_VEC_VARIANT="$n" evaluate "v$n" ;;
     ncuv) ncuv "$n" ;;
