@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 from tests.kernels.kernel_log_tables import RAW, ROOT, perf_times, section, table
@@ -26,8 +27,9 @@ BENCHES = ("7norot", "7", "de", "7b", "deb")  # in the order run
 DEFAULT = ("7", "de", "7b", "deb")  # without a llama.cpp switch
 
 
-def _text() -> str:
-    return " ".join(section("N").split())
+def _text(letter: str = "N") -> str:
+    """Section `letter` of the kernel log, line breaks as spaces."""
+    return " ".join(section(letter).split())
 
 
 def _op_us() -> dict[tuple[int, int, str, str], float]:
@@ -50,6 +52,28 @@ def _modes(name: str) -> dict[str, dict[str, Any]]:
 
 def _decode(name: str, mode: str) -> float:
     return float(_modes(name)[mode]["decode_tokens_per_second"])
+
+
+@dataclass(frozen=True)
+class _Token:
+    """N's reading of run 33 at 131,072 cells, ms a token per mode: the benches' median token,
+    what a token spends outside the attention op (the benches less 32 layers of the op of the
+    library that ran), fa.7's K=V=q8_0 token (its op plus that), and the 1.45x goal."""
+
+    fa7_op_us: float
+    token: dict[str, float]
+    outside: dict[str, float]
+    fa7: float
+    goal: float
+
+
+def _token() -> _Token:
+    op = _op_us()
+    token = {m: 1000 / statistics.median(_decode(n, m) for n in DEFAULT) for m in MODES}
+    outside = {m: token[m] - LAYERS * op[131072, 1, m, "DE"] / 1000 for m in MODES}
+    fa7_op = op[131072, 1, "q8_0/q8_0", "fa.7"]
+    fa7 = LAYERS * fa7_op / 1000 + outside["q8_0/q8_0"]
+    return _Token(fa7_op, token, outside, fa7, token["f16/f16"] / 1.45)
 
 
 def test_the_decode_table_is_the_medians_and_four_blocks_lose_at_131072() -> None:
@@ -129,16 +153,10 @@ def test_the_benches_named_fa7_and_de_ran_one_library() -> None:
     ranges = (min(named_7), max(named_7), min(named_de), max(named_de))
     assert "{:.2f}-{:.2f} against {:.2f}-{:.2f}".format(*ranges) in _text()
     # Per token outside the op, with D+E's op times (the library that ran).
-    outside = [
-        1000 / statistics.median(_decode(n, m) for n in DEFAULT) - LAYERS * op_ms
-        for m in MODES
-        for op_ms in [op[131072, 1, m, "DE"] / 1000]
-    ]
+    outside = [_token().outside[m] for m in MODES]
     assert "f16/f16 {:.1f} ms, q8_0/f16 {:.1f}, q8_0/q8_0 {:.1f} here".format(*outside) in _text()
     # M carries the correction.
-    assert "run 33 (N):* the bench named fa.7 here ran B's GPU library" in " ".join(
-        section("M").split()
-    )
+    assert "run 33 (N):* the bench named fa.7 here ran B's GPU library" in _text("M")
 
 
 def test_without_the_rotation_q8_0_k_reserves_what_f16_does() -> None:
@@ -192,14 +210,11 @@ def test_the_rotation_adds_two_or_four_products_a_layer_to_a_decode_step() -> No
 def test_what_is_missing_to_the_goal_is_mostly_outside_the_op() -> None:
     """N's estimate for fa.7 on this machine: its op (the fa.7 turns) plus what a K=V=q8_0 token
     spends outside the op (the benches, with the op of the library that ran), against f16's."""
-    op = _op_us()
+    t = _token()
     q8, f16 = "q8_0/q8_0", "f16/f16"
-    token = {m: 1000 / statistics.median(_decode(n, m) for n in DEFAULT) for m in MODES}
-    outside = {m: token[m] - LAYERS * op[131072, 1, m, "DE"] / 1000 for m in MODES}
-    fa7 = LAYERS * op[131072, 1, q8, "fa.7"] / 1000 + outside[q8]
-    goal = token[f16] / 1.45
+    token, outside, fa7, goal = t.token, t.outside, t.fa7, t.goal
     said = (
-        f"about {fa7:.2f} ms a token (32 layers of its {op[131072, 1, q8, 'fa.7']:.2f} us op plus "
+        f"about {fa7:.2f} ms a token (32 layers of its {t.fa7_op_us:.2f} us op plus "
         f"the {outside[q8]:.2f} ms outside it), {token[f16] / fa7:.2f}x f16/f16's "
         f"{token[f16]:.2f}; "
         f"the 1.45x needs {goal:.2f} ms, {fa7 - goal:.2f} ms less, and the "
@@ -215,16 +230,13 @@ def test_section_os_estimate_for_candidate_f_follows_from_these_numbers() -> Non
     """Kernel-log O's estimate for candidate F (not measured: no GPU that session) is N's fa.7
     token less the kernels F removes (128 a Llama-3-8B token with K=V=q8_0, then the output's
     rotation, 32) at the assumed 4-5 us each, against the 1.45x goal."""
-    op = _op_us()
-    q8, f16 = "q8_0/q8_0", "f16/f16"
-    token = {m: 1000 / statistics.median(_decode(n, m) for n in DEFAULT) for m in MODES}
-    outside = {m: token[m] - LAYERS * op[131072, 1, m, "DE"] / 1000 for m in MODES}
-    fa7 = LAYERS * op[131072, 1, q8, "fa.7"] / 1000 + outside[q8]
-    goal = token[f16] / 1.45
+    t = _token()
+    f16 = "f16/f16"
+    token, fa7, goal = t.token, t.fa7, t.goal
     with_f = [fa7 - 128 * us / 1000 for us in (5, 4)]
     with_out = [ms - 32 * us / 1000 for ms, us in zip(with_f, (5, 4), strict=True)]
     left = [ms - goal for ms in with_out]
-    o = " ".join(section("O").split())  # the text, line breaks as spaces
+    o = _text("O")
     removed = f"{128 * 4 / 1000:.1f}-{128 * 5 / 1000:.1f} ms a token of q8_0/q8_0's {fa7:.2f}"
     assert f"that is {removed}" in o
     ratios = f"{token[f16] / fa7:.2f}x to about {token[f16] / with_f[1]:.2f}-"
@@ -235,30 +247,27 @@ def test_section_os_estimate_for_candidate_f_follows_from_these_numbers() -> Non
         f"the output's rotation (32 kernels, {output}) would leave "
         f"{with_out[0]:.2f}-{with_out[1]:.2f}, so the attention op itself would still have to "
         f"give {left[0]:.2f}-{left[1]:.2f} ms a token, {left[0] / LAYERS * 1000:.0f}-"
-        f"{left[1] / LAYERS * 1000:.0f} us of its {op[131072, 1, q8, 'fa.7']:.2f} us a layer"
+        f"{left[1] / LAYERS * 1000:.0f} us of its {t.fa7_op_us:.2f} us a layer"
     )
     assert said in o
-    share = [ms / LAYERS * 1000 / op[131072, 1, q8, "fa.7"] for ms in left]
+    share = [ms / LAYERS * 1000 / t.fa7_op_us for ms in left]
     assert f"at 131,072 cells ({share[0]:.0%}-{share[1]:.0%})".replace("%-", "-") in o
 
 
 def test_section_ps_bound_for_f_and_g_follows_from_these_numbers() -> None:
     """Kernel-log P (candidate G, not measured): with F and G at the assumed 4-5 us a kernel, and
     at best a K=V=q8_0 token outside the op as f16/f16's, against the 1.45x goal."""
-    op = _op_us()
+    t = _token()
     q8, f16 = "q8_0/q8_0", "f16/f16"
-    token = {m: 1000 / statistics.median(_decode(n, m) for n in DEFAULT) for m in MODES}
-    outside = {m: token[m] - LAYERS * op[131072, 1, m, "DE"] / 1000 for m in MODES}
-    fa7_op = op[131072, 1, q8, "fa.7"]
-    fa7 = LAYERS * fa7_op / 1000 + outside[q8]
+    token, outside, fa7_op, fa7 = t.token, t.outside, t.fa7_op_us, t.fa7
     with_fg = [fa7 - (128 + 32) * us / 1000 for us in (5, 4)]
-    p = " ".join(section("P").split())
+    p = _text("P")
     assert (
         f"K=V=q8_0 would take {with_fg[0]:.2f}-{with_fg[1]:.2f} ms on run 33's machine, "
         f"{token[f16] / with_fg[1]:.2f}-{token[f16] / with_fg[0]:.2f}x f16/f16's {token[f16]:.2f}"
     ) in p
     best = LAYERS * fa7_op / 1000 + outside[f16]
-    needed = (token[f16] / 1.45 - outside[f16]) / LAYERS * 1000
+    needed = (t.goal - outside[f16]) / LAYERS * 1000
     assert (
         f"down to f16/f16's ({outside[f16]:.2f} ms: the same kernels, the same weights); then "
         f"fa.7's op ({fa7_op:.2f} us a layer at 131,072 cells) gives {best:.2f} ms, "
@@ -280,7 +289,7 @@ def test_section_ps_reading_of_the_q8_0_v_follows_from_the_op_times() -> None:
     rate_f16_v = (k_bytes + f16_v_bytes) / q8f16 / 1e6  # TB/s
     rate_q8_v = (k_bytes + q8_v_bytes) / q8q8 / 1e6
     at_f16_rate = (k_bytes + q8_v_bytes) / (rate_f16_v * 1e6)
-    p = " ".join(section("P").split())
+    p = _text("P")
     assert (
         f"reads K and V at {rate_f16_v:.2f} TB/s with an f16 V "
         f"({(k_bytes + f16_v_bytes) / 1e6:.1f} MB, 8 KV heads of 136-byte K rows and 256-byte V "
@@ -302,7 +311,7 @@ def test_section_ps_machine_code_counts_are_the_recorded_ones() -> None:
         rows[kernel] = {k: int(v) for k, v in (c.split("=") for c in counts)}
     fa7, c1, c2 = (rows[f"<128,1,4,8,8,0,1,{v}>"] for v in range(3))
     f16_v = rows["<128,1,4,8,1,0,1,0>"]
-    p = " ".join(section("P").split())
+    p = _text("P")
     assert f"into a float by I2F.S8 ({fa7['I2F.S8']} of them)" in p and f16_v["I2F.S8"] == 0
     assert f"HADD2.F32 ({f16_v['HADD2.F32']} against {fa7['HADD2.F32']})" in p
     assert f"it has {fa7['LDG.E.U16']} 2-byte loads where with an f16 V" in p
