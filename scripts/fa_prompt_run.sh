@@ -44,8 +44,8 @@
 #             apart)
 #             (scripts/decode_step_profile.py, scripts/decode_step_kernels.py)
 #   ops:N     test-backend-ops test of the ops in OPS (default ROPE_FWHT ROPE_SET_ROWS
-#             MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT) from the build kept in /tmp/bin-N against the
-#             CPU -> ops-N.txt
+#             MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT SCALE_FWHT) from the build kept in /tmp/bin-N
+#             against the CPU -> ops-N.txt
 #   eval:N    (evalk:N from the build kept in /tmp/bin-N; evalbg:N in the background, from a copy
 #             of bin/; evalwait waits for it)
 #             every FLASH_ATTN_EXT case with a q8_0 K (llama.cpp's and ours, every batch) and the
@@ -272,11 +272,11 @@ EOF
 }
 
 # ops:N: test-backend-ops' correctness cases of the ops in OPS (default the fused RoPE + rotation of
-# candidate F, the attention op storing its output rotated of candidate G, and what they stand in
-# for), the build kept in /tmp/bin-N against the CPU -> ops-N.txt
+# candidate F, the attention op storing its output rotated of candidate G, Q's SCALE + rotation of
+# candidate I, and what they stand in for), the build kept in /tmp/bin-N against the CPU -> ops-N.txt
 ops() {
   local bin="/tmp/bin-$1" op
-  for op in ${OPS:-ROPE_FWHT ROPE_SET_ROWS MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT}; do
+  for op in ${OPS:-ROPE_FWHT ROPE_SET_ROWS MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT SCALE_FWHT}; do
     stamp "ops $1 $op ($(cuda_library "$bin" "$bin/test-backend-ops"))"
     # test-backend-ops colours OK and FAIL: plain text kept, one line per case
     LD_LIBRARY_PATH="$bin" timeout 300 "$bin/test-backend-ops" test -b CUDA0 -o "$op" 2>&1 \
