@@ -41,7 +41,8 @@
 #             token (64 decodes, no profiler) -> step-N-DEPTH$STEP_TAG.jsonl, then every kernel of
 #             STEP_PROFILE decodes (default 1) under Nsight Compute -> ncu-step-N-DEPTH$STEP_TAG.csv,
 #             summed by kernel family into the log (STEP_TAG, e.g. -norot, keeps runs with a switch
-#             apart)
+#             apart; STEP_MODEL=gemma3: a random model of the starter's shapes instead, its files
+#             named ...-gemma3)
 #             (scripts/decode_step_profile.py, scripts/decode_step_kernels.py)
 #   ops:N     test-backend-ops test of the ops in OPS (default ROPE_FWHT ROPE_SET_ROWS
 #             MUL_MAT_HADAMARD FLASH_ATTN_EXT_FWHT SCALE_FWHT) from the build kept in /tmp/bin-N
@@ -196,20 +197,25 @@ PY
 }
 
 step() {
-  local bin="/tmp/bin-$1" depth="${STEP_DEPTH:-32768}" profiled="${STEP_PROFILE:-1}" kv
+  local bin="/tmp/bin-$1" depth="${STEP_DEPTH:-32768}" profiled="${STEP_PROFILE:-1}" kv model="$MODEL"
   local tag="$1-${STEP_DEPTH:-32768}${STEP_TAG:-}"
-  model_ready
+  if [ "${STEP_MODEL:-}" = gemma3 ]; then  # Gemma 3 270M's graph (candidate I), written in seconds
+    model=/tmp/gemma3-270m-shapes-random-f16.gguf tag="$tag-gemma3"
+    [ -f "$model" ] || PYTHONPATH="/tmp/site:$PWD" python3 scripts/make_random_gemma3_gguf.py "$model" >>"$LOG" 2>&1
+  else
+    model_ready
+  fi
   ln -sfn "$bin" "$PKG/llama_cpp/lib"
   for kv in ${STEP_MODES:-f16/f16 q8_0/f16 q8_0/q8_0}; do
     stamp "step $1 $kv at $depth cells"
     LD_LIBRARY_PATH="$bin" PYTHONPATH="$PKG:/tmp/site:$PWD" python3 scripts/decode_step_profile.py \
-      "$MODEL" --kv "$kv" --depth "$depth" --profile 0 --out /tmp/step.json 2>>"$LOG" \
+      "$model" --kv "$kv" --depth "$depth" --profile 0 --out /tmp/step.json 2>>"$LOG" \
       && cat /tmp/step.json >>"$O/step-$tag.jsonl"
     # 4 unprofiled decodes first: llama.cpp captures its CUDA graph on the first ones, so the
     # profiled step launches what every later token does.
     LD_LIBRARY_PATH="$bin" PYTHONPATH="$PKG:/tmp/site:$PWD" ncu --profile-from-start off \
       --clock-control none --metrics gpu__time_duration.sum --csv \
-      python3 scripts/decode_step_profile.py "$MODEL" --kv "$kv" --depth "$depth" --tokens 4 \
+      python3 scripts/decode_step_profile.py "$model" --kv "$kv" --depth "$depth" --tokens 4 \
       --profile "$profiled" --out /tmp/step-ncu.json 2>>"$LOG" | grep -E '^"' | sed "s|^|$1,$kv,|" >>"$O/ncu-step-$tag.csv"
   done
   python3 scripts/decode_step_kernels.py "$O/ncu-step-$tag.csv" "$O/step-$tag.jsonl" "$profiled" | tee -a "$LOG"

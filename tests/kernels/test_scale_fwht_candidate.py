@@ -8,6 +8,7 @@ has the node run it fuses in every layer with a q8_0 K, and a Llama's has none."
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,42 @@ def test_gemmas_decode_graph_has_the_run_in_every_layer(starter_model_path: Path
 def test_llamas_decode_graph_has_no_such_run(tiny_llama: Path) -> None:
     """A Llama scales Q inside the attention op: I never fires there (F takes its Q)."""
     assert not _q_runs(decode_graph(tiny_llama, "q8_0/q8_0"))
+
+
+def _structure(nodes: list[dict]) -> list[tuple[str, list[object]]]:
+    """Each node's op and sources, "weight" for any weight (their names are the model's)."""
+    return [
+        (n["op"], [s if isinstance(s, int) or ".weight" not in s else "weight" for s in n["src"]])
+        for n in nodes
+    ]
+
+
+@pytest.mark.slow
+def test_the_random_gemma_for_the_gpu_decodes_the_starters_graph(
+    starter_model_path: Path, tmp_path: Path
+) -> None:
+    """scripts/make_random_gemma3_gguf.py (what run 34's STEP_MODEL=gemma3 steps decode, the starter
+    being too large to carry): its decode step with K=V=q8_0 runs the starter's 943 nodes in the
+    starter's order, the run I fuses in all 18 layers."""
+    model = tmp_path / "gemma3.gguf"
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_random_gemma3_gguf.py"), str(model)],
+        cwd=ROOT, check=True, capture_output=True, timeout=120, env={"PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    random_nodes = decode_graph(model, "q8_0/q8_0")
+    starter_nodes = decode_graph(starter_model_path, "q8_0/q8_0")
+    assert len(starter_nodes) == 943
+    assert _structure(random_nodes) == _structure(starter_nodes)
+    assert _q_runs(random_nodes) == ["ROPE"] * 18
+
+
+def test_the_random_gemma_script_refuses_a_missing_folder_in_one_sentence(tmp_path: Path) -> None:
+    out = tmp_path / "none" / "gemma3.gguf"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "make_random_gemma3_gguf.py"), str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT)},
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == f"make_random_gemma3_gguf: no folder {out.parent} to write into.\n"
+    assert not out.parent.exists()
