@@ -15,6 +15,10 @@ SWITCHES = {
     "LLAMA_ATTN_ROT_DISABLE": "llama.cpp's rotation of a quantized K/V cache",
     "KVSTUDIO_FA_Q8_0_K_IN_PLACE": "the prompt kernel reading a q8_0 K in place (patch 0005)",
     "KVSTUDIO_FA_VEC_LONG_KV_FROM": "where the long-KV decode kernel starts (patch 0007)",
+    # read by kernel candidates not yet adopted (docs/kernel-log.md, Q): a bench of one records
+    # which level or variant it ran
+    "KVSTUDIO_FUSE_ROTATION": "which fusions of llama.cpp's rotations run (candidates F, G, I)",
+    "KVSTUDIO_FA_V_CONVERT": "how the decode kernel makes a q8_0 V float (candidate H)",
 }
 _MAX_VALUE = 20
 
