@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter
 
-from app.models.random_model import synthetic_vocab
+from app.models.random_model import add_synthetic_vocab, random_weights
 
 # Gemma 3 270M (the starter's GGUF metadata); the context of the larger Gemma 3s, so that a depth
 # of 32,768 cells and more is inside it.
@@ -48,25 +48,9 @@ def write_gemma3(out: Path, seed: int = 0) -> Path:
     writer.add_sliding_window(512)
     writer.add_file_type(1)  # LLAMA_FTYPE_MOSTLY_F16
 
-    tokens, scores, types = synthetic_vocab(VOCAB)
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list(tokens)
-    writer.add_token_scores(scores)
-    writer.add_token_types(types)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_unk_token_id(0)
+    add_synthetic_vocab(writer, VOCAB)
     writer.add_vocab_size(VOCAB)
-
-    rng = np.random.default_rng(seed)
-    cache: dict[tuple[int, ...], np.ndarray] = {}
-
-    def weight(*shape: int) -> np.ndarray:
-        # numpy shape is (rows, row length): the reverse of ggml's ne order; one array a shape
-        if shape not in cache:
-            scale = 1.0 / np.sqrt(shape[-1])
-            cache[shape] = (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float16)
-        return cache[shape]
+    weight = random_weights(seed)
 
     ones = np.ones(n_embd, dtype=np.float32)
     head_ones = np.ones(head, dtype=np.float32)

@@ -11,6 +11,7 @@ written at disk speed (about a minute) instead of spending minutes in the RNG.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +59,34 @@ def copy_vocab(writer: GGUFWriter, vocab_path: Path) -> int:
     return n_vocab
 
 
+def add_synthetic_vocab(writer: GGUFWriter, size: int) -> None:
+    """synthetic_vocab(size) as the model's tokenizer (SPM: <unk> 0, <s> 1, </s> 2)."""
+    tokens, scores, types = synthetic_vocab(size)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+
+
+def random_weights(seed: int) -> Callable[..., np.ndarray]:
+    """weight(*shape): f16 values of spread 1/sqrt(row length), one array a shape, reused for every
+    layer (see the module's docstring). numpy's shape is (rows, row length): the reverse of ggml's
+    ne order."""
+    rng = np.random.default_rng(seed)
+    cache: dict[tuple[int, ...], np.ndarray] = {}
+
+    def weight(*shape: int) -> np.ndarray:
+        if shape not in cache:
+            scale = 1.0 / np.sqrt(shape[-1])
+            cache[shape] = (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float16)
+        return cache[shape]
+
+    return weight
+
+
 def write_model(
     out: Path, layers: int | None, vocab: str, vocab_gguf: Path | None, seed: int = 0
 ) -> Path:
@@ -84,28 +113,11 @@ def write_model(
     if vocab_gguf is not None:
         n_vocab = copy_vocab(writer, vocab_gguf)
     else:
-        size = 512 if vocab == "small" else 32000
-        tokens, scores, types = synthetic_vocab(size)
-        writer.add_tokenizer_model("llama")
-        writer.add_token_list(tokens)
-        writer.add_token_scores(scores)
-        writer.add_token_types(types)
-        writer.add_bos_token_id(1)
-        writer.add_eos_token_id(2)
-        writer.add_unk_token_id(0)
-        n_vocab = size
+        n_vocab = 512 if vocab == "small" else 32000
+        add_synthetic_vocab(writer, n_vocab)
     writer.add_vocab_size(n_vocab)
 
-    rng = np.random.default_rng(seed)
-    cache: dict[tuple[int, ...], np.ndarray] = {}
-
-    def weight(*shape: int) -> np.ndarray:
-        # numpy shape is (rows, row length): the reverse of ggml's ne order.
-        if shape not in cache:
-            scale = 1.0 / np.sqrt(shape[-1])
-            cache[shape] = (rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float16)
-        return cache[shape]
-
+    weight = random_weights(seed)
     ones = np.ones(n_embd, dtype=np.float32)
     writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
     for i in range(n_layer):

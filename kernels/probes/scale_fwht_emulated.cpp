@@ -26,21 +26,10 @@
 #include <vector>
 
 // ---- stand-ins for what the kernels use from CUDA and ggml-cuda ---------------------------------
-#include "cuda_on_cpu.h"
+#include "rope_fwht_on_cpu.h"
 
 using std::max;
 using std::min;
-typedef _Float16 half;
-
-constexpr int QK8_0 = 32;
-struct block_q8_0 { half d; int8_t qs[QK8_0]; };
-
-template <int width = 32> static float warp_reduce_max(float x) {
-    for (int offset = width / 2; offset > 0; offset >>= 1) {
-        x = fmaxf(x, __shfl_xor_sync(0xffffffff, x, offset, width));
-    }
-    return x;
-}
 
 #define CUDA_SCALE_BLOCK_SIZE 256
 

@@ -65,6 +65,19 @@ def build_emulator(probe: Path, folder: Path) -> Path:
     return program
 
 
+def emulator_with(probe: Path, folder: Path, include: str, code: str) -> Path:
+    """build_emulator, with `code` (cut from a patched source) as `include`, the file the probe
+    includes."""
+    (folder / include).write_text(code)
+    return build_emulator(probe, folder)
+
+
+def run_emulator(program: Path, *args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [program, *map(str, args)], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
 def decode_graph(model: Path, kv: str) -> list[dict[str, Any]]:
     """Every node of one decode step of `model` with the K/V cache types `kv`, as
     scripts/decode_graph_ops.py records it from the real llama.cpp."""

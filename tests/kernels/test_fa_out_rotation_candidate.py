@@ -18,11 +18,12 @@ from tests.kernels.candidates import (
     CUDA,
     LOG,
     ROOT,
-    build_emulator,
     chains,
     decode_graph,
+    emulator_with,
     extract,
     files_changed_by,
+    run_emulator,
     sources,
 )
 
@@ -111,19 +112,12 @@ def patched(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _emulator(folder: Path, code: str) -> Path:
-    (folder / "fa_out_rotation_kernels.inc").write_text(code)
-    return build_emulator(PROBE, folder)
+    return emulator_with(PROBE, folder, "fa_out_rotation_kernels.inc", code)
 
 
 @pytest.fixture(scope="module")
 def emulator(patched: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _emulator(tmp_path_factory.mktemp("fa_out_rotation"), patched)
-
-
-def _run(program: Path, *args: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [program, *map(str, args)], capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 @pytest.mark.slow
@@ -135,7 +129,7 @@ def test_candidate_gs_kernels_give_what_fwht_gives(
     """The combine step storing rotated gives bit for bit fwht_cuda's result on the unrotated
     combine step's, the rotation-only kernel fwht_cuda's on the same rows, and both match the
     explicit 64-wide Hadamard matrix in double: 6 rows, heads of 64 to 512."""
-    result = _run(emulator, head, 6, parallel_blocks)
+    result = run_emulator(emulator, head, 6, parallel_blocks)
     assert result.returncode == 0, result.stdout + result.stderr
     assert ": 0 differ; rotation kernel vs fwht_cuda: 0 differ;" in result.stdout
     assert result.stdout.endswith(" 0 outside 1e-5\n")
@@ -155,13 +149,13 @@ def test_the_emulator_fails_a_wrong_rotation(
 ) -> None:
     assert patched.count(original) == 1
     program = _emulator(tmp_path, patched.replace(original, mutant))
-    result = _run(program, 128, 6, 3)
+    result = run_emulator(program, 128, 6, 3)
     assert result.returncode == 1, result.stdout + result.stderr
 
 
 @pytest.mark.slow
 def test_the_emulator_refuses_a_head_size_it_has_not(emulator: Path) -> None:
-    result = _run(emulator, 96, 6, 3)
+    result = run_emulator(emulator, 96, 6, 3)
     assert result.returncode == 2
     assert result.stderr == "fa_out_rotation_emulated: D must be 64, 128, 256 or 512.\n"
 

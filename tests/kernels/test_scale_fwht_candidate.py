@@ -19,11 +19,12 @@ from tests.kernels.candidates import (
     CUDA,
     LOG,
     ROOT,
-    build_emulator,
     chains,
     decode_graph,
+    emulator_with,
     extract,
     files_changed_by,
+    run_emulator,
     sources,
 )
 from tests.kernels.kernel_log_tables import section
@@ -128,19 +129,12 @@ def patched(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _emulator(folder: Path, code: str) -> Path:
-    (folder / "scale_fwht_kernels.inc").write_text(code)
-    return build_emulator(PROBE, folder)
+    return emulator_with(PROBE, folder, "scale_fwht_kernels.inc", code)
 
 
 @pytest.fixture(scope="module")
 def emulator(patched: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _emulator(tmp_path_factory.mktemp("scale_fwht"), patched)
-
-
-def _run(program: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [program, *args], capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 @pytest.mark.slow
@@ -159,7 +153,7 @@ def test_candidate_is_kernel_gives_what_scale_then_fwht_give(
 ) -> None:
     """The fused kernel gives bit for bit what scale_f32 then fwht_cuda give (rows with zeros and
     negative zeros), into new memory and over its own input, and the reference's values."""
-    result = _run(emulator, width, rows, scale, bias)
+    result = run_emulator(emulator, width, rows, scale, bias)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == (
         f"N {width}, {rows} rows: bit for bit as scale_f32 then fwht_cuda: yes, in place: yes; "
@@ -188,13 +182,13 @@ def test_the_emulator_fails_a_wrong_kernel(
 ) -> None:
     assert patched.count(original) == 1
     program = _emulator(tmp_path, patched.replace(original, mutant))
-    result = _run(program, "128", "7", "0.5", "0.25")
+    result = run_emulator(program, "128", "7", "0.5", "0.25")
     assert result.returncode == 1, result.stdout + result.stderr
 
 
 @pytest.mark.slow
 def test_the_emulator_refuses_a_width_the_kernel_has_not(emulator: Path) -> None:
-    result = _run(emulator, "512", "4", "0.0625", "0")
+    result = run_emulator(emulator, "512", "4", "0.0625", "0")
     assert result.returncode == 2
     assert result.stderr == "scale_fwht_emulated: N must be 64, 128 or 256 and ROWS positive.\n"
 
