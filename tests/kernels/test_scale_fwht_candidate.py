@@ -305,3 +305,6 @@ def test_section_q_names_the_only_new_symbols_the_link_check_found() -> None:
     }
     assert "for sm_90 (nvcc 13.0) only `__cxa_thread_atexit` is new" in _q_text()
     assert "for gfx1100 (HIP 6.4" in _q_text() and "also `__tls_get_addr`" in _q_text()
+    whole = record[record.index("## gfx1100, F+G+H+I: the whole library") :]
+    assert "rc=0 478 s" in whole and "no undefined symbol, no library not found" in whole
+    assert "for gfx1100 alone (478 s on 2 cores): it builds, and `ldd -r` finds every" in _q_text()
