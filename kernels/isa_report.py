@@ -29,11 +29,13 @@ GGML_TYPE_NAMES = {
 
 _LABEL = re.compile(r"^[0-9a-f]+ <(?P<symbol>[^>]+)>:$")
 # Upstream: <D, ncols, K, V, softcap>. With kernels/patches 0003: <D, ncols1, ncols2, K, V,
-# softcap>, ncols2 being the Q heads of a GQA group that share one block; with 0007 a last
-# long_kv flag (the 3-blocks-per-SM instance launched at long context).
+# softcap>, ncols2 being the Q heads of a GQA group that share one block; with 0007 a
+# long_kv flag (the 3-blocks-per-SM instance launched at long context); a candidate may add more
+# after it (run 34's H: the V conversion, 0-2), kept as they are.
 _FA_VEC = re.compile(
     r"flash_attn_ext_vec<(?P<d>\d+), (?P<ncols>\d+), (?:(?P<heads>\d+), )?\(ggml_type\)(?P<k>\d+), "
-    r"\(ggml_type\)(?P<v>\d+), (?P<softcap>true|false)(?:, (?P<long_kv>true|false))?>"
+    r"\(ggml_type\)(?P<v>\d+), (?P<softcap>true|false)(?:, (?P<long_kv>true|false))?"
+    r"(?P<more>(?:, [^,<>]+)*)>"
 )
 
 
@@ -56,13 +58,15 @@ class FaVecKernel:
     softcap: bool
     heads: int = 1  # Q heads of a GQA group per block (kernels/patches 0003)
     long_kv: bool = False  # the instance launched from a long KV on (kernels/patches 0007)
+    more: tuple[str, ...] = ()  # later template arguments a candidate added
 
     @property
     def label(self) -> str:
         heads = f" heads={self.heads}" if self.heads > 1 else ""
         softcap = " softcap" if self.softcap else ""
         long_kv = " long-kv" if self.long_kv else ""
-        return f"D={self.head_size} ncols={self.ncols}{heads}{softcap}{long_kv}"
+        more = "".join(f" {m}" for m in self.more)
+        return f"D={self.head_size} ncols={self.ncols}{heads}{softcap}{long_kv}{more}"
 
     @property
     def skipped_by_llama_cpp(self) -> bool:
@@ -181,6 +185,7 @@ def fa_vec_kernel(demangled: str) -> FaVecKernel | None:
         match["softcap"] == "true",
         int(match["heads"] or 1),
         match["long_kv"] == "true",
+        tuple(m for m in match["more"].split(", ") if m),
     )
 
 

@@ -176,6 +176,35 @@ def test_the_parser_follows_the_instructions_not_the_file(docs: dict) -> None:
     assert [f.traps for f in sass.parse(no_trap)] == [False, False, False]
 
 
+@pytest.mark.parametrize(
+    ("demangled", "label"),
+    [
+        # upstream, 0003's GQA heads, 0007's long-KV flag, and a candidate's later argument (run
+        # 34's H: its V conversion variant), which once made every such kernel go uncounted
+        (
+            "void flash_attn_ext_vec<64, 1, (ggml_type)8, (ggml_type)1, false>(char const*)",
+            "D=64 ncols=1",
+        ),
+        (
+            "void flash_attn_ext_vec<256, 1, 2, (ggml_type)8, (ggml_type)1, true>(char const*)",
+            "D=256 ncols=1 heads=2 softcap",
+        ),
+        (
+            "void flash_attn_ext_vec<128, 1, 4, (ggml_type)8, (ggml_type)8, false, true>(int)",
+            "D=128 ncols=1 heads=4 long-kv",
+        ),
+        (
+            "void flash_attn_ext_vec<128, 1, 4, (ggml_type)8, (ggml_type)8, false, true, 2>(int)",
+            "D=128 ncols=1 heads=4 long-kv 2",
+        ),
+    ],
+)
+def test_a_vector_kernel_is_known_by_its_template_arguments(demangled: str, label: str) -> None:
+    kernel = fa_vec_kernel(demangled)
+    assert kernel is not None and kernel.label == label
+    assert (kernel.k_type, kernel.v_type) in (("q8_0", "f16"), ("q8_0", "q8_0"))
+
+
 def test_the_parser_counts_mnemonics_only() -> None:
     listing = "\n".join(
         [

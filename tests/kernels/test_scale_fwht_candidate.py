@@ -7,7 +7,6 @@ has the node run it fuses in every layer with a q8_0 K, and a Llama's has none."
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +26,6 @@ from tests.kernels.candidates import (
     run_emulator,
     sources,
 )
-from tests.kernels.kernel_log_tables import section
 
 F = LOG / "2026-12-04-run34-rope-fwht.patch.txt"
 G = LOG / "2026-12-04-run34-fa-out-rotation.patch.txt"
@@ -269,42 +267,3 @@ def test_the_random_gemma_script_refuses_a_missing_folder_in_one_sentence(tmp_pa
     assert result.returncode == 2
     assert result.stderr == f"make_random_gemma3_gguf: no folder {out.parent} to write into.\n"
     assert not out.parent.exists()
-
-
-def _q_text() -> str:
-    return " ".join(section("Q").split())
-
-
-def test_section_q_says_the_registers_ptxas_gave_the_new_kernels() -> None:
-    """Q's register counts are those in the recorded ptxas output, without local memory."""
-    ptxas = (LOG / "2026-12-05-scale-fwht-ptxas.txt").read_text()
-    registers = {
-        int(width): int(count)
-        for width, count in re.findall(
-            r"_Z9rope_fwhtILi(\d+)ELb0ELb0ELb0ELb1Ef\S* for 'sm_90'\n.*\n.*\n"
-            r".*Used (\d+) registers",
-            ptxas,
-        )
-    }
-    assert sorted(registers) == [64, 128, 256]
-    assert ptxas.count("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == 3
-    said = "the three new kernels {}, {} and {} registers, no local memory"
-    assert said.format(registers[64], registers[128], registers[256]) in _q_text()
-
-
-def test_section_q_names_the_only_new_symbols_the_link_check_found() -> None:
-    record = (LOG / "2026-12-05-link-check.txt").read_text()
-    new: dict[str, list[str]] = {}
-    for block in record.split("## ")[1:]:
-        title, *lines = block.strip().splitlines()
-        if "new against fa.7" in title:
-            new[title.split(",")[0]] = lines
-    assert new == {
-        "sm_90": ["__cxa_thread_atexit"],
-        "gfx1100": ["__cxa_thread_atexit", "__tls_get_addr"],
-    }
-    assert "for sm_90 (nvcc 13.0) only `__cxa_thread_atexit` is new" in _q_text()
-    assert "for gfx1100 (HIP 6.4" in _q_text() and "also `__tls_get_addr`" in _q_text()
-    whole = record[record.index("## gfx1100, F+G+H+I: the whole library") :]
-    assert "rc=0 478 s" in whole and "no undefined symbol, no library not found" in whole
-    assert "for gfx1100 alone (478 s on 2 cores): it builds, and `ldd -r` finds every" in _q_text()
