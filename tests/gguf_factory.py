@@ -16,6 +16,8 @@ from pathlib import Path
 import gguf
 import numpy as np
 
+from app.models.random_model import add_spm_vocab
+
 # Word pieces after the byte tokens; "\u2581" is SentencePiece's space marker.
 _WORDS = [
     "\u2581the",
@@ -129,13 +131,7 @@ def write_tiny_gguf(
         else:
             writer.add_uint32(f"{arch}.attention.sliding_window_pattern", sliding_window_pattern)
 
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list(tokens)
-    writer.add_token_scores(scores)
-    writer.add_token_types(types)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_unk_token_id(0)
+    add_spm_vocab(writer, tokens, scores, types)
     writer.add_add_bos_token(True)
     writer.add_add_eos_token(False)
     if chat_template is not None:

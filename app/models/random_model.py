@@ -60,8 +60,14 @@ def copy_vocab(writer: GGUFWriter, vocab_path: Path) -> int:
 
 
 def add_synthetic_vocab(writer: GGUFWriter, size: int) -> None:
-    """synthetic_vocab(size) as the model's tokenizer (SPM: <unk> 0, <s> 1, </s> 2)."""
-    tokens, scores, types = synthetic_vocab(size)
+    """synthetic_vocab(size) as the model's tokenizer."""
+    add_spm_vocab(writer, *synthetic_vocab(size))
+
+
+def add_spm_vocab(
+    writer: GGUFWriter, tokens: list[str], scores: list[float], types: list[int]
+) -> None:
+    """An SPM tokenizer (llama.cpp's "llama" model) whose first tokens are <unk> <s> </s>."""
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)

@@ -5,6 +5,7 @@ every node, to find the node runs a candidate fuses."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -80,13 +81,29 @@ def run_emulator(program: Path, *args: object) -> subprocess.CompletedProcess[st
 
 def decode_graph(model: Path, kv: str) -> list[dict[str, Any]]:
     """Every node of one decode step of `model` with the K/V cache types `kv`, as
-    scripts/decode_graph_ops.py records it from the real llama.cpp."""
+    scripts/decode_graph_ops.py records it from the real llama.cpp (fresh objects each call)."""
+    return [json.loads(line) for line in _graph_lines(model, kv)]
+
+
+@functools.cache
+def _graph_lines(model: Path, kv: str) -> tuple[str, ...]:
+    # one llama.cpp run per model and mode in a test session: several candidates' tests read the
+    # same graphs
     result = subprocess.run(
         [sys.executable, str(GRAPH), str(model), "--kv", kv], cwd=ROOT, capture_output=True,
         text=True, timeout=300, check=False, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    return [json.loads(line) for line in result.stdout.splitlines()]
+    return tuple(result.stdout.splitlines())
+
+
+def overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two nodes of decode_graph lie on common bytes of one backend buffer."""
+    return bool(
+        a["buffer"] == b["buffer"]
+        and a["offset"] < b["offset"] + b["bytes"]
+        and b["offset"] < a["offset"] + a["bytes"]
+    )
 
 
 def chains(nodes: list[dict[str, Any]], ops: list[str]) -> list[list[dict[str, Any]]]:

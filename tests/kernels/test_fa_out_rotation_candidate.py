@@ -23,6 +23,7 @@ from tests.kernels.candidates import (
     emulator_with,
     extract,
     files_changed_by,
+    overlap,
     run_emulator,
     sources,
 )
@@ -160,14 +161,6 @@ def test_the_emulator_refuses_a_head_size_it_has_not(emulator: Path) -> None:
     assert result.stderr == "fa_out_rotation_emulated: D must be 64, 128, 256 or 512.\n"
 
 
-def _overlap(a: dict, b: dict) -> bool:
-    return bool(
-        a["buffer"] == b["buffer"]
-        and a["offset"] < b["offset"] + b["bytes"]
-        and b["offset"] < a["offset"] + a["bytes"]
-    )
-
-
 def _fa_runs(nodes: list[dict]) -> list[bool]:
     """The attention ops followed by llama.cpp's rotation of their output, as
     ggml_cuda_flash_attn_ext_can_rotate_output takes them (each node used by the next alone, a
@@ -179,8 +172,8 @@ def _fa_runs(nodes: list[dict]) -> list[bool]:
         assert [n["op"] for n in users] == ["RESHAPE"]
         assert product["src"][0] == "attn_inp_v_rot"
         assert fa["bytes"] == product["bytes"]
-        assert not _overlap(fa, product)
-        found.append(_overlap(nodes[fa["src"][0]], product))
+        assert not overlap(fa, product)
+        found.append(overlap(nodes[fa["src"][0]], product))
     return found
 
 

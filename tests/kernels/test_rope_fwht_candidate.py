@@ -22,12 +22,13 @@ from tests.kernels.candidates import (
     GRAPH,
     LOG,
     ROOT,
-    build_emulator,
     chains,
     decode_graph,
+    emulator_with,
     extract,
     files_changed_by,
     products,
+    run_emulator,
 )
 
 CANDIDATE = LOG / "2026-12-04-run34-rope-fwht.patch.txt"
@@ -62,8 +63,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rope = (llama_cpp / CUDA / "rope.cu").read_text()
     yarn = rope[rope.index("struct rope_corr_dims") : rope.index(_AFTER_YARN)]
     kernel = rope[rope.index("// KV Studio: fused ROPE + Hadamard") : rope.index(_AFTER_KERNEL)]
-    (folder / "rope_fwht_kernel.inc").write_text(yarn + "\n" + kernel)
-    return build_emulator(PROBE, folder)
+    return emulator_with(PROBE, folder, "rope_fwht_kernel.inc", yarn + "\n" + kernel)
 
 
 @pytest.mark.slow
@@ -118,8 +118,7 @@ def test_candidate_fs_kernel_matches_rope_then_hadamard_then_the_store(
     rows (Llama 3's), against RoPE pair by pair in double, the explicit Hadamard matrix and ggml's
     q8_0 rounding (one step allowed at a rounding boundary)."""
     freq_factors = int(width == 128)
-    args = [str(width), "1", str(neox), str(freq_factors), store, "8", "7"]
-    result = subprocess.run([emulator, *args], capture_output=True, text=True, check=False)
+    result = run_emulator(emulator, width, 1, neox, freq_factors, store, 8, 7)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.endswith(" 0 outside tolerance\n")
 
@@ -132,20 +131,14 @@ def test_candidate_fs_kernel_stores_vs_rotation_alone(
 ) -> None:
     """V: no RoPE, each token's row rotated in groups of the rotation's width (llama.cpp rotates V
     in groups of 64), 16 groups a token, 7 tokens, stored at shuffled cache cells."""
-    args = [str(width), "0", "0", "0", store, "16", "7"]
-    result = subprocess.run([emulator, *args], capture_output=True, text=True, check=False)
+    result = run_emulator(emulator, width, 0, 0, 0, store, 16, 7)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.endswith(" 0 outside tolerance\n")
 
 
 @pytest.mark.slow
 def test_the_emulator_refuses_a_width_the_kernel_has_not(emulator: Path) -> None:
-    result = subprocess.run(
-        [emulator, "512", "1", "0", "0", "q8_0", "8", "7"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_emulator(emulator, 512, 1, 0, 0, "q8_0", 8, 7)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "N must be 64, 128 or 256" in result.stderr
 

@@ -23,6 +23,7 @@ from tests.kernels.candidates import (
     emulator_with,
     extract,
     files_changed_by,
+    overlap,
     run_emulator,
     sources,
 )
@@ -191,14 +192,6 @@ def test_the_emulator_refuses_a_width_the_kernel_has_not(emulator: Path) -> None
     assert result.stderr == "scale_fwht_emulated: N must be 64, 128 or 256 and ROWS positive.\n"
 
 
-def _overlap(a: dict, b: dict) -> bool:
-    return bool(
-        a["buffer"] == b["buffer"]
-        and a["offset"] < b["offset"] + b["bytes"]
-        and b["offset"] < a["offset"] + a["bytes"]
-    )
-
-
 def _q_runs(nodes: list[dict]) -> list[str]:
     """The SCALE, RESHAPE, product runs candidate I fuses: for each, the op the SCALE reads, and
     "in place" where the product lies exactly on the SCALE's input (rows the fusion rewrites)."""
@@ -207,7 +200,7 @@ def _q_runs(nodes: list[dict]) -> list[str]:
         assert product["src"][0] == "attn_inp_k_rot"
         x = nodes[scale["src"][0]]
         same = (x["buffer"], x["offset"]) == (product["buffer"], product["offset"])
-        assert same or not _overlap(x, product)  # any other overlap: the general check refuses
+        assert same or not overlap(x, product)  # any other overlap: the general check refuses
         found.append(f"{x['op']} in place" if same else str(x["op"]))
     return found
 

@@ -16,9 +16,10 @@ from tests.kernels.candidates import (
     CUDA,
     LOG,
     ROOT,
-    build_emulator,
+    emulator_with,
     extract,
     files_changed_by,
+    run_emulator,
 )
 
 F = LOG / "2026-12-04-run34-rope-fwht.patch.txt"
@@ -75,9 +76,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _run(folder: Path, source: str) -> subprocess.CompletedProcess[str]:
-    (folder / "v_convert_kernels.inc").write_text(_as_calls(source))
-    program = build_emulator(PROBE, folder)
-    return subprocess.run([program], capture_output=True, text=True, timeout=120, check=False)
+    return run_emulator(emulator_with(PROBE, folder, "v_convert_kernels.inc", _as_calls(source)))
 
 
 @pytest.mark.slow
